@@ -1,0 +1,75 @@
+// Command staticpod runs Kubernetes Pod manifests from a directory and from a URL on one
+// machine, with no apiserver, on containerd.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+)
+
+// version is set at build time: go build -ldflags "-X main.version=v0.1.0".
+var version = "dev"
+
+// Exit codes shared by the commands.
+const (
+	exitInvalid = 1 // the input is wrong (an invalid manifest), or the work failed
+	exitUsage   = 2 // the command line is wrong, or the command cannot run here
+)
+
+func main() {
+	if err := newApp().Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "staticpod:", err)
+		os.Exit(exitInvalid)
+	}
+}
+
+func newApp() *cli.App {
+	app := &cli.App{
+		Name:    "staticpod",
+		Usage:   "run Kubernetes static pods on containerd, without an apiserver",
+		Version: version,
+		OnUsageError: usageError,
+		Commands: []*cli.Command{
+			notBuilt("run", "run the pods of a manifest directory and URL, and keep them running", runFlags()),
+			notBuilt("once", "run manifests to completion, stream their logs, exit with their code", nil),
+			validateCommand(),
+			notBuilt("ps", "list the pods and their status", nil),
+			notBuilt("logs", "print a container's logs", nil),
+			notBuilt("describe", "show a pod's source, containers, state and events", nil),
+			notBuilt("exec", "run a command in a container", nil),
+			versionCommand(),
+			hidden(notBuilt("pause", "hold a pod's namespaces (sandbox process)", nil)),
+			hidden(notBuilt("logger", "write a container's output as CRI log files (containerd binary log driver)", nil)),
+		},
+	}
+	for _, c := range app.Commands {
+		c.OnUsageError = usageError
+	}
+	return app
+}
+
+// usageError makes a wrong command line exit 2, as scripts expect of a CLI.
+func usageError(c *cli.Context, err error, _ bool) error {
+	return cli.Exit(fmt.Sprintf("%v (see 'staticpod %s --help')", err, c.Command.Name), exitUsage)
+}
+
+// notBuilt registers a command of the contract that does not work yet. It says so and
+// exits 2 instead of pretending.
+func notBuilt(name, usage string, flags []cli.Flag) *cli.Command {
+	return &cli.Command{
+		Name:            name,
+		Usage:           usage,
+		Flags:           flags,
+		SkipFlagParsing: flags == nil,
+		Action: func(*cli.Context) error {
+			return cli.Exit(fmt.Sprintf("staticpod %s is not built yet in this version (%s)", name, version), exitUsage)
+		},
+	}
+}
+
+func hidden(c *cli.Command) *cli.Command {
+	c.Hidden = true
+	return c
+}

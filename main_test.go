@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// binary is staticpod built once for the tests of this package.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "staticpod-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "staticpod")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build staticpod: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// runStaticpod runs the binary and returns its combined output and exit code.
+func runStaticpod(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return out.String(), exit.ExitCode()
+	}
+	if err != nil {
+		t.Fatalf("run staticpod %v: %v", args, err)
+	}
+	return out.String(), 0
+}
+
+func TestValidateAcceptsControlPlaneManifests(t *testing.T) {
+	out, code := runStaticpod(t, "validate", "--hostname-override", "cp1", "testdata/manifests/valid", "examples")
+	if code != 0 {
+		t.Fatalf("validate valid manifests: exit %d, want 0\n%s", code, out)
+	}
+	if !strings.Contains(out, "0 files invalid") {
+		t.Errorf("validate output lacks the summary:\n%s", out)
+	}
+}
+
+func TestValidateLocatesEveryError(t *testing.T) {
+	out, code := runStaticpod(t, "validate", "testdata/manifests/invalid")
+	if code != 1 {
+		t.Fatalf("validate invalid manifests: exit %d, want 1\n%s", code, out)
+	}
+	for _, want := range []string{
+		`error: testdata/manifests/invalid/etcd-missing-volume.yaml: spec.containers[0].volumeMounts[1].name: Not found: "certs"`,
+		`warning: testdata/manifests/invalid/etcd-missing-volume.yaml: spec.containers[0].imagePullPolcy: Unsupported value: unknown field`,
+		`error: testdata/manifests/invalid/many-errors.yaml (document 2): spec.containers[0].ports[0].containerPort: Invalid value: 70000`,
+		`error: testdata/manifests/invalid/many-errors.yaml (document 2): spec.restartPolicy: Unsupported value: "Sometimes"`,
+		`error: testdata/manifests/invalid/many-errors.yaml (document 3): kind: Unsupported value: "Deployment"`,
+		`error: testdata/manifests/invalid/needs-apiserver.yaml: spec.volumes[0].configMap: Forbidden: configMap volumes need an apiserver`,
+		`error: testdata/manifests/invalid/podlist-bad-item.yaml: items[2].spec.containers[0].volumeMounts[0].name: Not found: "nope"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestValidateStrict(t *testing.T) {
+	dir := t.TempDir()
+	manifest := "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: c, image: busybox:1.36, imagee: x}]}\n"
+	if err := os.WriteFile(filepath.Join(dir, "web.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := runStaticpod(t, "validate", dir); code != 0 || !strings.Contains(out, "warning: ") {
+		t.Errorf("validate with an unknown field: exit %d, want 0 and a warning\n%s", code, out)
+	}
+	if out, code := runStaticpod(t, "validate", "--strict", dir); code != 1 || !strings.Contains(out, "error: "+dir+"/web.yaml: spec.containers[0].imagee") {
+		t.Errorf("validate --strict with an unknown field: exit %d, want 1 and a located error\n%s", code, out)
+	}
+}
+
+func TestValidateConflict(t *testing.T) {
+	dir := t.TempDir()
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: c, image: busybox:1.36}]}\n"
+	for _, name := range []string{"a.yaml", "b.yaml"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(pod), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, code := runStaticpod(t, "validate", "--hostname-override", "n", dir)
+	if code != 1 || !strings.Contains(out, "b.yaml: pod default/web-n is already defined in "+dir+"/a.yaml") {
+		t.Errorf("validate with one pod in two files: exit %d, want 1 and the conflict\n%s", code, out)
+	}
+}
+
+func TestValidateJSON(t *testing.T) {
+	out, code := runStaticpod(t, "validate", "-o", "json", "testdata/manifests/invalid/etcd-missing-volume.yaml")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, out)
+	}
+	var report validation
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatalf("validate -o json is not JSON: %v\n%s", err, out)
+	}
+	if report.Valid || len(report.Files) != 1 || len(report.Files[0].Errors) != 1 {
+		t.Fatalf("report = %+v, want one invalid file with one error", report)
+	}
+	e := report.Files[0].Errors[0]
+	if e.Field != "spec.containers[0].volumeMounts[1].name" || e.Document != 1 || e.Message != `Not found: "certs"` {
+		t.Errorf("error = %+v", e)
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	for _, args := range [][]string{
+		{"validate"},
+		{"validate", "-o", "xml", "examples"},
+		{"validate", "/does/not/exist"},
+		{"validate", "--no-such-flag", "examples"},
+		{"ps"},
+		{"run"},
+	} {
+		if out, code := runStaticpod(t, args...); code != 2 {
+			t.Errorf("staticpod %v: exit %d, want 2\n%s", args, code, out)
+		}
+	}
+}

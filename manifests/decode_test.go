@@ -1,0 +1,104 @@
+package manifests
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDecode(t *testing.T) {
+	const pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: %s}\nspec: {containers: [{name: c, image: busybox}]}\n"
+	podNamed := func(name string) string { return strings.Replace(pod, "%s", name, 1) }
+	tests := []struct {
+		name     string
+		in       string
+		pods     []string // names, in order
+		docs     int
+		errors   []string // Problem.Error() without location
+		warnings []string
+	}{
+		{name: "empty file", in: "", docs: 0},
+		{name: "comments only", in: "# nothing\n# here\n", docs: 1},
+		{name: "separators only", in: "---\n---\n", docs: 1},
+		{name: "one pod", in: podNamed("a"), pods: []string{"a"}, docs: 1},
+		{name: "json pod", in: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"j"},"spec":{"containers":[{"name":"c","image":"x"}]}}`, pods: []string{"j"}, docs: 1},
+		{name: "multi document", in: podNamed("a") + "---\n# comment\n---\n" + podNamed("b"), pods: []string{"a", "b"}, docs: 3},
+		{
+			name: "pod list",
+			in:   "apiVersion: v1\nkind: PodList\nitems:\n- metadata: {name: a}\n  spec: {containers: [{name: c, image: x}]}\n- metadata: {name: b}\n  spec: {containers: [{name: c, image: x}]}\n",
+			pods: []string{"a", "b"}, docs: 1,
+		},
+		{
+			name:   "list with a service",
+			in:     "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Service, metadata: {name: s}}\n- " + strings.ReplaceAll(strings.TrimSpace(`{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, image: x}]}}`), "\n", " ") + "\n",
+			pods:   []string{"p"},
+			docs:   1,
+			errors: []string{`items[0].kind: Unsupported value: "Service": supported values: "Pod"`},
+		},
+		{
+			name:   "other kind",
+			in:     "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n",
+			docs:   1,
+			errors: []string{`kind: Unsupported value: "Deployment": supported values: "Pod", "PodList", "List"`},
+		},
+		{name: "no kind", in: "metadata: {name: x}\n", docs: 1, errors: []string{`kind: Required value: a static pod manifest needs "kind: Pod" (or PodList, List)`}},
+		{name: "no apiVersion", in: "kind: Pod\nmetadata: {name: x}\n", docs: 1, errors: []string{`apiVersion: Required value: a Pod needs "apiVersion: v1"`}},
+		{name: "not a mapping", in: "- a\n- b\n", docs: 1, errors: []string{"Invalid value: a manifest document must be a mapping (an object) with apiVersion and kind, not a list"}},
+		{name: "bad yaml", in: "kind: Pod\nmetadata: {name: [oops\n", docs: 1, errors: []string{"Invalid value: not valid YAML or JSON: line 2: did not find expected ',' or ']'"}},
+		{
+			name:     "unknown fields",
+			in:       strings.Replace(podNamed("a"), "image: busybox", "image: busybox, imagee: x", 1) + "extra: 1\n",
+			pods:     []string{"a"},
+			docs:     1,
+			warnings: []string{"extra: Unsupported value: unknown field, not part of a v1 Pod (a typo?)", "spec.containers[0].imagee: Unsupported value: unknown field, not part of a v1 Pod (a typo?)"},
+		},
+		{
+			name:   "wrong type",
+			in:     strings.Replace(podNamed("a"), "image: busybox", "image: busybox, ports: [{containerPort: x}]", 1),
+			docs:   1,
+			errors: []string{`spec.containers.ports.containerPort: Invalid value: "string": expected an integer`},
+		},
+		{name: "too large", in: strings.Repeat("#", MaxManifestBytes+1), errors: []string{"Invalid value: the manifest is 10485761 bytes; at most 10485760 are read"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Decode([]byte(tt.in))
+			var pods []string
+			for _, p := range d.Pods {
+				pods = append(pods, p.Pod.Name)
+			}
+			if diff := cmp.Diff(tt.pods, pods); diff != "" {
+				t.Errorf("Decode pods (-want +got):\n%s", diff)
+			}
+			if d.Documents != tt.docs {
+				t.Errorf("Decode documents = %d, want %d", d.Documents, tt.docs)
+			}
+			if diff := cmp.Diff(tt.errors, messages(d.Errors)); diff != "" {
+				t.Errorf("Decode errors (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.warnings, messages(d.Warnings)); diff != "" {
+				t.Errorf("Decode warnings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func messages(ps []Problem) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Error())
+	}
+	return out
+}
+
+func TestDecodeDocumentIndex(t *testing.T) {
+	in := "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: x}]}\n---\nkind: Nope\n"
+	d := Decode([]byte(in))
+	if len(d.Errors) != 1 || d.Errors[0].Doc != 2 {
+		t.Fatalf("Decode errors = %+v, want one in document 2", d.Errors)
+	}
+	if len(d.Pods) != 1 || d.Pods[0].Doc != 1 {
+		t.Fatalf("Decode pods = %+v, want one from document 1", d.Pods)
+	}
+}

@@ -1,0 +1,9 @@
+// Package manifests turns the bytes of a static-pod manifest into pods a runner can
+// trust: it decodes YAML or JSON (a Pod, a PodList or List of pods, or several YAML
+// documents), applies the defaults the apiserver would, validates the result with the
+// Kubernetes rules that matter on one node plus the rules of static pods, and gives each
+// pod its static identity (name suffix, UID, annotations) and each container a spec hash.
+//
+// It owns no I/O: callers hand it bytes and a source location. It imports nothing of
+// staticpod's and never touches the filesystem or containerd.
+package manifests

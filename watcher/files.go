@@ -1,0 +1,99 @@
+package watcher
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/staticpod/staticpod/manifests"
+)
+
+// ignoredSuffixes are the endings of editor and package-manager leftovers that live
+// beside real manifests: backups, swap files, patch rejects, unmerged package configs.
+var ignoredSuffixes = []string{
+	"~", ".swp", ".swx", ".swo", ".bak", ".orig", ".rej", ".tmp", ".rpmnew", ".rpmsave",
+}
+
+// Ignored reports whether a file in a manifest directory is not a manifest: dot files,
+// editor swap and backup files, patch leftovers, dpkg and rpm leftovers and vim's
+// write-test file "4913". Only the base name is looked at.
+func Ignored(name string) bool {
+	base := filepath.Base(name)
+	switch {
+	case base == "" || strings.HasPrefix(base, "."):
+		return true
+	case base == "4913": // vim probes whether it may write a directory with this file
+		return true
+	case strings.HasPrefix(base, "#") && strings.HasSuffix(base, "#"): // emacs autosave
+		return true
+	case strings.Contains(base, ".dpkg-"): // .dpkg-old, .dpkg-new, .dpkg-dist, .dpkg-tmp
+		return true
+	}
+	for _, s := range ignoredSuffixes {
+		if strings.HasSuffix(base, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// ListFiles returns the manifest files of path in sorted order: path itself when it is a
+// file, or else the regular files directly inside it that are not Ignored. Directories
+// inside are not entered, as on the kubelet. A path that does not exist has no files
+// and is no error: a missing manifest directory is an empty source.
+func ListFiles(path string) ([]string, error) {
+	info, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stat manifest path: %w", err)
+	}
+	if !info.IsDir() {
+		return []string{path}, nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest directory: %w", err)
+	}
+	var files []string
+	for _, e := range entries {
+		if Ignored(e.Name()) {
+			continue
+		}
+		full := filepath.Join(path, e.Name())
+		info, err := os.Stat(full) // follow symlinks, as the kubelet does
+		if err != nil || !info.Mode().IsRegular() {
+			continue // subdirectories, sockets, dangling links: not manifests
+		}
+		files = append(files, full)
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// ErrTooLarge is returned for a manifest file over manifests.MaxManifestBytes.
+var ErrTooLarge = fmt.Errorf("manifest file is larger than %d bytes", manifests.MaxManifestBytes)
+
+// ReadFile reads one manifest file, refusing to read more than
+// manifests.MaxManifestBytes of it.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, manifests.MaxManifestBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > manifests.MaxManifestBytes {
+		return nil, fmt.Errorf("%s: %w", path, ErrTooLarge)
+	}
+	return data, nil
+}
