@@ -1,0 +1,19 @@
+package containerdrt
+
+// Labels every staticpod container and sandbox carries in containerd, so that the whole
+// picture can be rebuilt from containerd alone after staticpod restarts.
+const (
+	labelPrefix       = "io.staticpod."
+	LabelKind         = labelPrefix + "kind"          // sandbox | container
+	LabelPodUID       = labelPrefix + "pod.uid"       // the pod's UID
+	LabelPodName      = labelPrefix + "pod.name"      // the pod's (static) name
+	LabelPodNamespace = labelPrefix + "pod.namespace" // the pod's namespace
+	LabelContainer    = labelPrefix + "container"     // the container's name
+	LabelAttempt      = labelPrefix + "attempt"       // restart count of this container
+	LabelHash         = labelPrefix + "hash"          // manifests.ContainerHash of its spec
+	LabelSource       = labelPrefix + "source"        // the manifest source: file, http, api
+	LabelStopSignal   = labelPrefix + "stop-signal"   // the image's StopSignal, or empty
+	LabelLogPath      = labelPrefix + "log-path"      // its CRI log file
+	LabelTermination  = labelPrefix + "termination-message-path" // host path of the termination log
+	LabelTermPolicy   = labelPrefix + "termination-message-policy"
+)

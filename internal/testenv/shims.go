@@ -1,0 +1,163 @@
+package testenv
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// killShims kills the shims started for the daemon at address, with every process under
+// them (their containers), waits until they are gone and removes their sockets. Shims
+// outlive their daemon by design, so a daemon that stopped with tasks running leaves them
+// behind.
+func killShims(address string) error {
+	procs, err := listProcs()
+	if err != nil {
+		return err
+	}
+	var sockets []string
+	var pids []int
+	for _, p := range procs {
+		if !isShimFor(p.args, address) {
+			continue
+		}
+		pids = append(pids, descendants(procs, p.pid)...)
+		sockets = append(sockets, shimSockets(p.args)...)
+	}
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if err := awaitGone(pids, stopTimeout); err != nil {
+		return err
+	}
+	for _, s := range sockets {
+		os.Remove(s)
+	}
+	return nil
+}
+
+// shimSockets returns where a shim started with args listens: a hash of its daemon's
+// address, namespace and ID, plus "/debug" for its debug socket.
+func shimSockets(args []string) []string {
+	path := filepath.Join(argValue(args, "address"), argValue(args, "namespace"), argValue(args, "id"))
+	var sockets []string
+	for _, p := range []string{path, filepath.Join(path, "debug")} {
+		sockets = append(sockets, filepath.Join(shimSocketDir, fmt.Sprintf("%x", sha256.Sum256([]byte(p)))))
+	}
+	return sockets
+}
+
+// ShimPIDs returns the running shims whose daemon listens at address.
+func ShimPIDs(address string) ([]int, error) {
+	procs, err := listProcs()
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, p := range procs {
+		if isShimFor(p.args, address) {
+			pids = append(pids, p.pid)
+		}
+	}
+	return pids, nil
+}
+
+// isShimFor reports whether args start a containerd shim with "-address <address>".
+func isShimFor(args []string, address string) bool {
+	return len(args) > 0 && strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") &&
+		argValue(args, "address") == address
+}
+
+// argValue returns the value of the flag -name or --name, given as a separate argument.
+func argValue(args []string, name string) string {
+	i := slices.IndexFunc(args, func(a string) bool { return a == "-"+name || a == "--"+name })
+	if i < 0 || i+1 >= len(args) {
+		return ""
+	}
+	return args[i+1]
+}
+
+// awaitGone polls until none of pids is a live process, or fails after timeout.
+func awaitGone(pids []int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		alive := slices.DeleteFunc(slices.Clone(pids), func(pid int) bool {
+			state, _, ok := readStat(pid)
+			return !ok || state == "Z"
+		})
+		if len(alive) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes %v still alive %v after SIGKILL", alive, timeout)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// proc is one live (not zombie) process.
+type proc struct {
+	pid, ppid int
+	args      []string
+}
+
+// listProcs reads every live process's parent and arguments from /proc.
+func listProcs() ([]proc, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	var procs []proc
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		state, ppid, ok := readStat(pid)
+		if !ok || state == "Z" {
+			continue // exited while we looked, or waiting for its parent to reap it
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		procs = append(procs, proc{pid: pid, ppid: ppid, args: args})
+	}
+	return procs, nil
+}
+
+// readStat returns a process's state and parent from /proc/<pid>/stat, whose second field
+// (the command name in parentheses) may itself hold spaces and parentheses.
+func readStat(pid int) (state string, ppid int, ok bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", 0, false
+	}
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return "", 0, false
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	if len(fields) < 2 {
+		return "", 0, false
+	}
+	ppid, err = strconv.Atoi(fields[1])
+	return fields[0], ppid, err == nil
+}
+
+// descendants returns root and every process below it.
+func descendants(procs []proc, root int) []int {
+	out := []int{root}
+	for i := 0; i < len(out); i++ {
+		for _, p := range procs {
+			if p.ppid == out[i] {
+				out = append(out, p.pid)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,132 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Runtime is what the runner needs from a container runtime: small, primitive
+// operations, each idempotent (stopping or removing what is already gone returns nil),
+// so that the runner can treat any error as "retry with back-off". A Runtime makes no
+// lifecycle decisions; it executes what the runner planned and reports what it sees.
+type Runtime interface {
+	// EnsureImage makes image present according to policy (pulling it when needed) and
+	// returns what is known of it.
+	EnsureImage(ctx context.Context, image string, policy corev1.PullPolicy) (Image, error)
+
+	// StartSandbox creates and starts the process that holds a pod's namespaces.
+	StartSandbox(ctx context.Context, pod *corev1.Pod) (Container, error)
+
+	// CreateContainer creates (but does not start) one container of a pod. sandbox is
+	// the pod's sandbox, or nil for a pod that runs without one.
+	CreateContainer(ctx context.Context, req CreateRequest) (Container, error)
+	// StartContainer starts a created container.
+	StartContainer(ctx context.Context, id string) error
+	// StopContainer sends the container's stop signal, waits up to grace for it to exit,
+	// then kills it. A grace of 0 kills at once. It applies to sandboxes too.
+	StopContainer(ctx context.Context, id string, grace time.Duration) error
+	// RemoveContainer deletes a stopped container and what it owns in the runtime.
+	RemoveContainer(ctx context.Context, id string) error
+	// RemovePodData deletes what the runtime keeps on disk for a pod that is gone
+	// (emptyDir volumes, generated /etc files).
+	RemovePodData(ctx context.Context, uid types.UID) error
+
+	// Exec runs a command in a running container and returns its exit code.
+	Exec(ctx context.Context, id string, req ExecRequest) (int, error)
+
+	// List returns every sandbox and container the runtime holds for staticpod, with
+	// their state, in one call. The picture must be complete enough to rebuild all
+	// state after a restart of staticpod.
+	List(ctx context.Context) ([]Container, error)
+}
+
+// Errors a Runtime returns, to be tested with errors.Is.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrImagePull     = errors.New("ErrImagePull")
+	ErrImageNeverPull = errors.New("ErrImageNeverPull")
+	ErrCreateConfig  = errors.New("CreateContainerConfigError")
+	ErrUnavailable   = errors.New("runtime unavailable")
+)
+
+// Kind tells a pod's sandbox from its containers.
+type Kind string
+
+const (
+	KindSandbox   Kind = "sandbox"
+	KindContainer Kind = "container"
+)
+
+// State is the runtime state of a container.
+type State string
+
+const (
+	StateCreated State = "created"
+	StateRunning State = "running"
+	StateExited  State = "exited"
+	StateUnknown State = "unknown"
+)
+
+// Image is an image present in the runtime.
+type Image struct {
+	Ref    string // the reference the pod asked for, normalized
+	ID     string // image id (config digest)
+	Digest string // manifest digest, the repo digest the kubelet reports as imageID
+}
+
+// CreateRequest says which container of which pod to create.
+type CreateRequest struct {
+	Pod       *corev1.Pod
+	Container *corev1.Container
+	Init      bool       // an init container (or sidecar)
+	Attempt   int        // restart count: 0 for the first run
+	Hash      string     // manifests.ContainerHash of Container
+	Sandbox   *Container // the pod's running sandbox; nil for a pod without one
+	Image     Image
+}
+
+// Container is a sandbox or a container as the runtime reports it. Everything the
+// runner needs to rebuild its state after a restart is here, read from the runtime.
+type Container struct {
+	ID           string
+	Kind         Kind
+	PodUID       types.UID
+	PodName      string
+	PodNamespace string
+	Name         string // container name; the pod name for a sandbox
+	Attempt      int
+	Hash         string
+	Source       string // the manifest source that asked for it: file, http, api
+	State        State
+	PID          uint32
+	ExitCode     int32
+	Reason       string // for exited: Completed, Error, OOMKilled
+	Message      string // for exited: the termination message
+	Image        string
+	ImageRef     string
+	CreatedAt    time.Time
+	StartedAt    time.Time
+	FinishedAt   time.Time
+	LogPath      string
+}
+
+// ExecRequest is a command to run in a container.
+type ExecRequest struct {
+	Command []string
+	Stdin   io.Reader
+	Stdout  io.Writer
+	Stderr  io.Writer
+	TTY     bool
+}
+
+// NeedsSandbox reports whether a pod needs a sandbox process: to hold a network
+// namespace (any pod not on the host network) or a shared PID namespace.
+func NeedsSandbox(pod *corev1.Pod) bool {
+	sharePID := pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace
+	return !pod.Spec.HostNetwork || sharePID && !pod.Spec.HostPID
+}
