@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/staticpod/staticpod/internal/pause"
 )
 
 // version is set at build time: go build -ldflags "-X main.version=v0.1.0".
@@ -40,7 +42,12 @@ func newApp() *cli.App {
 			notBuilt("describe", "show a pod's source, containers, state and events", nil),
 			notBuilt("exec", "run a command in a container", nil),
 			versionCommand(),
-			hidden(notBuilt("pause", "hold a pod's namespaces (sandbox process)", nil)),
+			{
+				Name:   "pause",
+				Usage:  "hold a pod's namespaces (the sandbox process; run by staticpod itself)",
+				Hidden: true,
+				Action: func(*cli.Context) error { return pause.Run() },
+			},
 			hidden(notBuilt("logger", "write a container's output as CRI log files (containerd binary log driver)", nil)),
 		},
 	}

@@ -19,11 +19,11 @@ type Runtime interface {
 	// returns what is known of it.
 	EnsureImage(ctx context.Context, image string, policy corev1.PullPolicy) (Image, error)
 
-	// StartSandbox creates and starts the process that holds a pod's namespaces.
-	StartSandbox(ctx context.Context, pod *corev1.Pod) (Container, error)
+	// StartSandbox creates and starts the process that holds a pod's namespaces; attempt
+	// counts the sandboxes the pod has had (0 for the first).
+	StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (Container, error)
 
-	// CreateContainer creates (but does not start) one container of a pod. sandbox is
-	// the pod's sandbox, or nil for a pod that runs without one.
+	// CreateContainer creates (but does not start) one container of a pod.
 	CreateContainer(ctx context.Context, req CreateRequest) (Container, error)
 	// StartContainer starts a created container.
 	StartContainer(ctx context.Context, id string) error
@@ -47,11 +47,11 @@ type Runtime interface {
 
 // Errors a Runtime returns, to be tested with errors.Is.
 var (
-	ErrNotFound      = errors.New("not found")
-	ErrImagePull     = errors.New("ErrImagePull")
+	ErrNotFound       = errors.New("not found")
+	ErrImagePull      = errors.New("ErrImagePull")
 	ErrImageNeverPull = errors.New("ErrImageNeverPull")
-	ErrCreateConfig  = errors.New("CreateContainerConfigError")
-	ErrUnavailable   = errors.New("runtime unavailable")
+	ErrCreateConfig   = errors.New("CreateContainerConfigError")
+	ErrUnavailable    = errors.New("runtime unavailable")
 )
 
 // Kind tells a pod's sandbox from its containers.

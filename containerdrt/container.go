@@ -1,0 +1,224 @@
+//go:build staticpod_core
+
+package containerdrt
+
+import (
+	"context"
+	"fmt"
+	"os"
+		"syscall"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/errdefs"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/staticpod/staticpod/runner"
+)
+
+// killWait bounds the wait for a task to exit after SIGKILL.
+const killWait = 10 * time.Second
+
+// CreateContainer creates one container of a pod from its image, with the spec built
+// by the spec_*.go helpers, labelled so that List can rebuild it.
+func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest) (runner.Container, error) {
+	ctx, cancel := r.call(ctx)
+	defer cancel()
+	pod, c := req.Pod, req.Container
+	id := containerID(pod, c.Name, req.Attempt)
+	img, err := r.client.GetImage(ctx, req.Image.Ref)
+	if err != nil {
+		return runner.Container{}, fmt.Errorf("create container %s: image %s: %w", id, req.Image.Ref, convertErr(err))
+	}
+	spec, err := img.Spec(ctx)
+	if err != nil {
+		return runner.Container{}, fmt.Errorf("create container %s: image config: %w", id, convertErr(err))
+	}
+	podDir := r.podDir(pod.UID)
+	if err := preparePod(pod, podDir, r.cfg.HostIP, r.podIP(pod)); err != nil {
+		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
+	}
+	in := specInput{
+		Pod: pod, Container: c, Image: spec.Config, PodDir: podDir,
+		PodIP: r.podIP(pod), HostIP: r.cfg.HostIP, SeccompDir: r.cfg.SeccompDir,
+	}
+	if req.Sandbox != nil {
+		in.SandboxPID = req.Sandbox.PID
+	}
+	opts, err := containerSpec(in)
+	if err != nil {
+		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
+	}
+	labels := podLabels(pod, runner.KindContainer, c.Name, req.Attempt)
+	labels[LabelHash] = req.Hash
+	labels[LabelLogPath] = logFilePath(r.cfg.PodLogDir, pod, c.Name, req.Attempt)
+	labels[LabelTermination] = terminationLogPath(podDir, c.Name, req.Attempt)
+	labels[LabelTermPolicy] = string(c.TerminationMessagePolicy)
+	labels[client.StopSignalLabel] = stopSignal(in)
+	labels[labelImageID] = req.Image.Digest
+	newOpts := []client.NewContainerOpts{client.WithImage(img)}
+	if r.cfg.Images.Snapshotter != "" {
+		newOpts = append(newOpts, client.WithSnapshotter(r.cfg.Images.Snapshotter))
+	}
+	newOpts = append(newOpts, client.WithNewSnapshot(id, img), client.WithNewSpec(opts...), client.WithContainerLabels(labels))
+	if _, err := r.client.NewContainer(ctx, id, newOpts...); err != nil {
+		return runner.Container{}, fmt.Errorf("create container %s: %w", id, convertErr(err))
+	}
+	return r.inspect(ctx, id)
+}
+
+// StartContainer starts a created container, its output going to staticpod's log
+// writer run by the shim (so that no pipe depends on this process staying alive).
+func (r *Runtime) StartContainer(ctx context.Context, id string) error {
+	ctx, cancel := r.call(ctx)
+	defer cancel()
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return fmt.Errorf("start container %s: %w", id, convertErr(err))
+	}
+	labels, err := c.Labels(ctx)
+	if err != nil {
+		return fmt.Errorf("start container %s: %w", id, convertErr(err))
+	}
+	path := labels[LabelLogPath]
+	link := containerLogLink(r.cfg.Log.ContainersDir, labels, id)
+	if err := r.startTask(ctx, c, logCreator(r.cfg.Self, r.cfg.Log, path, link)); err != nil {
+		return fmt.Errorf("start container %s: %w", id, err)
+	}
+	return nil
+}
+
+// startTask creates and starts c's task and records when it started (containerd keeps
+// no start time of its own).
+func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Creator) error {
+	task, err := c.NewTask(ctx, ioc)
+	if err != nil {
+		return convertErr(err)
+	}
+	if err := task.Start(ctx); err != nil {
+		if _, derr := task.Delete(ctx, client.WithProcessKill); derr != nil {
+			r.log.Warn("delete task that failed to start", "id", c.ID(), "err", derr)
+		}
+		return convertErr(err)
+	}
+	_, err = c.SetLabels(ctx, map[string]string{labelStartedAt: time.Now().UTC().Format(time.RFC3339Nano)})
+	return convertErr(err)
+}
+
+// StopContainer sends the container's stop signal (the image's, else SIGTERM), waits up
+// to grace for it to exit, then kills it. A task that is gone or already stopped is no
+// error.
+func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, grace+r.cfg.CallTimeout)
+	defer cancel()
+	ctx, cancelNS := r.call(ctx)
+	defer cancelNS()
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return ignoreNotFound(convertErr(err))
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return ignoreNotFound(convertErr(err))
+	}
+	exited, err := task.Wait(ctx)
+	if err != nil {
+		return ignoreNotFound(convertErr(err))
+	}
+	sig, err := client.GetStopSignal(ctx, c, syscall.SIGTERM)
+	if err != nil {
+		sig = syscall.SIGTERM
+	}
+	if grace > 0 {
+		if err := stop(ctx, task, exited, sig, grace); err != nil {
+			return fmt.Errorf("stop container %s: %w", id, err)
+		}
+	}
+	select {
+	case <-exited:
+		return nil
+	default:
+	}
+	if err := ignoreNotFound(convertErr(task.Kill(ctx, syscall.SIGKILL, client.WithKillAll))); err != nil {
+		return fmt.Errorf("kill container %s: %w", id, err)
+	}
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(killWait):
+		return fmt.Errorf("kill container %s: still running %v after SIGKILL", id, killWait)
+	}
+}
+
+// stop signals the task and waits up to grace for it to exit. exited comes from a Wait
+// taken before the signal, so an exit that races the signal is never missed.
+func stop(ctx context.Context, t client.Task, exited <-chan client.ExitStatus, sig syscall.Signal, grace time.Duration) error {
+	if err := ignoreNotFound(convertErr(t.Kill(ctx, sig))); err != nil {
+		return fmt.Errorf("signal %v: %w", sig, err)
+	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-exited:
+		return nil
+	case <-timer.C:
+		return nil // the caller kills
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// RemoveContainer deletes a container, its task (killed if still running), its
+// snapshot, its log files and its termination-message file.
+func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
+	ctx, cancel := r.call(ctx)
+	defer cancel()
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return ignoreNotFound(convertErr(err))
+	}
+	labels, err := c.Labels(ctx)
+	if err != nil {
+		return ignoreNotFound(convertErr(err))
+	}
+	if task, err := c.Task(ctx, nil); err == nil {
+		if _, err := task.Delete(ctx, client.WithProcessKill); ignoreNotFound(convertErr(err)) != nil {
+			return fmt.Errorf("remove container %s: delete task: %w", id, convertErr(err))
+		}
+	} else if !errdefs.IsNotFound(err) {
+		return fmt.Errorf("remove container %s: %w", id, convertErr(err))
+	}
+	if err := c.Delete(ctx, client.WithSnapshotCleanup); ignoreNotFound(convertErr(err)) != nil {
+		return fmt.Errorf("remove container %s: %w", id, convertErr(err))
+	}
+	for _, path := range []string{labels[LabelLogPath], labels[LabelTermination], containerLogLink(r.cfg.Log.ContainersDir, labels, id)} {
+		if path != "" {
+			if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+				r.log.Warn("remove container file", "id", id, "path", path, "err", err)
+			}
+		}
+	}
+	removeRotated(labels[LabelLogPath])
+	return nil
+}
+
+// RemovePodData deletes the pod's directory (unmounting its tmpfs volumes) and its log
+// directory.
+func (r *Runtime) RemovePodData(ctx context.Context, uid types.UID) error {
+	if err := removePod(r.podDir(uid)); err != nil {
+		return fmt.Errorf("remove pod data %s: %w", uid, err)
+	}
+	return removePodLogs(r.cfg.PodLogDir, uid)
+}
+
+// podIP is the pod's IP: the host's on the host network. A pod with its own network
+// namespace has only loopback (staticpod sets up no pod network), and so no IP to
+// report.
+func (r *Runtime) podIP(pod *corev1.Pod) string {
+	if pod.Spec.HostNetwork {
+		return r.cfg.HostIP
+	}
+	return ""
+}

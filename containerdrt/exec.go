@@ -1,0 +1,72 @@
+//go:build staticpod_core
+
+package containerdrt
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"syscall"
+
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+
+	"github.com/staticpod/staticpod/runner"
+)
+
+// Exec runs a command in a running container, in its namespaces and with its process
+// settings (user, env, capabilities), and returns the command's exit code. ctx bounds
+// the command: when it is done the command is killed.
+func (r *Runtime) Exec(ctx context.Context, id string, req runner.ExecRequest) (int, error) {
+	ctx = namespaces.WithNamespace(ctx, r.cfg.Namespace)
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return -1, fmt.Errorf("exec in %s: %w", id, convertErr(err))
+	}
+	spec, err := c.Spec(ctx)
+	if err != nil {
+		return -1, fmt.Errorf("exec in %s: %w", id, convertErr(err))
+	}
+	t, err := c.Task(ctx, nil)
+	if err != nil {
+		return -1, fmt.Errorf("exec in %s: %w", id, convertErr(err))
+	}
+	pspec := *spec.Process
+	pspec.Args = req.Command
+	pspec.Terminal = req.TTY
+	opts := []cio.Opt{cio.WithStreams(req.Stdin, req.Stdout, req.Stderr)}
+	if req.TTY {
+		opts = append(opts, cio.WithTerminal)
+	}
+	if r.cfg.FIFODir != "" {
+		opts = append(opts, cio.WithFIFODir(r.cfg.FIFODir))
+	}
+	p, err := t.Exec(ctx, execID(), &pspec, cio.NewCreator(opts...))
+	if err != nil {
+		return -1, fmt.Errorf("exec in %s: %w", id, convertErr(err))
+	}
+	defer p.Delete(context.WithoutCancel(ctx))
+	exited, err := p.Wait(ctx)
+	if err != nil {
+		return -1, fmt.Errorf("exec in %s: %w", id, convertErr(err))
+	}
+	if err := p.Start(ctx); err != nil {
+		return -1, fmt.Errorf("exec in %s: %w", id, convertErr(err))
+	}
+	select {
+	case st := <-exited:
+		p.IO().Wait() // all output is copied before the exit code is returned
+		code, _, err := st.Result()
+		return int(code), err
+	case <-ctx.Done():
+		_ = p.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
+		return -1, ctx.Err()
+	}
+}
+
+func execID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "exec-" + hex.EncodeToString(b)
+}

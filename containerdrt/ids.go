@@ -1,0 +1,80 @@
+package containerdrt
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner"
+)
+
+// containerd refuses IDs over 76 characters; readable IDs keep the pod name first and
+// shorten it when needed, while the UID prefix keeps them unique.
+const (
+	maxIDLength = 76
+	uidPrefix   = 8
+)
+
+// containerID is a readable, unique containerd ID for attempt of container in pod:
+// "<pod name>_<container>_<attempt>_<uid prefix>". Pod and container names are DNS
+// names, so the result always matches containerd's ID rules.
+func containerID(pod *corev1.Pod, container string, attempt int) string {
+	return makeID(pod.Name, container+"_"+strconv.Itoa(attempt), pod.UID)
+}
+
+// sandboxID is the ID of a pod's sandbox: "<pod name>_<attempt>_<uid prefix>"; one
+// field fewer than a container's, so the two never collide.
+func sandboxID(pod *corev1.Pod, attempt int) string {
+	return makeID(pod.Name, strconv.Itoa(attempt), pod.UID)
+}
+
+func makeID(podName, rest string, uid types.UID) string {
+	u := strings.NewReplacer("-", "", "_", "", ".", "").Replace(string(uid))
+	if len(u) > uidPrefix {
+		u = u[:uidPrefix]
+	}
+	if u == "" {
+		u = "0"
+	}
+	tail := "_" + rest + "_" + u
+	if room := maxIDLength - len(tail); len(podName) > room {
+		podName = strings.TrimRight(podName[:room], "-.")
+	}
+	return podName + tail
+}
+
+// podLabels are the labels of everything that belongs to pod.
+func podLabels(pod *corev1.Pod, kind runner.Kind, name string, attempt int) map[string]string {
+	return map[string]string{
+		LabelKind:         string(kind),
+		LabelPodUID:       string(pod.UID),
+		LabelPodName:      pod.Name,
+		LabelPodNamespace: pod.Namespace,
+		LabelContainer:    name,
+		LabelAttempt:      strconv.Itoa(attempt),
+		LabelSource:       pod.Annotations[manifests.AnnotationSource],
+	}
+}
+
+// fromLabels fills the identity of c from its labels. It fails for containers that are
+// not staticpod's (no kind label).
+func fromLabels(c *runner.Container, labels map[string]string) error {
+	kind := runner.Kind(labels[LabelKind])
+	if kind != runner.KindSandbox && kind != runner.KindContainer {
+		return fmt.Errorf("container %s has no %s label", c.ID, LabelKind)
+	}
+	c.Kind = kind
+	c.PodUID = types.UID(labels[LabelPodUID])
+	c.PodName = labels[LabelPodName]
+	c.PodNamespace = labels[LabelPodNamespace]
+	c.Name = labels[LabelContainer]
+	c.Attempt, _ = strconv.Atoi(labels[LabelAttempt])
+	c.Hash = labels[LabelHash]
+	c.Source = labels[LabelSource]
+	c.LogPath = labels[LabelLogPath]
+	return nil
+}

@@ -1,0 +1,223 @@
+//go:build staticpod_core
+
+package containerdrt
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	tasks "github.com/containerd/containerd/api/services/tasks/v1"
+	"github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/errdefs"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/staticpod/staticpod/runner"
+)
+
+// maxTerminationMessage is how much of a termination-message file is read, as on the
+// kubelet.
+const maxTerminationMessage = 4096
+
+// List returns every staticpod sandbox and container in the namespace with its state,
+// in two round trips to containerd (containers, then tasks) whatever their number.
+//
+// List also reaps: a task that has exited has its exit (code, time, reason, termination
+// message) recorded in its container's labels and is then deleted, so that an exited
+// container costs no shim process and its exit is still known after a restart of
+// staticpod or of containerd. If reaping fails, the container is reported from its task
+// as it is, and the next List tries again.
+func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
+	ctx, cancel := r.call(ctx)
+	defer cancel()
+	infos, err := r.client.ContainerService().List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", convertErr(err))
+	}
+	resp, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", convertErr(err))
+	}
+	procs := make(map[string]*task.Process, len(resp.Tasks))
+	for _, p := range resp.Tasks {
+		procs[p.ContainerID] = p
+	}
+	out := make([]runner.Container, 0, len(infos))
+	for _, info := range infos {
+		if _, ours := info.Labels[LabelKind]; !ours {
+			continue
+		}
+		proc := procs[info.ID]
+		if proc != nil && proc.Status == task.Status_STOPPED {
+			if reaped, err := r.reap(ctx, info, proc); err != nil {
+				r.log.Warn("record container exit", "id", info.ID, "err", err)
+			} else {
+				info, proc = reaped, nil
+			}
+		}
+		c, err := toContainer(info, proc)
+		if err != nil {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// inspect is List for one container.
+func (r *Runtime) inspect(ctx context.Context, id string) (runner.Container, error) {
+	info, err := r.client.ContainerService().Get(ctx, id)
+	if err != nil {
+		return runner.Container{}, fmt.Errorf("inspect %s: %w", id, convertErr(err))
+	}
+	var proc *task.Process
+	resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: id})
+	switch {
+	case err == nil:
+		proc = resp.Process
+	case !errdefs.IsNotFound(convertErr(err)) && ignoreNotFound(convertErr(err)) != nil:
+		return runner.Container{}, fmt.Errorf("inspect %s: %w", id, convertErr(err))
+	}
+	return toContainer(info, proc)
+}
+
+// toContainer reads a container's state from containerd's records: from its task while
+// it has one, else from the exit recorded in its labels.
+func toContainer(info containers.Container, proc *task.Process) (runner.Container, error) {
+	c := runner.Container{ID: info.ID, Image: info.Image, CreatedAt: info.CreatedAt, State: runner.StateCreated}
+	if err := fromLabels(&c, info.Labels); err != nil {
+		return c, err
+	}
+	c.ImageRef = info.Labels[labelImageID]
+	c.StartedAt = parseTime(info.Labels[labelStartedAt])
+	switch {
+	case proc != nil:
+		c.PID = proc.Pid
+		c.State = taskState(proc.Status)
+		if c.State == runner.StateExited {
+			c.ExitCode = int32(proc.ExitStatus)
+			c.FinishedAt = proc.ExitedAt.AsTime()
+			c.Reason = exitReason(c.ExitCode, false)
+		}
+	case info.Labels[labelFinishedAt] != "":
+		c.State = runner.StateExited
+		code, _ := strconv.Atoi(info.Labels[labelExitCode])
+		c.ExitCode = int32(code)
+		c.FinishedAt = parseTime(info.Labels[labelFinishedAt])
+		c.Reason = info.Labels[labelReason]
+		c.Message = info.Labels[labelMessage]
+	}
+	return c, nil
+}
+
+func taskState(s task.Status) runner.State {
+	switch s {
+	case task.Status_CREATED:
+		return runner.StateCreated
+	case task.Status_RUNNING, task.Status_PAUSED, task.Status_PAUSING:
+		return runner.StateRunning
+	case task.Status_STOPPED:
+		return runner.StateExited
+	}
+	return runner.StateUnknown
+}
+
+// exitReason is the kubelet's reason for a terminated container.
+func exitReason(code int32, oomKilled bool) string {
+	switch {
+	case oomKilled:
+		return "OOMKilled"
+	case code == 0:
+		return "Completed"
+	}
+	return "Error"
+}
+
+func parseTime(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
+}
+
+// reap records the exit of a stopped task in its container's labels, then deletes the
+// task. The OOM kill count is read from the task's cgroup before the delete removes it.
+func (r *Runtime) reap(ctx context.Context, info containers.Container, proc *task.Process) (containers.Container, error) {
+	code := int32(proc.ExitStatus)
+	labels := map[string]string{
+		labelExitCode:   strconv.Itoa(int(code)),
+		labelFinishedAt: proc.ExitedAt.AsTime().UTC().Format(time.RFC3339Nano),
+		labelReason:     exitReason(code, oomKilled(info)),
+		labelMessage:    readTerminationMessage(info.Labels[LabelTermination]),
+	}
+	c, err := r.client.LoadContainer(ctx, info.ID)
+	if err != nil {
+		return info, convertErr(err)
+	}
+	all, err := c.SetLabels(ctx, labels)
+	if err != nil {
+		return info, convertErr(err)
+	}
+	if _, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: info.ID}); ignoreNotFound(convertErr(err)) != nil {
+		return info, convertErr(err)
+	}
+	info.Labels = all
+	return info, nil
+}
+
+// oomKilled reports whether the kernel's OOM killer killed a process of the
+// container's cgroup (cgroup v1 memory.oom_control or v2 memory.events).
+func oomKilled(info containers.Container) bool {
+	var spec specs.Spec
+	if info.Spec == nil || json.Unmarshal(info.Spec.GetValue(), &spec) != nil || spec.Linux == nil {
+		return false
+	}
+	path := spec.Linux.CgroupsPath
+	for _, file := range []string{
+		filepath.Join("/sys/fs/cgroup/memory", path, "memory.oom_control"),
+		filepath.Join("/sys/fs/cgroup", path, "memory.events"),
+	} {
+		if n, ok := readKey(file, "oom_kill"); ok {
+			return n > 0
+		}
+	}
+	return false
+}
+
+// readKey reads "key N" from a cgroup file of such lines.
+func readKey(path, key string) (int64, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), key+" "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// readTerminationMessage reads the first maxTerminationMessage bytes the container
+// wrote to its termination-message file.
+func readTerminationMessage(path string) string {
+	if path == "" {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, maxTerminationMessage))
+	return string(b)
+}

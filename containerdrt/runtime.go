@@ -1,0 +1,146 @@
+//go:build staticpod_core
+
+package containerdrt
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/staticpod/staticpod/runner"
+)
+
+// Defaults of a Runtime's configuration.
+const (
+	DefaultNamespace   = "staticpod"
+	DefaultCallTimeout = 2 * time.Minute
+	podsDir            = "pods"    // under the root dir: one directory per pod UID
+	sandboxDir         = "sandbox" // under the root dir: the sandbox's read-only root
+)
+
+// Config configures a Runtime.
+type Config struct {
+	Address     string        // containerd's socket
+	Namespace   string        // the containerd namespace staticpod owns
+	RootDir     string        // pods/<uid> (volumes, /etc files) and the sandbox root
+	PodLogDir   string        // CRI log files: <dir>/<namespace>_<name>_<uid>/<container>/<attempt>.log
+	Self        string        // the staticpod binary, run as sandbox and log writer; "" = this one
+	Log         LogConfig     // rotation of container logs and their /var/log/containers links
+	Images      ImageConfig   // pulls and imports
+	SeccompDir  string        // Localhost seccomp profiles
+	FIFODir     string        // where exec's FIFOs are made; "" = containerd's default
+	HostIP      string        // the node's IP; "" = the first global unicast address
+	CallTimeout time.Duration // bound of every containerd call; 0 = DefaultCallTimeout
+	Logger      *slog.Logger
+}
+
+// Runtime implements runner.Runtime on containerd.
+type Runtime struct {
+	client *client.Client
+	cfg    Config
+	images *images
+	log    *slog.Logger
+}
+
+var _ runner.Runtime = (*Runtime)(nil)
+
+// New connects to containerd and prepares the root dir. It fails when containerd does
+// not answer.
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
+	if err := cfg.complete(); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg.Address, client.WithDefaultNamespace(cfg.Namespace), client.WithTimeout(10*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
+	}
+	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger}
+	r.images = newImages(c, cfg.Images, cfg.Logger)
+	ctx, cancel := r.call(ctx)
+	defer cancel()
+	if _, err := c.Version(ctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("containerd at %s: %w: %w", cfg.Address, runner.ErrUnavailable, err)
+	}
+	if err := installSandboxRoot(cfg.Self, filepath.Join(cfg.RootDir, sandboxDir)); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (cfg *Config) complete() error {
+	if cfg.Namespace == "" {
+		cfg.Namespace = DefaultNamespace
+	}
+	if cfg.CallTimeout == 0 {
+		cfg.CallTimeout = DefaultCallTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Self == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find the staticpod binary: %w", err)
+		}
+		cfg.Self = self
+	}
+	if cfg.HostIP == "" {
+		cfg.HostIP = primaryIP()
+	}
+	if cfg.RootDir == "" || cfg.PodLogDir == "" {
+		return fmt.Errorf("containerd runtime: root dir and pod log dir are required")
+	}
+	return nil
+}
+
+// Close releases the connection to containerd. Containers keep running.
+func (r *Runtime) Close() error { return r.client.Close() }
+
+// Client is the containerd client, for the parts of staticpod that talk to containerd
+// beyond the runner's needs (image import, exec from the CLI).
+func (r *Runtime) Client() *client.Client { return r.client }
+
+// Images runs the import of --image-dir until ctx is done.
+func (r *Runtime) Images() interface{ Run(context.Context) error } { return r.images }
+
+// call returns ctx with staticpod's namespace and the call timeout.
+func (r *Runtime) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(namespaces.WithNamespace(ctx, r.cfg.Namespace), r.cfg.CallTimeout)
+}
+
+func (r *Runtime) podDir(uid types.UID) string {
+	return filepath.Join(r.cfg.RootDir, podsDir, string(uid))
+}
+
+// primaryIP is the first global unicast IPv4 address of the host (IPv6 if there is no
+// IPv4), or "" when there is none; it is what status.hostIP reports.
+func primaryIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	var v6 string
+	for _, a := range addrs {
+		ipnet, ok := a.(*net.IPNet)
+		if !ok || !ipnet.IP.IsGlobalUnicast() {
+			continue
+		}
+		if ipnet.IP.To4() != nil {
+			return ipnet.IP.String()
+		}
+		if v6 == "" {
+			v6 = ipnet.IP.String()
+		}
+	}
+	return v6
+}

@@ -1,0 +1,155 @@
+//go:build staticpod_core
+
+package containerdrt
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/runner"
+)
+
+// sandboxBinary is where the staticpod binary sits inside the sandbox's root, which
+// holds nothing else but the mount points runc needs.
+const sandboxBinary = "/staticpod"
+
+var sandboxMountPoints = []string{"proc", "dev", "sys", "run", "tmp", "etc"}
+
+// installSandboxRoot prepares the sandbox's root: a directory holding only a copy of
+// the staticpod binary. The copy is replaced by rename, so that a running sandbox keeps
+// the binary it started with when staticpod is upgraded.
+func installSandboxRoot(self, dir string) error {
+	rootfs := filepath.Join(dir, "rootfs")
+	for _, d := range sandboxMountPoints {
+		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
+			return fmt.Errorf("sandbox root: %w", err)
+		}
+	}
+	dst := filepath.Join(rootfs, sandboxBinary)
+	if same, err := sameContent(self, dst); err != nil || same {
+		return err
+	}
+	src, err := os.Open(self)
+	if err != nil {
+		return fmt.Errorf("sandbox root: %w", err)
+	}
+	defer src.Close()
+	tmp, err := os.CreateTemp(rootfs, ".staticpod-")
+	if err != nil {
+		return fmt.Errorf("sandbox root: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, src); err != nil {
+		tmp.Close()
+		return fmt.Errorf("sandbox root: copy %s: %w", self, err)
+	}
+	if err := tmp.Chmod(0o755); err != nil {
+		tmp.Close()
+		return fmt.Errorf("sandbox root: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("sandbox root: %w", err)
+	}
+	return os.Rename(tmp.Name(), dst)
+}
+
+func sameContent(a, b string) (bool, error) {
+	hb, err := fileHash(b)
+	if os.IsNotExist(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	ha, err := fileHash(a)
+	if err != nil {
+		return false, fmt.Errorf("sandbox root: %w", err)
+	}
+	return bytes.Equal(ha, hb), nil
+}
+
+func fileHash(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
+}
+
+// StartSandbox creates and starts the sandbox of pod: staticpod's own "pause" command
+// in new network, IPC, UTS and PID namespaces (the host's where the pod asks for them),
+// from the read-only sandbox root. No image is involved.
+func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (runner.Container, error) {
+	ctx, cancel := r.call(ctx)
+	defer cancel()
+	id := sandboxID(pod, attempt)
+	labels := podLabels(pod, runner.KindSandbox, pod.Name, attempt)
+	c, err := r.client.NewContainer(ctx, id,
+		client.WithContainerLabels(labels),
+		client.WithNewSpec(sandboxSpec(pod, filepath.Join(r.cfg.RootDir, sandboxDir, "rootfs"))...),
+	)
+	if err != nil {
+		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
+	}
+	if err := r.startTask(ctx, c, cio.NullIO); err != nil {
+		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
+	}
+	return r.inspect(ctx, id)
+}
+
+// sandboxSpec is the OCI spec of a pod's sandbox process.
+func sandboxSpec(pod *corev1.Pod, rootfs string) []oci.SpecOpts {
+	opts := []oci.SpecOpts{
+		oci.WithRootFSPath(rootfs),
+		oci.WithRootFSReadonly(),
+		oci.WithProcessArgs(sandboxBinary, "pause"),
+		oci.WithProcessCwd("/"),
+		oci.WithEnv([]string{"PATH=/"}),
+		oci.WithNoNewPrivileges,
+	}
+	if pod.Spec.HostNetwork {
+		// runc refuses a hostname without a UTS namespace of its own.
+		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
+	} else {
+		opts = append(opts, oci.WithHostname(podHostname(pod)))
+	}
+	if pod.Spec.HostIPC {
+		opts = append(opts, oci.WithHostNamespace(specs.IPCNamespace))
+	}
+	if pod.Spec.HostPID {
+		opts = append(opts, oci.WithHostNamespace(specs.PIDNamespace))
+	}
+	return opts
+}
+
+// podHostname is the hostname the pod's containers see: spec.hostname, else the pod's
+// name cut to a DNS label, as the kubelet does.
+func podHostname(pod *corev1.Pod) string {
+	name := pod.Spec.Hostname
+	if name == "" {
+		name = pod.Name
+	}
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	for len(name) > 0 && (name[len(name)-1] == '-' || name[len(name)-1] == '.') {
+		name = name[:len(name)-1]
+	}
+	return name
+}

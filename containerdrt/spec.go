@@ -1,0 +1,59 @@
+//go:build staticpod_core
+
+package containerdrt
+
+import (
+	"fmt"
+
+	"github.com/containerd/containerd/v2/pkg/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// containerSpec assembles a container's OCI spec options, applied after containerd's
+// default spec: process, resources, security, mounts, then namespaces. Each concern
+// lives in its own file and is tested on its own; the integration tests prove the
+// assembled result inside real containers.
+func containerSpec(in specInput) ([]oci.SpecOpts, error) {
+	var opts []oci.SpecOpts
+	for _, build := range []func(specInput) ([]oci.SpecOpts, error){processOpts, resourceOpts, securityOpts, mountOpts} {
+		o, err := build(in)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, o...)
+	}
+	return append(opts, namespaceOpts(in)...), nil
+}
+
+// namespaceOpts puts a container in its pod's namespaces: it joins the sandbox's
+// network, IPC and UTS namespaces (and PID namespace when the pod shares one), or uses
+// the host's where the pod asks for them. A pod on the host network has no sandbox
+// unless it shares a PID namespace; each of its containers keeps its own IPC namespace
+// unless hostIPC, the one documented difference from the kubelet.
+func namespaceOpts(in specInput) []oci.SpecOpts {
+	spec := in.Pod.Spec
+	join := func(t specs.LinuxNamespaceType, file string) oci.SpecOpts {
+		return oci.WithLinuxNamespace(specs.LinuxNamespace{Type: t, Path: fmt.Sprintf("/proc/%d/ns/%s", in.SandboxPID, file)})
+	}
+	var opts []oci.SpecOpts
+	switch {
+	case spec.HostNetwork:
+		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
+	case in.SandboxPID > 0:
+		opts = append(opts, join(specs.NetworkNamespace, "net"), join(specs.UTSNamespace, "uts"))
+	}
+	switch {
+	case spec.HostIPC:
+		opts = append(opts, oci.WithHostNamespace(specs.IPCNamespace))
+	case in.SandboxPID > 0 && !spec.HostNetwork:
+		opts = append(opts, join(specs.IPCNamespace, "ipc"))
+	}
+	sharePID := spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace
+	switch {
+	case spec.HostPID:
+		opts = append(opts, oci.WithHostNamespace(specs.PIDNamespace))
+	case sharePID && in.SandboxPID > 0:
+		opts = append(opts, join(specs.PIDNamespace, "pid"))
+	}
+	return opts
+}

@@ -1,0 +1,71 @@
+// Package pause is a pod's sandbox process: it holds the pod's network, IPC and UTS
+// namespaces (and PID namespace when the pod shares one) for the pod's containers to
+// join, brings loopback up, reaps the zombies it inherits as init, and exits on SIGTERM
+// or SIGINT. staticpod runs itself as this process (the hidden "pause" command) from a
+// read-only root that holds only its binary, so that no pause image is ever pulled.
+//
+// It imports nothing of staticpod's.
+package pause
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+
+	"golang.org/x/sys/unix"
+)
+
+// Run holds the namespaces until SIGTERM or SIGINT. It returns nil on those signals.
+func Run() error {
+	signals := make(chan os.Signal, 8)
+	signal.Notify(signals, unix.SIGTERM, unix.SIGINT, unix.SIGCHLD)
+	if err := loopbackUp(); err != nil {
+		// runc brings loopback up in a new network namespace already; this is a second
+		// try for runtimes that do not, so a failure is reported but not fatal.
+		fmt.Fprintf(os.Stderr, "pause: %v\n", err)
+	}
+	for sig := range signals {
+		if sig == unix.SIGCHLD {
+			reap()
+			continue
+		}
+		return nil
+	}
+	return nil
+}
+
+// reap collects every exited child. As PID 1 of a shared PID namespace the sandbox
+// inherits the orphans of every container, and their zombies would pile up otherwise.
+func reap() {
+	for {
+		var status unix.WaitStatus
+		pid, err := unix.Wait4(-1, &status, unix.WNOHANG, nil)
+		if pid <= 0 || err != nil {
+			return
+		}
+	}
+}
+
+// loopbackUp sets the IFF_UP flag of "lo" in the current network namespace.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("loopback up: socket: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return fmt.Errorf("loopback up: %w", err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback up: get flags: %w", err)
+	}
+	if ifr.Uint16()&unix.IFF_UP != 0 {
+		return nil
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback up: set flags: %w", err)
+	}
+	return nil
+}
