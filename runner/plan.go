@@ -1,0 +1,280 @@
+package runner
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/staticpod/staticpod/manifests"
+)
+
+// PodRuntime is what the runtime holds for one pod: its sandboxes and its containers,
+// every attempt that has not been collected yet.
+type PodRuntime struct {
+	UID        types.UID
+	Sandboxes  []Container
+	Containers []Container
+}
+
+// Sandbox is the pod's newest sandbox, or nil.
+func (p PodRuntime) Sandbox() *Container { return newest(p.Sandboxes, "") }
+
+// Latest is the newest attempt of the named container, or nil.
+func (p PodRuntime) Latest(name string) *Container { return newest(p.Containers, name) }
+
+func newest(cs []Container, name string) *Container {
+	var best *Container
+	for i := range cs {
+		c := &cs[i]
+		if name != "" && c.Name != name {
+			continue
+		}
+		if best == nil || c.Attempt > best.Attempt {
+			best = c
+		}
+	}
+	return best
+}
+
+// Running are the containers (not sandboxes) that are created or running.
+func (p PodRuntime) Running() []Container {
+	var out []Container
+	for _, c := range p.Containers {
+		if c.State == StateRunning || c.State == StateCreated || c.State == StateUnknown {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Start is a container to create and start.
+type Start struct {
+	Container *corev1.Container
+	Init      bool
+	Attempt   int
+}
+
+// Actions is the plan for one pod: what to kill, what to create and start. The worker
+// executes it in this order: KillPod (or Kill), CreateSandbox, Start.
+type Actions struct {
+	KillPod        bool              // stop and tear down every container and the sandbox first
+	CreateSandbox  bool              // start a new sandbox (attempt SandboxAttempt)
+	SandboxAttempt int               //
+	Kill           []Container       // containers to stop (replaced, or no longer wanted)
+	Start          []Start           // containers to create and start, in order
+	Waiting        map[string]string // container name -> why it is not started now (CrashLoopBackOff)
+	Done           bool              // the pod has finished: nothing will run again
+}
+
+// Backoff says how long a container must still wait before it is restarted after the
+// exit last; 0 means it may restart now.
+type Backoff func(uid types.UID, name string, last Container, now time.Time) time.Duration
+
+// Plan computes what to do for pod given what the runtime holds for it. It does no I/O,
+// so that every decision of the runner can be tested with tables. A nil pod means the
+// pod is no longer wanted: everything is killed.
+func Plan(pod *corev1.Pod, rt PodRuntime, backoff Backoff, now time.Time) Actions {
+	if pod == nil {
+		return Actions{KillPod: len(rt.Running()) > 0 || sandboxRunning(rt), Done: true}
+	}
+	if finished(pod, rt.sinceSandbox()) {
+		// nothing will run again: stop what is left (sidecars, the sandbox)
+		return Actions{KillPod: len(rt.Running()) > 0 || sandboxRunning(rt), Done: true}
+	}
+	if NeedsSandbox(pod) && !sandboxRunning(rt) {
+		return planSandbox(pod, rt)
+	}
+	p := planner{pod: pod, all: rt, cur: rt.sinceSandbox(), backoff: backoff, now: now}
+	p.a.Waiting = map[string]string{}
+	if p.init() {
+		p.apps()
+	}
+	return p.a
+}
+
+// planner holds one Plan's inputs and its result.
+type planner struct {
+	pod     *corev1.Pod
+	all     PodRuntime // every attempt, for numbering the next one
+	cur     PodRuntime // the attempts made in the current sandbox, for deciding
+	backoff Backoff
+	now     time.Time
+	a       Actions
+}
+
+// sinceSandbox keeps the containers created in the newest sandbox: after a sandbox is
+// recreated, containers of the old one (init containers that succeeded there, say) no
+// longer count.
+func (p PodRuntime) sinceSandbox() PodRuntime {
+	sb := p.Sandbox()
+	if sb == nil {
+		return p
+	}
+	out := PodRuntime{UID: p.UID, Sandboxes: p.Sandboxes}
+	for _, c := range p.Containers {
+		if !c.CreatedAt.Before(sb.CreatedAt) {
+			out.Containers = append(out.Containers, c)
+		}
+	}
+	return out
+}
+
+// finished reports whether every app container of pod has exited for good under the
+// pod's restart policy (never for Always pods).
+func finished(pod *corev1.Pod, rt PodRuntime) bool {
+	if len(pod.Spec.Containers) == 0 {
+		return false
+	}
+	for i := range pod.Spec.Containers {
+		last := rt.Latest(pod.Spec.Containers[i].Name)
+		if last == nil || last.State != StateExited || shouldRestart(pod, last) {
+			return false
+		}
+	}
+	return true
+}
+
+func sandboxRunning(rt PodRuntime) bool {
+	sb := rt.Sandbox()
+	return sb != nil && sb.State == StateRunning
+}
+
+// planSandbox handles a pod whose sandbox is missing or dead: everything restarts in a
+// new sandbox, init containers first, as on the kubelet. A Never pod whose containers
+// already ran is not started again.
+func planSandbox(pod *corev1.Pod, rt PodRuntime) Actions {
+	a := Actions{KillPod: len(rt.Running()) > 0 || rt.Sandbox() != nil, Waiting: map[string]string{}}
+	if pod.Spec.RestartPolicy == corev1.RestartPolicyNever && len(rt.Containers) > 0 {
+		a.Done = true
+		return a
+	}
+	a.CreateSandbox = true
+	if sb := rt.Sandbox(); sb != nil {
+		a.SandboxAttempt = sb.Attempt + 1
+	}
+	if len(pod.Spec.InitContainers) > 0 {
+		c := &pod.Spec.InitContainers[0]
+		a.Start = append(a.Start, Start{Container: c, Init: true, Attempt: nextAttempt(rt, c.Name)})
+		return a
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if last := rt.Latest(c.Name); last != nil && !shouldRestart(pod, last) {
+			continue
+		}
+		a.Start = append(a.Start, Start{Container: c, Attempt: nextAttempt(rt, c.Name)})
+	}
+	return a
+}
+
+func nextAttempt(rt PodRuntime, name string) int {
+	if last := rt.Latest(name); last != nil {
+		return last.Attempt + 1
+	}
+	return 0
+}
+
+// shouldRestart applies the pod's restart policy to a container that exited.
+func shouldRestart(pod *corev1.Pod, last *Container) bool {
+	switch pod.Spec.RestartPolicy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return last.ExitCode != 0
+	}
+	return true
+}
+
+// init walks the init containers in order. It returns true when all of them are done
+// (regular ones succeeded, sidecars started), so app containers may run.
+func (p *planner) init() bool {
+	pod, a := p.pod, &p.a
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		last := p.cur.Latest(c.Name)
+		sidecar := c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+		switch {
+		case last == nil:
+			a.Start = append(a.Start, Start{Container: c, Init: true, Attempt: nextAttempt(p.all, c.Name)})
+			return false
+		case last.State == StateRunning && (!sidecar || last.Hash == manifests.ContainerHash(c)):
+			if !sidecar {
+				return false // a regular init container is still working
+			}
+		case last.State == StateRunning:
+			a.Kill = append(a.Kill, *last) // a sidecar whose spec changed
+			a.Start = append(a.Start, Start{Container: c, Init: true, Attempt: last.Attempt + 1})
+			if !p.appsStarted() {
+				return false
+			}
+		case last.State == StateExited && !sidecar && last.ExitCode == 0:
+			// done
+		case last.State == StateExited && !sidecar && pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
+			a.KillPod, a.Done = true, true // a failed init container fails a Never pod
+			return false
+		default: // exited (failed, or a sidecar that died), created but not started, unknown
+			if last.State != StateExited {
+				a.Kill = append(a.Kill, *last)
+			}
+			p.restart(c, true, *last)
+			if !sidecar || !p.appsStarted() {
+				return false
+			}
+			// a sidecar that dies once the app containers run is restarted beside them
+		}
+	}
+	return true
+}
+
+// appsStarted reports whether the pod's app containers have run in this sandbox, that
+// is, whether the init phase was completed before.
+func (p *planner) appsStarted() bool {
+	for _, c := range p.pod.Spec.Containers {
+		if p.cur.Latest(c.Name) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// restart starts the next attempt of c unless it is still backing off.
+func (p *planner) restart(c *corev1.Container, init bool, last Container) {
+	if p.backoff != nil && last.State == StateExited {
+		if wait := p.backoff(p.pod.UID, c.Name, last, p.now); wait > 0 {
+			p.a.Waiting[c.Name] = "CrashLoopBackOff"
+			return
+		}
+	}
+	p.a.Start = append(p.a.Start, Start{Container: c, Init: init, Attempt: nextAttempt(p.all, c.Name)})
+}
+
+// apps starts, restarts and replaces app containers, and finishes the pod when none of
+// them will run again.
+func (p *planner) apps() {
+	pod, a := p.pod, &p.a
+	finished := true
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		last := p.cur.Latest(c.Name)
+		switch {
+		case last == nil:
+			a.Start = append(a.Start, Start{Container: c, Attempt: nextAttempt(p.all, c.Name)})
+			finished = false
+		case last.State == StateRunning && last.Hash == manifests.ContainerHash(c):
+			finished = false
+		case last.State == StateRunning || last.State == StateCreated || last.State == StateUnknown:
+			// adopted with another spec, or left half-made: replace it
+			a.Kill = append(a.Kill, *last)
+			a.Start = append(a.Start, Start{Container: c, Attempt: nextAttempt(p.all, c.Name)})
+			finished = false
+		case shouldRestart(pod, last):
+			p.restart(c, false, *last)
+			finished = false
+		}
+	}
+	if finished && len(pod.Spec.Containers) > 0 {
+		// sidecars and the sandbox stop once the app containers are done
+		p.a = Actions{KillPod: true, Done: true}
+	}
+}
