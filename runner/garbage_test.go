@@ -17,9 +17,9 @@ func TestGarbage(t *testing.T) {
 		c("web-c0", "web", KindContainer, "c", 0, StateExited),
 		c("web-c1", "web", KindContainer, "c", 1, StateExited),
 		c("web-c2", "web", KindContainer, "c", 2, StateRunning),
-		c("web-d0", "web", KindContainer, "d", 0, StateExited), // latest attempt of d: kept
-		c("job-c0", "job", KindContainer, "c", 0, StateExited), // finished job still wanted: kept
-		c("old-c3", "old", KindContainer, "c", 3, StateExited), // pod gone: collected
+		c("web-d0", "web", KindContainer, "d", 0, StateExited),  // latest attempt of d: kept
+		c("job-c0", "job", KindContainer, "c", 0, StateExited),  // finished job still wanted: kept
+		c("old-c3", "old", KindContainer, "c", 3, StateExited),  // pod gone: collected
 		c("old-r0", "old", KindContainer, "r", 0, StateRunning), // running: never garbage
 	}
 	keep := map[types.UID]bool{"web": true, "job": true}

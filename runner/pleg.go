@@ -1,0 +1,140 @@
+package runner
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// EventType is what changed about a container between two relists.
+type EventType string
+
+const (
+	ContainerStarted EventType = "ContainerStarted"
+	ContainerDied    EventType = "ContainerDied"
+	ContainerRemoved EventType = "ContainerRemoved"
+	ContainerChanged EventType = "ContainerChanged"
+)
+
+// Event is one change the PLEG saw.
+type Event struct {
+	UID         types.UID
+	Type        EventType
+	ContainerID string
+}
+
+// relistUnhealthy is how long the PLEG may go without a completed relist before it
+// reports itself unhealthy, as the kubelet's does.
+const relistUnhealthy = 3 * time.Minute
+
+// Lister is the part of the Runtime the PLEG needs.
+type Lister interface {
+	List(ctx context.Context) ([]Container, error)
+}
+
+// PLEG is the pod lifecycle event generator: it relists the runtime, compares the result
+// with the previous relist and reports what changed, pod by pod, and it keeps the
+// latest runtime state of every pod in a cache with the time it was observed.
+//
+// It assumes that a container's state only changes through the transitions the runtime
+// reports in List (created -> running -> exited -> removed), so two relists are enough
+// to see every change that matters, even when several happen between them: the state
+// compared is the latest, never a history. When List fails, the cache keeps its old
+// records and the next relist compares against them again, so a failure loses no event.
+type PLEG struct {
+	lister Lister
+	now    func() time.Time
+
+	mu         sync.Mutex           // guards the fields below: the loop relists, workers and the API read
+	last       map[string]Container // previous relist, by container ID
+	pods       map[types.UID]PodRuntime
+	observed   time.Time // when the cache was last filled
+	lastRelist time.Time // when a relist last completed
+}
+
+// NewPLEG returns a PLEG over lister with an empty cache.
+func NewPLEG(lister Lister, now func() time.Time) *PLEG {
+	return &PLEG{lister: lister, now: now, last: map[string]Container{}, pods: map[types.UID]PodRuntime{}}
+}
+
+// Relist lists the runtime once and returns the events since the previous relist.
+func (p *PLEG) Relist(ctx context.Context) ([]Event, error) {
+	start := p.now()
+	all, err := p.lister.List(ctx)
+	if err != nil {
+		return nil, err // the old records stay: the next relist retries
+	}
+	cur := make(map[string]Container, len(all))
+	pods := map[types.UID]PodRuntime{}
+	for _, c := range all {
+		cur[c.ID] = c
+		pr := pods[c.PodUID]
+		pr.UID = c.PodUID
+		if c.Kind == KindSandbox {
+			pr.Sandboxes = append(pr.Sandboxes, c)
+		} else {
+			pr.Containers = append(pr.Containers, c)
+		}
+		pods[c.PodUID] = pr
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	events := diff(p.last, cur)
+	p.last, p.pods, p.observed, p.lastRelist = cur, pods, start, p.now()
+	return events, nil
+}
+
+// diff compares two relists.
+func diff(old, cur map[string]Container) []Event {
+	var events []Event
+	for id, c := range cur {
+		o, seen := old[id]
+		switch {
+		case seen && o.State == c.State && o.PID == c.PID:
+			continue
+		case c.State == StateRunning:
+			events = append(events, Event{c.PodUID, ContainerStarted, id})
+		case c.State == StateExited && (!seen || o.State != StateExited):
+			events = append(events, Event{c.PodUID, ContainerDied, id})
+		default:
+			events = append(events, Event{c.PodUID, ContainerChanged, id})
+		}
+	}
+	for id, o := range old {
+		if _, ok := cur[id]; !ok {
+			events = append(events, Event{o.PodUID, ContainerRemoved, id})
+		}
+	}
+	return events
+}
+
+// Pod returns the cached runtime state of a pod and when it was observed. A worker
+// never acts on a state older than its own last sync.
+func (p *PLEG) Pod(uid types.UID) (PodRuntime, time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr := p.pods[uid]
+	pr.UID = uid
+	return pr, p.observed
+}
+
+// Pods returns the cached runtime state of every pod the runtime holds.
+func (p *PLEG) Pods() map[types.UID]PodRuntime {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[types.UID]PodRuntime, len(p.pods))
+	for k, v := range p.pods {
+		out[k] = v
+	}
+	return out
+}
+
+// Healthy reports whether a relist completed in the last 3 minutes, and when the last
+// one did.
+func (p *PLEG) Healthy() (bool, time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.lastRelist.IsZero() && p.now().Sub(p.lastRelist) < relistUnhealthy, p.lastRelist
+}
