@@ -50,7 +50,8 @@ type PLEG struct {
 	mu         sync.Mutex           // guards the fields below: the loop relists, workers and the API read
 	last       map[string]Container // previous relist, by container ID
 	pods       map[types.UID]PodRuntime
-	observed   time.Time // when the cache was last filled
+	started    uint64    // generation of the newest relist started
+	cacheGen   uint64    // generation of the relist that filled the cache; 0 before the first
 	lastRelist time.Time // when a relist last completed
 }
 
@@ -61,7 +62,10 @@ func NewPLEG(lister Lister, now func() time.Time) *PLEG {
 
 // Relist lists the runtime once and returns the events since the previous relist.
 func (p *PLEG) Relist(ctx context.Context) ([]Event, error) {
-	start := p.now()
+	p.mu.Lock()
+	p.started++
+	gen := p.started
+	p.mu.Unlock()
 	all, err := p.lister.List(ctx)
 	if err != nil {
 		return nil, err // the old records stay: the next relist retries
@@ -82,7 +86,7 @@ func (p *PLEG) Relist(ctx context.Context) ([]Event, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	events := diff(p.last, cur)
-	p.last, p.pods, p.observed, p.lastRelist = cur, pods, start, p.now()
+	p.last, p.pods, p.cacheGen, p.lastRelist = cur, pods, gen, p.now()
 	return events, nil
 }
 
@@ -110,14 +114,23 @@ func diff(old, cur map[string]Container) []Event {
 	return events
 }
 
-// Pod returns the cached runtime state of a pod and when it was observed. A worker
-// never acts on a state older than its own last sync.
-func (p *PLEG) Pod(uid types.UID) (PodRuntime, time.Time) {
+// Pod returns the cached runtime state of a pod and the generation of the relist that
+// observed it (0 before the first relist). A worker never acts on a state observed by a
+// relist that started before its own last actions ended (see Started).
+func (p *PLEG) Pod(uid types.UID) (PodRuntime, uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pr := p.pods[uid]
 	pr.UID = uid
-	return pr, p.observed
+	return pr, p.cacheGen
+}
+
+// Started is the generation of the newest relist started: a cache whose generation is
+// greater was listed after this call.
+func (p *PLEG) Started() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.started
 }
 
 // Pods returns the cached runtime state of every pod the runtime holds.

@@ -1,0 +1,187 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// fakeRuntime is the one hand-written Runtime for the loop's unit tests: containers
+// live in a map, run until the test makes them exit, and operations can be made to
+// block (gate) or fail (fail) to stage races.
+type fakeRuntime struct {
+	now func() time.Time
+
+	mu         sync.Mutex // guards everything below
+	containers map[string]*Container
+	removedPod map[types.UID]bool
+	calls      []string
+	gate       map[string]chan struct{} // operation -> closed when it may proceed
+	fail       map[string]error         // operation -> error to return
+	panicOn    string
+}
+
+func newFakeRuntime(now func() time.Time) *fakeRuntime {
+	return &fakeRuntime{now: now, containers: map[string]*Container{}, removedPod: map[types.UID]bool{}, gate: map[string]chan struct{}{}, fail: map[string]error{}}
+}
+
+// enter records a call, waits at its gate if one is set, and returns the failure set
+// for it.
+func (f *fakeRuntime) enter(op string) error {
+	f.mu.Lock()
+	f.calls = append(f.calls, op)
+	g := f.gate[op]
+	err := f.fail[op]
+	p := f.panicOn == op
+	f.mu.Unlock()
+	if p {
+		panic("fake " + op + " panicked")
+	}
+	if g != nil {
+		<-g
+	}
+	return err
+}
+
+func (f *fakeRuntime) EnsureImage(_ context.Context, image string, _ corev1.PullPolicy) (Image, error) {
+	if err := f.enter("EnsureImage"); err != nil {
+		return Image{}, err
+	}
+	return Image{Ref: image, ID: "sha256:img", Digest: "sha256:digest"}, nil
+}
+
+func (f *fakeRuntime) StartSandbox(_ context.Context, pod *corev1.Pod, attempt int) (Container, error) {
+	if err := f.enter("StartSandbox"); err != nil {
+		return Container{}, err
+	}
+	c := Container{ID: fmt.Sprintf("%s-sandbox-%d", pod.UID, attempt), Kind: KindSandbox, PodUID: pod.UID, PodName: pod.Name,
+		PodNamespace: pod.Namespace, Name: pod.Name, Attempt: attempt, State: StateRunning, PID: 100, CreatedAt: f.now(), StartedAt: f.now()}
+	f.put(c)
+	return c, nil
+}
+
+func (f *fakeRuntime) CreateContainer(_ context.Context, req CreateRequest) (Container, error) {
+	if err := f.enter("CreateContainer"); err != nil {
+		return Container{}, err
+	}
+	c := Container{ID: fmt.Sprintf("%s-%s-%d", req.Pod.UID, req.Container.Name, req.Attempt), Kind: KindContainer, PodUID: req.Pod.UID,
+		PodName: req.Pod.Name, PodNamespace: req.Pod.Namespace, Name: req.Container.Name, Attempt: req.Attempt, Hash: req.Hash,
+		State: StateCreated, CreatedAt: f.now(), Source: sourceOf(req.Pod)}
+	f.put(c)
+	return c, nil
+}
+
+func (f *fakeRuntime) StartContainer(_ context.Context, id string) error {
+	if err := f.enter("StartContainer"); err != nil {
+		return err
+	}
+	return f.change(id, func(c *Container) { c.State, c.PID, c.StartedAt = StateRunning, 200, f.now() })
+}
+
+func (f *fakeRuntime) StopContainer(_ context.Context, id string, _ time.Duration) error {
+	if err := f.enter("StopContainer"); err != nil {
+		return err
+	}
+	err := f.change(id, func(c *Container) {
+		if c.State != StateExited {
+			c.State, c.ExitCode, c.Reason, c.FinishedAt, c.PID = StateExited, 137, "Error", f.now(), 0
+		}
+	})
+	if err != nil {
+		return nil // idempotent: stopping what is gone succeeds
+	}
+	return nil
+}
+
+func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
+	if err := f.enter("RemoveContainer"); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.containers, id)
+	return nil
+}
+
+func (f *fakeRuntime) RemovePodData(_ context.Context, uid types.UID) error {
+	if err := f.enter("RemovePodData"); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.removedPod[uid] = true
+	return nil
+}
+
+func (f *fakeRuntime) Exec(context.Context, string, ExecRequest) (int, error) { return 0, nil }
+
+func (f *fakeRuntime) List(context.Context) ([]Container, error) {
+	if err := f.enter("List"); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]Container, 0, len(f.containers))
+	for _, c := range f.containers {
+		out = append(out, *c)
+	}
+	return out, nil
+}
+
+func (f *fakeRuntime) put(c Container) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.containers[c.ID] = &c
+}
+
+func (f *fakeRuntime) change(id string, fn func(*Container)) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.containers[id]
+	if !ok {
+		return fmt.Errorf("%s: %w", id, ErrNotFound)
+	}
+	fn(c)
+	return nil
+}
+
+// exit makes a running container exit with code.
+func (f *fakeRuntime) exit(id string, code int32) {
+	_ = f.change(id, func(c *Container) {
+		c.State, c.ExitCode, c.FinishedAt, c.PID = StateExited, code, f.now(), 0
+		c.Reason = "Completed"
+		if code != 0 {
+			c.Reason = "Error"
+		}
+	})
+}
+
+// count returns how many calls of op were made.
+func (f *fakeRuntime) count(op string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if c == op {
+			n++
+		}
+	}
+	return n
+}
+
+// byName returns the containers of a pod by "name/attempt".
+func (f *fakeRuntime) byName(uid types.UID) map[string]Container {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]Container{}
+	for _, c := range f.containers {
+		if c.PodUID == uid {
+			out[fmt.Sprintf("%s/%d", c.Name, c.Attempt)] = *c
+		}
+	}
+	return out
+}

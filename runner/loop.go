@@ -1,0 +1,260 @@
+package runner
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// loop is the state the sync loop goroutine owns alone; it needs no mutex.
+type loop struct {
+	r       *Runner
+	config  *Config
+	workers map[types.UID]*worker
+	names   map[string]types.UID           // namespace/name -> the worker's UID holding it
+	pending map[string]*corev1.Pod         // namespace/name -> a pod waiting for the old one to go
+	wg      *sync.WaitGroup                // the workers and the PLEG goroutine
+	gcBusy  bool                           // a garbage collection is running
+	gcDone  chan struct{}                  // a garbage collection finished
+	plegErr string                         // the last relist error, logged on change only
+	spawn   func(context.Context, *worker) // runs a new worker; tests replace it
+}
+
+func newLoop(r *Runner, wg *sync.WaitGroup) *loop {
+	l := &loop{
+		r: r, config: NewConfig(), wg: wg,
+		workers: map[types.UID]*worker{}, names: map[string]types.UID{}, pending: map[string]*corev1.Pod{},
+		gcDone: make(chan struct{}, 1),
+	}
+	l.spawn = l.runWorker
+	return l
+}
+
+// Run runs the sync loop until ctx is done: it merges source snapshots, relists the
+// runtime through the PLEG, and keeps one worker per pod. It never calls the runtime
+// itself, so a slow runtime delays pods, never the loop. When ctx is done it returns
+// nil after every worker stopped; containers keep running.
+func (r *Runner) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r.runPLEG(ctx)
+	}()
+	l := newLoop(r, &wg)
+	housekeeping := time.NewTicker(housekeepingPeriod)
+	defer housekeeping.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case u := <-r.updates:
+			l.apply(ctx, u)
+		case res := <-r.plegOut:
+			l.relisted(res)
+		case <-housekeeping.C:
+			l.housekeeping(ctx)
+		case uid := <-r.done:
+			l.workerGone(ctx, uid)
+		case <-l.gcDone:
+			l.gcBusy = false
+		}
+	}
+}
+
+// runPLEG relists every RelistPeriod, or sooner when a worker asks, and hands the
+// result to the loop.
+func (r *Runner) runPLEG(ctx context.Context) {
+	ticker := time.NewTicker(r.opts.RelistPeriod)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-r.relist:
+		}
+		events, err := r.pleg.Relist(ctx)
+		select {
+		case r.plegOut <- relistDone{events, err}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// apply merges a source's snapshot and starts, updates or stops workers to match.
+func (l *loop) apply(ctx context.Context, u Update) {
+	desired, conflicts := l.config.Apply(u)
+	l.r.mu.Lock()
+	l.r.ready[u.Source] = true
+	now := l.r.now()
+	for uid := range desired {
+		if _, ok := l.r.seen[uid]; !ok {
+			l.r.seen[uid] = now
+		}
+	}
+	for uid := range l.r.seen {
+		if _, ok := desired[uid]; !ok {
+			delete(l.r.seen, uid)
+			delete(l.r.statuses, uid)
+		}
+	}
+	l.r.mu.Unlock()
+	for _, c := range conflicts {
+		l.r.events.Add(Record{Type: EventWarning, Reason: "PodConflict", Message: c.Error(), Source: c.Source})
+	}
+	for uid, w := range l.workers {
+		if _, ok := desired[uid]; !ok {
+			w.terminate()
+		}
+	}
+	for name, pod := range l.pending {
+		if desired[pod.UID] == nil {
+			delete(l.pending, name)
+		}
+	}
+	for uid, pod := range desired {
+		l.want(ctx, uid, pod)
+	}
+}
+
+// want makes sure a worker syncs pod, unless another pod with its name still holds it:
+// then pod waits until the old one is gone (one instance per name at a time).
+func (l *loop) want(ctx context.Context, uid types.UID, pod *corev1.Pod) {
+	if w, ok := l.workers[uid]; ok {
+		w.update(pod)
+		return
+	}
+	name := pod.Namespace + "/" + pod.Name
+	if holder, ok := l.names[name]; ok && holder != uid {
+		l.pending[name] = pod
+		return
+	}
+	l.names[name] = uid
+	l.startWorker(ctx, uid, pod)
+}
+
+func (l *loop) startWorker(ctx context.Context, uid types.UID, pod *corev1.Pod) {
+	w := newWorker(l.r, uid, pod)
+	l.workers[uid] = w
+	l.spawn(ctx, w)
+	w.signal()
+}
+
+// runWorker runs w in its own goroutine and tells the loop when its pod is gone.
+func (l *loop) runWorker(ctx context.Context, w *worker) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		if w.run(ctx) {
+			select {
+			case l.r.done <- w.uid:
+			case <-ctx.Done():
+			}
+		}
+	}()
+}
+
+// relisted wakes every worker after a relist: their pod may have changed, back-offs may
+// have expired, and workers waiting for a newer cache have one now.
+func (l *loop) relisted(res relistDone) {
+	if res.err != nil {
+		if msg := res.err.Error(); msg != l.plegErr {
+			l.r.log.Warn("relist failed", "err", res.err)
+			l.plegErr = msg
+		}
+		return
+	}
+	if l.plegErr != "" {
+		l.r.log.Info("relist works again")
+		l.plegErr = ""
+	}
+	for _, w := range l.workers {
+		w.signal()
+	}
+}
+
+// workerGone forgets a worker whose pod was removed, and starts a pod that waited for
+// its name.
+func (l *loop) workerGone(ctx context.Context, uid types.UID) {
+	if _, ok := l.workers[uid]; !ok {
+		return
+	}
+	delete(l.workers, uid)
+	l.r.events.Forget(uid)
+	for name, holder := range l.names {
+		if holder != uid {
+			continue
+		}
+		delete(l.names, name)
+		if pod, ok := l.pending[name]; ok {
+			delete(l.pending, name)
+			l.want(ctx, pod.UID, pod)
+		}
+	}
+}
+
+// housekeeping kills containers no wanted pod owns (once their source has delivered a
+// snapshot, so that a restart of staticpod adopts rather than kills), and removes
+// garbage: exited attempts older than the latest, and everything of removed pods.
+func (l *loop) housekeeping(ctx context.Context) {
+	pods := l.r.pleg.Pods()
+	for uid, pr := range pods {
+		if _, ok := l.workers[uid]; ok || !l.sourceReady(pr) {
+			continue
+		}
+		if len(pr.Running()) == 0 && !sandboxRunning(pr) && len(pr.Containers)+len(pr.Sandboxes) == 0 {
+			continue
+		}
+		l.r.log.Info("removing orphaned pod", "uid", uid)
+		l.startWorker(ctx, uid, nil)
+	}
+	if l.gcBusy {
+		return
+	}
+	var all []Container
+	keep := map[types.UID]bool{}
+	for uid, pr := range pods {
+		all = append(all, pr.Sandboxes...)
+		all = append(all, pr.Containers...)
+		if _, ok := l.workers[uid]; ok {
+			keep[uid] = true
+		}
+	}
+	garbage := Garbage(all, keep)
+	if len(garbage) == 0 {
+		return
+	}
+	l.gcBusy = true
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		for _, c := range garbage {
+			if c.PodUID != "" && !keep[c.PodUID] {
+				continue // a removed pod's worker removes its containers and data
+			}
+			if err := l.r.rt.RemoveContainer(ctx, c.ID); err != nil {
+				l.r.log.Warn("remove exited container", "id", c.ID, "err", err)
+			}
+		}
+		l.gcDone <- struct{}{}
+	}()
+}
+
+// sourceReady reports whether the source that created a pod's containers has delivered
+// a snapshot (containers with no source label count once any source has).
+func (l *loop) sourceReady(pr PodRuntime) bool {
+	for _, c := range append(append([]Container{}, pr.Containers...), pr.Sandboxes...) {
+		if c.Source != "" {
+			return l.config.Ready(c.Source)
+		}
+	}
+	return len(l.config.ready) > 0
+}

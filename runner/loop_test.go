@@ -1,0 +1,288 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/manifests"
+)
+
+// harness drives a Runner's pieces synchronously: the test relists and syncs workers
+// itself, with a clock it moves by hand.
+type harness struct {
+	t   *testing.T
+	f   *fakeRuntime
+	r   *Runner
+	ctx context.Context
+
+	mu  sync.Mutex // guards now, read by workers in goroutines of some tests
+	now time.Time
+}
+
+func newHarness(t *testing.T) *harness {
+	h := &harness{t: t, now: t0, ctx: context.Background()}
+	h.f = newFakeRuntime(h.clock)
+	r, err := New(Options{Runtime: h.f, Now: h.clock, HostIP: "10.0.0.1", ResultsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.r = r
+	return h
+}
+
+func (h *harness) clock() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.now
+}
+
+func (h *harness) tick(d time.Duration) {
+	h.mu.Lock()
+	h.now = h.now.Add(d)
+	h.mu.Unlock()
+}
+
+// sync relists and runs one sync of w, as a PLEG event would.
+func (h *harness) sync(w *worker) bool {
+	h.t.Helper()
+	if _, err := h.r.pleg.Relist(h.ctx); err != nil {
+		h.t.Fatalf("Relist: %v", err)
+	}
+	return w.syncOnce(h.ctx)
+}
+
+// pod loads a manifest as a source would deliver it.
+func testPod(t *testing.T, name, command string, policy corev1.RestartPolicy) *corev1.Pod {
+	t.Helper()
+	manifest := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s}\nspec:\n  restartPolicy: %s\n  containers:\n  - {name: c, image: busybox:1.36, command: [sh, -c, %q]}\n", name, policy, command)
+	res := manifests.Load([]byte(manifest), manifests.Options{NodeName: "n", Source: manifests.Source{Kind: manifests.SourceFile, Location: name + ".yaml"}})
+	if len(res.Errors) > 0 {
+		t.Fatal(res.Errors)
+	}
+	return res.Pods[0]
+}
+
+func TestWorkerStartsPodAndReportsStatus(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, "web", "httpd -f", corev1.RestartPolicyAlways)
+	h.r.seen[pod.UID] = t0
+	w := newWorker(h.r, pod.UID, pod)
+	h.sync(w)
+	got := h.f.byName(pod.UID)
+	if got["c/0"].State != StateRunning || got["web-n/0"].Kind != KindSandbox {
+		t.Fatalf("after one sync the runtime holds %v, want a sandbox and container c running", got)
+	}
+	h.sync(w)
+	pods := h.r.Pods()
+	if len(pods) != 1 || pods[0].Status.Phase != corev1.PodRunning || !pods[0].Status.ContainerStatuses[0].Ready {
+		t.Fatalf("status = %+v, want Running and ready", pods[0].Status)
+	}
+	if n := h.f.count("CreateContainer"); n != 1 {
+		t.Errorf("CreateContainer called %d times, want 1: a synced pod is left alone", n)
+	}
+}
+
+func TestAdoptionKeepsMatchingContainers(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, "etcd", "etcd", corev1.RestartPolicyAlways)
+	pod.Spec.HostNetwork = true
+	h.f.put(Container{ID: "old", Kind: KindContainer, PodUID: pod.UID, Name: "c", Attempt: 3, Hash: manifests.ContainerHash(&pod.Spec.Containers[0]), State: StateRunning, PID: 42})
+	w := newWorker(h.r, pod.UID, pod)
+	h.sync(w)
+	if n := h.f.count("CreateContainer") + h.f.count("StopContainer"); n != 0 {
+		t.Fatalf("adopting a matching container made %d create/stop calls, want 0", n)
+	}
+
+	stale := testPod(t, "api", "apiserver", corev1.RestartPolicyAlways)
+	stale.Spec.HostNetwork = true
+	h.f.put(Container{ID: "stale", Kind: KindContainer, PodUID: stale.UID, Name: "c", Attempt: 2, Hash: "other", State: StateRunning, PID: 43})
+	h.sync(newWorker(h.r, stale.UID, stale))
+	if c := h.f.byName(stale.UID)["c/3"]; c.State != StateRunning || h.f.byName(stale.UID)["c/2"].State != StateExited {
+		t.Fatalf("a container whose spec hash differs was not replaced: %v", h.f.byName(stale.UID))
+	}
+}
+
+func TestDeleteDuringCreate(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, "job", "sleep 1", corev1.RestartPolicyAlways)
+	w := newWorker(h.r, pod.UID, pod)
+	gate := make(chan struct{})
+	h.f.gate["CreateContainer"] = gate
+	if _, err := h.r.pleg.Relist(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan bool)
+	go func() { done <- w.syncOnce(h.ctx) }()
+	waitFor(t, func() bool { return h.f.count("CreateContainer") == 1 }, "CreateContainer to be called")
+	w.terminate() // the manifest is deleted while the container is being created
+	close(gate)
+	if gone := <-done; gone {
+		t.Fatal("worker finished before killing what it created")
+	}
+	for i := 0; i < 3 && !h.sync(w); i++ {
+	}
+	if len(h.f.byName(pod.UID)) != 0 || !h.f.removedPod[pod.UID] {
+		t.Fatalf("after the kill the runtime holds %v (pod data removed: %v), want nothing", h.f.byName(pod.UID), h.f.removedPod[pod.UID])
+	}
+}
+
+func TestKillDuringBackoff(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, "crash", "exit 1", corev1.RestartPolicyAlways)
+	pod.Spec.HostNetwork = true
+	w := newWorker(h.r, pod.UID, pod)
+	h.sync(w)
+	h.f.exit(string(pod.UID)+"-c-0", 1)
+	h.sync(w) // restarted at once: the first restart has no back-off
+	h.f.exit(string(pod.UID)+"-c-1", 1)
+	h.sync(w) // now in back-off
+	if _, ok := h.f.byName(pod.UID)["c/2"]; ok {
+		t.Fatal("restarted during back-off")
+	}
+	if w.obs.Waiting["c"].Reason != ReasonCrashLoopBackOff {
+		t.Fatalf("waiting reason = %q, want CrashLoopBackOff", w.obs.Waiting["c"].Reason)
+	}
+	w.terminate()
+	gone := false
+	for i := 0; i < 3 && !gone; i++ {
+		gone = h.sync(w)
+	}
+	if !gone || len(h.f.byName(pod.UID)) != 0 {
+		t.Fatalf("kill during back-off: gone=%v, runtime holds %v", gone, h.f.byName(pod.UID))
+	}
+	h.tick(time.Hour)
+	if _, ok := h.f.byName(pod.UID)["c/2"]; ok {
+		t.Fatal("a killed pod was restarted after its back-off")
+	}
+}
+
+func TestEditWaitsForTheOldPod(t *testing.T) {
+	h := newHarness(t)
+	l := newLoop(h.r, &sync.WaitGroup{})
+	var spawned []*worker
+	l.spawn = func(_ context.Context, w *worker) { spawned = append(spawned, w) }
+	old := testPod(t, "web", "v1", corev1.RestartPolicyAlways)
+	edited := testPod(t, "web", "v2", corev1.RestartPolicyAlways)
+	if old.UID == edited.UID {
+		t.Fatal("an edit kept the UID")
+	}
+	l.apply(h.ctx, Update{Source: "file", Pods: []*corev1.Pod{old}})
+	h.sync(spawned[0]) // the old pod runs
+
+	l.apply(h.ctx, Update{Source: "file", Pods: []*corev1.Pod{edited}}) // the file is edited
+	if len(spawned) != 1 || !spawned[0].kill || l.pending[edited.Namespace+"/"+edited.Name] != edited {
+		t.Fatalf("after the edit: %d workers, old killed %v, pending %v; want the new pod to wait", len(spawned), spawned[0].kill, l.pending)
+	}
+	for i := 0; i < 3 && !h.sync(spawned[0]); i++ {
+		if n := len(h.f.byName(edited.UID)); n != 0 {
+			t.Fatalf("the new pod has %d containers while the old one is still stopping", n)
+		}
+	}
+	l.workerGone(h.ctx, old.UID)
+	if len(spawned) != 2 || spawned[1].uid != edited.UID {
+		t.Fatalf("after the old pod went, workers = %d; want the edited pod started", len(spawned))
+	}
+	h.sync(spawned[1])
+	if c := h.f.byName(edited.UID)["c/0"]; c.State != StateRunning {
+		t.Fatalf("edited pod's container is %v, want running", c.State)
+	}
+}
+
+func TestOrphansWaitForTheirSource(t *testing.T) {
+	h := newHarness(t)
+	l := newLoop(h.r, &sync.WaitGroup{})
+	var spawned []*worker
+	l.spawn = func(_ context.Context, w *worker) { spawned = append(spawned, w) }
+	h.f.put(Container{ID: "orphan", Kind: KindContainer, PodUID: "gone", Name: "c", State: StateRunning, Source: "file"})
+	if _, err := h.r.pleg.Relist(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	l.housekeeping(h.ctx)
+	if len(spawned) != 0 {
+		t.Fatal("an orphan was killed before its source delivered a snapshot: a restart must adopt, not kill")
+	}
+	l.apply(h.ctx, Update{Source: "http"})
+	l.housekeeping(h.ctx)
+	if len(spawned) != 0 {
+		t.Fatal("another source's snapshot made a file pod an orphan")
+	}
+	l.apply(h.ctx, Update{Source: "file"})
+	l.housekeeping(h.ctx)
+	if len(spawned) != 1 {
+		t.Fatalf("after the file source's snapshot %d orphan workers, want 1", len(spawned))
+	}
+	for i := 0; i < 3 && !h.sync(spawned[0]); i++ {
+	}
+	if len(h.f.byName("gone")) != 0 {
+		t.Fatalf("orphan not removed: %v", h.f.byName("gone"))
+	}
+}
+
+func TestImagePullFailureBacksOff(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, "pull", "true", corev1.RestartPolicyAlways)
+	pod.Spec.HostNetwork = true
+	h.f.fail["EnsureImage"] = fmt.Errorf("%w: registry said no", ErrImagePull)
+	w := newWorker(h.r, pod.UID, pod)
+	h.sync(w)
+	if r := w.obs.Waiting["c"].Reason; r != ReasonErrImagePull {
+		t.Fatalf("waiting reason = %q, want ErrImagePull", r)
+	}
+	h.sync(w)
+	if r := w.obs.Waiting["c"].Reason; r != ReasonImagePullBackOff || h.f.count("EnsureImage") != 1 {
+		t.Fatalf("waiting reason = %q after %d pulls, want ImagePullBackOff without a second pull", r, h.f.count("EnsureImage"))
+	}
+	delete(h.f.fail, "EnsureImage")
+	h.tick(pullBackoffInitial)
+	h.sync(w)
+	if c := h.f.byName(pod.UID)["c/0"]; c.State != StateRunning {
+		t.Fatalf("after the back-off the container is %v, want running", c.State)
+	}
+}
+
+func TestPanicInSyncIsRecovered(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, "boom", "true", corev1.RestartPolicyAlways)
+	h.f.panicOn = "StartSandbox"
+	w := newWorker(h.r, pod.UID, pod)
+	if gone := h.sync(w); gone {
+		t.Fatal("a panicking sync reported the pod gone")
+	}
+	events := h.r.events.Pod(pod.UID)
+	if len(events) == 0 || events[len(events)-1].Reason != "FailedSync" {
+		t.Fatalf("events = %+v, want a FailedSync", events)
+	}
+}
+
+func TestRelistErrorKeepsPods(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, "keep", "sleep 100", corev1.RestartPolicyAlways)
+	pod.Spec.HostNetwork = true
+	w := newWorker(h.r, pod.UID, pod)
+	h.sync(w)
+	h.f.fail["List"] = errors.New("containerd restarting")
+	if _, err := h.r.pleg.Relist(h.ctx); err == nil {
+		t.Fatal("Relist hid the runtime's error")
+	}
+	w.syncOnce(h.ctx)
+	if n := h.f.count("CreateContainer"); n != 1 {
+		t.Fatalf("a failed relist led to %d creates, want the pod left as it was", n)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,149 @@
+package runner
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/staticpod/staticpod/manifests"
+)
+
+// Periods of the sync loop, as on the kubelet.
+const (
+	DefaultRelistPeriod = time.Second
+	syncPeriod          = time.Second     // wake every worker: back-offs expire, probes report
+	housekeepingPeriod  = 2 * time.Second // orphans and garbage
+)
+
+// Options configure a Runner.
+type Options struct {
+	Runtime      Runtime
+	Logger       *slog.Logger
+	Now          func() time.Time // the clock; time.Now when nil
+	RelistPeriod time.Duration    // DefaultRelistPeriod when 0
+	HostIP       string           // reported as status.hostIP
+	ResultsDir   string           // where finished pods are remembered; "" = memory only
+}
+
+// Runner keeps the pods its sources want running on its Runtime.
+type Runner struct {
+	opts     Options
+	rt       Runtime
+	log      *slog.Logger
+	now      func() time.Time
+	pleg     *PLEG
+	backoffs *Backoffs
+	events   *Events
+	results  *Results
+
+	updates chan Update     // from the sources
+	relist  chan types.UID  // workers asking for a fresh relist
+	plegOut chan relistDone // relist results, to the loop
+	done    chan types.UID  // workers whose pod is gone
+
+	mu       sync.RWMutex // guards statuses, ready and seen
+	statuses map[types.UID]*corev1.Pod
+	ready    map[string]bool // sources that delivered a snapshot
+	seen     map[types.UID]time.Time
+}
+
+type relistDone struct {
+	events []Event
+	err    error
+}
+
+// New returns a Runner; Run starts it.
+func New(opts Options) (*Runner, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.RelistPeriod == 0 {
+		opts.RelistPeriod = DefaultRelistPeriod
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	results, err := NewResults(opts.ResultsDir)
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{
+		opts: opts, rt: opts.Runtime, log: opts.Logger, now: opts.Now,
+		pleg:     NewPLEG(opts.Runtime, opts.Now),
+		backoffs: NewBackoffs(),
+		events:   NewEvents(opts.Now),
+		results:  results,
+		updates:  make(chan Update),
+		relist:   make(chan types.UID, 1),
+		plegOut:  make(chan relistDone),
+		done:     make(chan types.UID),
+		statuses: map[types.UID]*corev1.Pod{},
+		ready:    map[string]bool{},
+		seen:     map[types.UID]time.Time{},
+	}, nil
+}
+
+// Update hands a source's snapshot to the sync loop. It blocks until the loop takes it
+// or ctx is done.
+func (r *Runner) Update(ctx context.Context, u Update) error {
+	select {
+	case r.updates <- u:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Events is the runner's event store.
+func (r *Runner) Events() *Events { return r.events }
+
+// Healthy reports whether the PLEG relisted in the last 3 minutes.
+func (r *Runner) Healthy() (bool, time.Time) { return r.pleg.Healthy() }
+
+// SourceReady reports whether a source has delivered its first snapshot.
+func (r *Runner) SourceReady(source string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.ready[source]
+}
+
+// Pods returns every wanted pod with its current status, sorted by namespace and name.
+func (r *Runner) Pods() []*corev1.Pod {
+	r.mu.RLock()
+	out := make([]*corev1.Pod, 0, len(r.statuses))
+	for _, p := range r.statuses {
+		out = append(out, p)
+	}
+	r.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+func (r *Runner) publish(uid types.UID, pod *corev1.Pod) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if seen, ok := r.seen[uid]; ok {
+		pod.Annotations[manifests.AnnotationSeen] = seen.UTC().Format(time.RFC3339Nano)
+	}
+	if _, wanted := r.seen[uid]; wanted {
+		r.statuses[uid] = pod
+	}
+}
+
+// requestRelist asks the PLEG for a relist as soon as possible.
+func (r *Runner) requestRelist(types.UID) {
+	select {
+	case r.relist <- "":
+	default: // one is pending already
+	}
+}

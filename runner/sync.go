@@ -1,0 +1,206 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/manifests"
+)
+
+// Image pull back-off: after a failed pull the image is not tried again for 10 s,
+// doubling to 5 min, as the kubelet backs off ImagePullBackOff.
+const (
+	pullBackoffInitial = 10 * time.Second
+	pullBackoffMax     = 5 * time.Minute
+	// orphanGrace is the grace period of containers whose pod spec is unknown (found in
+	// the runtime with no manifest wanting them).
+	orphanGrace = 30 * time.Second
+)
+
+// execute carries out a plan. It reports whether it changed anything in the runtime.
+// Failures are recorded as waiting reasons and events and retried at the next sync;
+// they never stop the worker.
+func (w *worker) execute(ctx context.Context, pod *corev1.Pod, rt PodRuntime, a Actions) bool {
+	acted := false
+	grace := gracePeriod(w.spec)
+	if a.KillPod {
+		w.killPod(ctx, rt, grace)
+		acted = true
+	}
+	for _, c := range a.Kill {
+		w.stop(ctx, c, grace, "Killing", "Stopping container "+c.Name)
+		acted = true
+	}
+	for name, reason := range a.Waiting {
+		w.obs.Waiting[name] = corev1.ContainerStateWaiting{Reason: reason, Message: w.backoffMessage(name, rt)}
+	}
+	if pod == nil || len(a.Start) == 0 && !a.CreateSandbox {
+		return acted
+	}
+	sandbox := rt.Sandbox()
+	if a.CreateSandbox {
+		sb, err := w.r.rt.StartSandbox(ctx, pod, a.SandboxAttempt)
+		if err != nil {
+			w.warn("", "FailedCreatePodSandBox", fmt.Sprintf("Failed to create pod sandbox: %v", err))
+			return true
+		}
+		sandbox = &sb
+		acted = true
+	}
+	if !NeedsSandbox(pod) {
+		sandbox = nil
+	}
+	for _, s := range a.Start {
+		if !w.start(ctx, pod, s, sandbox) {
+			break // later containers (the next init container, say) wait for the next sync
+		}
+		acted = true
+	}
+	return acted
+}
+
+// killPod stops app containers first, then init containers and sidecars in reverse
+// order, then the sandbox, as the kubelet terminates a pod.
+func (w *worker) killPod(ctx context.Context, rt PodRuntime, grace time.Duration) {
+	running := rt.Running()
+	isApp := map[string]bool{}
+	if w.spec != nil {
+		for _, c := range w.spec.Spec.Containers {
+			isApp[c.Name] = true
+		}
+	}
+	var apps, others []Container
+	for _, c := range running {
+		if isApp[c.Name] || w.spec == nil {
+			apps = append(apps, c)
+		} else {
+			others = append(others, c)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, c := range apps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.stop(ctx, c, grace, "Killing", "Stopping container "+c.Name)
+		}()
+	}
+	wg.Wait()
+	for i := len(others) - 1; i >= 0; i-- {
+		w.stop(ctx, others[i], grace, "Killing", "Stopping container "+others[i].Name)
+	}
+	for _, sb := range rt.Sandboxes {
+		if sb.State == StateRunning || sb.State == StateCreated {
+			if err := w.r.rt.StopContainer(ctx, sb.ID, 0); err != nil {
+				w.log.Warn("stop sandbox", "id", sb.ID, "err", err)
+			}
+		}
+	}
+}
+
+func (w *worker) stop(ctx context.Context, c Container, grace time.Duration, reason, msg string) {
+	w.normal(c.Name, reason, msg)
+	if err := w.r.rt.StopContainer(ctx, c.ID, grace); err != nil {
+		w.warn(c.Name, "FailedKillContainer", fmt.Sprintf("Failed to stop container %s: %v", c.Name, err))
+	}
+}
+
+// start pulls, creates and starts one container. It returns false when the container
+// could not be started.
+func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *Container) bool {
+	c := s.Container
+	img, ok := w.pull(ctx, c)
+	if !ok {
+		return false
+	}
+	w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}
+	created, err := w.r.rt.CreateContainer(ctx, CreateRequest{
+		Pod: pod, Container: c, Init: s.Init, Attempt: s.Attempt,
+		Hash: manifests.ContainerHash(c), Sandbox: sandbox, Image: img,
+	})
+	if err != nil {
+		reason := ReasonRunContainerError
+		if errors.Is(err, ErrCreateConfig) {
+			reason = ReasonCreateConfigError
+		}
+		w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: reason, Message: err.Error()}
+		w.warn(c.Name, "Failed", fmt.Sprintf("Error: %v", err))
+		return false
+	}
+	if s.Attempt > 0 {
+		w.r.backoffs.Restarted(pod.UID, c.Name)
+	}
+	w.normal(c.Name, "Created", "Created container "+c.Name)
+	if err := w.r.rt.StartContainer(ctx, created.ID); err != nil {
+		w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: ReasonRunContainerError, Message: err.Error()}
+		w.warn(c.Name, "Failed", fmt.Sprintf("Error: %v", err))
+		return false
+	}
+	w.normal(c.Name, "Started", "Started container "+c.Name)
+	w.log.Info("container started", "container", c.Name, "attempt", s.Attempt, "id", created.ID)
+	return true
+}
+
+// pull makes the container's image present, backing off after failures.
+func (w *worker) pull(ctx context.Context, c *corev1.Container) (Image, bool) {
+	now := w.r.now()
+	if b, ok := w.pulls[c.Image]; ok && now.Before(b.until) {
+		w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: ReasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q", c.Image)}
+		return Image{}, false
+	}
+	img, err := w.r.rt.EnsureImage(ctx, c.Image, c.ImagePullPolicy)
+	if err != nil {
+		b := w.pulls[c.Image]
+		b.delay = min(max(2*b.delay, pullBackoffInitial), pullBackoffMax)
+		b.until = w.r.now().Add(b.delay)
+		w.pulls[c.Image] = b
+		reason := ReasonErrImagePull
+		if errors.Is(err, ErrImageNeverPull) {
+			reason = ReasonErrImageNeverPull
+		}
+		w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: reason, Message: err.Error()}
+		w.warn(c.Name, "Failed", fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
+		return Image{}, false
+	}
+	delete(w.pulls, c.Image)
+	return img, true
+}
+
+func (w *worker) backoffMessage(name string, rt PodRuntime) string {
+	last := rt.Latest(name)
+	if last == nil {
+		return ""
+	}
+	wait := w.r.backoffs.Wait(w.uid, name, *last, w.r.now())
+	return fmt.Sprintf("back-off %v restarting failed container=%s pod=%s", wait.Round(time.Second), name, podRef(w.spec))
+}
+
+func (w *worker) normal(container, reason, msg string) {
+	w.r.events.Add(Record{UID: w.uid, Pod: podRef(w.spec), Container: container, Type: EventNormal, Reason: reason, Message: msg})
+}
+
+func (w *worker) warn(container, reason, msg string) {
+	w.log.Warn(msg, "container", container, "reason", reason)
+	w.r.events.Add(Record{UID: w.uid, Pod: podRef(w.spec), Container: container, Type: EventWarning, Reason: reason, Message: msg})
+}
+
+func podRef(pod *corev1.Pod) string {
+	if pod == nil {
+		return ""
+	}
+	return pod.Namespace + "/" + pod.Name
+}
+
+// gracePeriod is the pod's termination grace period, or orphanGrace when its spec is
+// not known.
+func gracePeriod(pod *corev1.Pod) time.Duration {
+	if pod == nil || pod.Spec.TerminationGracePeriodSeconds == nil {
+		return orphanGrace
+	}
+	return time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
+}

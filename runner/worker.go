@@ -1,0 +1,184 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// worker owns one pod UID: it plans and executes the pod's sync, one at a time, in its
+// own goroutine, so that a slow pull or a long grace period never holds up other pods
+// or the sync loop.
+type worker struct {
+	uid types.UID
+	r   *Runner
+	log *slog.Logger
+
+	inbox chan struct{} // one slot: a pending signal to sync
+
+	mu   sync.Mutex  // guards pod and kill, written by the loop and read by the worker
+	pod  *corev1.Pod // the newest desired spec; an undelivered one is replaced
+	kill bool        // the pod is no longer wanted; never undone
+
+	// Owned by the worker goroutine.
+	spec      *corev1.Pod // the last spec it synced, kept for the grace period of a kill
+	obs       Observed
+	synced    uint64                 // PLEG generation when its last actions ended
+	pulls     map[string]pullBackoff // by image
+	unstarted bool                   // no sync has run yet
+}
+
+type pullBackoff struct {
+	until time.Time
+	delay time.Duration
+}
+
+func newWorker(r *Runner, uid types.UID, pod *corev1.Pod) *worker {
+	w := &worker{
+		uid: uid, r: r, pod: pod, spec: pod,
+		log:   r.log.With("uid", uid),
+		inbox: make(chan struct{}, 1),
+		pulls: map[string]pullBackoff{},
+		obs:   Observed{Waiting: map[string]corev1.ContainerStateWaiting{}, StartTime: r.now()},
+	}
+	if pod != nil {
+		w.log = w.log.With("pod", pod.Namespace+"/"+pod.Name)
+	} else {
+		w.kill = true // an orphan: its pod is not wanted
+	}
+	return w
+}
+
+// update gives the worker a newer spec of its pod; it does nothing once the pod is
+// being killed.
+func (w *worker) update(pod *corev1.Pod) {
+	w.mu.Lock()
+	if !w.kill {
+		w.pod = pod
+	}
+	w.mu.Unlock()
+	w.signal()
+}
+
+// terminate tells the worker to stop and remove its pod. A pending kill is never
+// overwritten by a later update.
+func (w *worker) terminate() {
+	w.mu.Lock()
+	w.kill = true
+	w.mu.Unlock()
+	w.signal()
+}
+
+func (w *worker) signal() {
+	select {
+	case w.inbox <- struct{}{}:
+	default: // a sync is already pending; it will read the newest state
+	}
+}
+
+// run syncs the pod whenever signalled until the pod is gone (it returns true then) or
+// ctx is done.
+func (w *worker) run(ctx context.Context) (gone bool) {
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-w.inbox:
+		}
+		if w.syncOnce(ctx) {
+			return true
+		}
+	}
+}
+
+// syncOnce runs one sync, turning a panic into a sync error so that one bad pod
+// cannot take the runner down.
+func (w *worker) syncOnce(ctx context.Context) (gone bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.log.Error("pod sync panicked", "panic", p, "stack", string(debug.Stack()))
+			w.r.events.Add(Record{UID: w.uid, Type: EventWarning, Reason: "FailedSync", Message: fmt.Sprint("sync panicked: ", p)})
+			gone = false
+		}
+	}()
+	w.mu.Lock()
+	pod, kill := w.pod, w.kill
+	w.mu.Unlock()
+	if kill {
+		pod = nil
+	} else {
+		w.spec = pod
+	}
+	rt, gen := w.r.pleg.Pod(w.uid)
+	if gen == 0 || gen <= w.synced {
+		// The cache predates our last actions (or there is none yet, and the runtime may
+		// hold containers to adopt): acting on it could repeat them. Ask for a relist;
+		// its result signals us again.
+		w.r.requestRelist(w.uid)
+		return false
+	}
+	now := w.r.now()
+	actions := Plan(pod, rt, w.r.backoffs.Wait, now)
+	if w.r.results.Done(w.uid) && pod != nil {
+		actions = Actions{KillPod: actions.KillPod, Done: true}
+	}
+	acted := w.execute(ctx, pod, rt, actions)
+	if acted {
+		w.synced = w.r.pleg.Started()
+		w.r.requestRelist(w.uid)
+	}
+	if pod == nil {
+		return w.finishKill(ctx, rt, acted)
+	}
+	w.obs.Done = actions.Done
+	if actions.Done && !actions.KillPod {
+		w.r.results.Mark(w.uid)
+	}
+	w.publish(pod, rt)
+	return false
+}
+
+// finishKill removes everything of a killed pod once nothing of it runs any more.
+func (w *worker) finishKill(ctx context.Context, rt PodRuntime, acted bool) bool {
+	if acted || len(rt.Running()) > 0 || sandboxRunning(rt) {
+		return false // wait for the relist that shows it stopped
+	}
+	for _, c := range append(append([]Container{}, rt.Containers...), rt.Sandboxes...) {
+		if err := w.r.rt.RemoveContainer(ctx, c.ID); err != nil {
+			w.log.Warn("remove container", "container", c.Name, "id", c.ID, "err", err)
+			return false
+		}
+	}
+	if err := w.r.rt.RemovePodData(ctx, w.uid); err != nil {
+		w.log.Warn("remove pod data", "err", err)
+		return false
+	}
+	w.r.backoffs.Forget(w.uid)
+	w.r.results.Forget(w.uid)
+	w.log.Info("pod removed")
+	return true
+}
+
+// publish computes the pod's status and makes it visible to the API.
+func (w *worker) publish(pod *corev1.Pod, rt PodRuntime) {
+	w.obs.Waiting = cleanWaiting(w.obs.Waiting, rt)
+	out := pod.DeepCopy()
+	out.Status = Status(pod, rt, w.obs, w.r.opts.HostIP)
+	w.r.publish(w.uid, out)
+}
+
+// cleanWaiting forgets why containers waited once they run.
+func cleanWaiting(waiting map[string]corev1.ContainerStateWaiting, rt PodRuntime) map[string]corev1.ContainerStateWaiting {
+	for name := range waiting {
+		if last := rt.Latest(name); last != nil && last.State == StateRunning {
+			delete(waiting, name)
+		}
+	}
+	return waiting
+}
