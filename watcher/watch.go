@@ -1,0 +1,222 @@
+package watcher
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Defaults of the file source.
+const (
+	DefaultPeriod = 20 * time.Second // full rescan, the safety net under fsnotify
+	settle        = 100 * time.Millisecond
+)
+
+// Update is the file source's full snapshot: every pod the manifest path wants. A file
+// that fails to read or validate keeps its last good pods in Pods, and is listed in
+// Failures.
+type Update struct {
+	Pods     []*corev1.Pod
+	Failures []Failure
+}
+
+// Failure is a manifest file that could not be used as it is.
+type Failure struct {
+	Path     string
+	Problems []string    // each located: file, document, field path
+	Kept     []types.UID // the pods kept running on their last good spec
+}
+
+// Watcher is the directory source: it rescans the manifest path when fsnotify reports
+// a change (after the burst settles: an editor's write-rename-chmod dance is one
+// change) and every period, and sends a snapshot whenever what it wants changes.
+type Watcher struct {
+	Path   string
+	Node   string
+	Period time.Duration // DefaultPeriod when 0
+	Log    *slog.Logger
+
+	// Owned by Run.
+	good     map[string][]*corev1.Pod // path -> pods of its last good read
+	reported map[string]string        // path -> problems last logged, to log on change only
+	last     string                   // fingerprint of the last snapshot sent
+}
+
+// Run watches until ctx is done and sends each new snapshot to emit. The first
+// snapshot is sent at once, even when the path does not exist (an empty source is a
+// ready source, as on the kubelet). It returns nil when ctx is done.
+func (w *Watcher) Run(ctx context.Context, emit func(context.Context, Update) error) error {
+	if w.Period == 0 {
+		w.Period = DefaultPeriod
+	}
+	if w.Log == nil {
+		w.Log = slog.New(slog.DiscardHandler)
+	}
+	w.good, w.reported, w.last = map[string][]*corev1.Pod{}, map[string]string{}, "\x00"
+	fsw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", w.Path, err)
+	}
+	defer fsw.Close()
+	ticker := time.NewTicker(w.Period)
+	defer ticker.Stop()
+	var settleC <-chan time.Time
+	for {
+		w.watch(fsw)
+		if err := w.scan(ctx, emit); err != nil {
+			return nil // ctx done while sending
+		}
+		for waiting := true; waiting; {
+			select {
+			case <-ctx.Done():
+				return nil
+			case ev := <-fsw.Events:
+				if w.relevant(ev.Name) {
+					settleC = time.After(settle)
+				}
+			case err := <-fsw.Errors:
+				w.Log.Warn("file watch error; the periodic rescan goes on", "path", w.Path, "err", err)
+			case <-settleC:
+				settleC, waiting = nil, false
+			case <-ticker.C:
+				waiting = false
+			}
+		}
+	}
+}
+
+// watch (re)adds the watches: on the path's parent, to see the path itself created,
+// removed or renamed onto, and on the path when it is a directory. fsnotify drops the
+// watch of a directory that is removed; the next scan after its return adds it again.
+func (w *Watcher) watch(fsw *fsnotify.Watcher) {
+	parent := filepath.Dir(filepath.Clean(w.Path))
+	for _, dir := range []string{parent, w.Path} {
+		if info, err := os.Stat(dir); err == nil && info.IsDir() && !watching(fsw, dir) {
+			if err := fsw.Add(dir); err != nil {
+				w.Log.Warn("cannot watch; relying on the periodic rescan", "path", dir, "err", err)
+			}
+		}
+	}
+}
+
+func watching(fsw *fsnotify.Watcher, dir string) bool {
+	for _, d := range fsw.WatchList() {
+		if d == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// relevant reports whether an event on name can change the snapshot: anything in the
+// manifest directory that is not ignored, or the path itself.
+func (w *Watcher) relevant(name string) bool {
+	clean := filepath.Clean(w.Path)
+	if name == clean {
+		return true
+	}
+	return filepath.Dir(name) == clean && !Ignored(name)
+}
+
+// scan reads the path and sends a snapshot if it differs from the last one sent.
+func (w *Watcher) scan(ctx context.Context, emit func(context.Context, Update) error) error {
+	snap, err := Scan(w.Path, w.Node)
+	if err != nil {
+		// The path cannot be listed (permissions, say): keep the last good snapshot.
+		w.report(w.Path, []string{err.Error()})
+		return nil
+	}
+	var u Update
+	present := map[string]bool{}
+	dropped := map[string][]string{}
+	for _, c := range snap.Conflicts {
+		dropped[c.Dropped] = append(dropped[c.Dropped], c.Error())
+	}
+	for _, f := range snap.Files {
+		present[f.Path] = true
+		problems := append(problemsOf(f), dropped[f.Path]...)
+		w.report(f.Path, problems)
+		if f.Failed() {
+			kept := w.good[f.Path]
+			u.Pods = append(u.Pods, kept...)
+			u.Failures = append(u.Failures, Failure{Path: f.Path, Problems: problems, Kept: uidsOf(kept)})
+			continue
+		}
+		w.good[f.Path] = f.Result.Pods
+		u.Pods = append(u.Pods, f.Result.Pods...)
+	}
+	for path := range w.good {
+		if !present[path] {
+			delete(w.good, path) // a file removed removes its pods
+			w.report(path, nil)
+		}
+	}
+	fp := fingerprint(u)
+	if fp == w.last {
+		return nil
+	}
+	if err := emit(ctx, u); err != nil {
+		return err
+	}
+	w.last = fp
+	return nil
+}
+
+func problemsOf(f File) []string {
+	var out []string
+	if f.ReadErr != nil {
+		out = append(out, f.ReadErr.Error())
+	}
+	for _, p := range f.Result.Errors {
+		out = append(out, p.Error())
+	}
+	return out
+}
+
+// report logs a file's problems when they change, and its recovery.
+func (w *Watcher) report(path string, problems []string) {
+	now := strings.Join(problems, "\n")
+	if w.reported[path] == now {
+		return
+	}
+	if now == "" {
+		w.Log.Info("manifest is valid again", "source", "file", "path", path)
+		delete(w.reported, path)
+		return
+	}
+	w.reported[path] = now
+	for _, p := range problems {
+		w.Log.Warn("invalid manifest; its pods keep their last good spec", "source", "file", "path", path, "err", p)
+	}
+}
+
+func uidsOf(pods []*corev1.Pod) []types.UID {
+	out := make([]types.UID, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, p.UID)
+	}
+	return out
+}
+
+// fingerprint identifies a snapshot: its pods' UIDs (a UID hashes the whole spec) and
+// its failures.
+func fingerprint(u Update) string {
+	var parts []string
+	for _, p := range u.Pods {
+		parts = append(parts, string(p.UID))
+	}
+	sort.Strings(parts)
+	for _, f := range u.Failures {
+		parts = append(parts, "!"+f.Path+"\n"+strings.Join(f.Problems, "\n"))
+	}
+	return strings.Join(parts, "\x00")
+}

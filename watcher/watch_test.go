@@ -1,0 +1,176 @@
+package watcher
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runWatcher runs a Watcher on path and returns a channel of its snapshots.
+func runWatcher(t *testing.T, path string, period time.Duration) <-chan Update {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	updates := make(chan Update, 16)
+	done := make(chan error)
+	w := &Watcher{Path: path, Node: "n", Period: period}
+	go func() {
+		done <- w.Run(ctx, func(ctx context.Context, u Update) error {
+			select {
+			case updates <- u:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v, want nil on cancel", err)
+		}
+	})
+	return updates
+}
+
+// awaitUpdate returns the next snapshot, failing after a deadline.
+func awaitUpdate(t *testing.T, updates <-chan Update, what string) Update {
+	t.Helper()
+	select {
+	case u := <-updates:
+		return u
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no snapshot after %s", what)
+		return Update{}
+	}
+}
+
+// noUpdate asserts that no snapshot comes within a short while.
+func noUpdate(t *testing.T, updates <-chan Update, what string) {
+	t.Helper()
+	select {
+	case u := <-updates:
+		t.Fatalf("unexpected snapshot after %s: %v", what, names(u))
+	case <-time.After(3 * settle):
+	}
+}
+
+func names(u Update) []string {
+	var out []string
+	for _, p := range u.Pods {
+		out = append(out, p.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// saveAtomically writes content the way editors do: to a temp file, then rename.
+func saveAtomically(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".swp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func pod(name, image string) string {
+	return strings.NewReplacer("NAME", name, "IMAGE", image).Replace("apiVersion: v1\nkind: Pod\nmetadata: {name: NAME}\nspec: {containers: [{name: c, image: IMAGE}]}\n")
+}
+
+func TestWatcherFollowsTheDirectory(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"web.yaml": pod("web", "busybox:1")})
+	updates := runWatcher(t, dir, time.Hour)
+	first := awaitUpdate(t, updates, "start")
+	if got := names(first); len(got) != 1 || got[0] != "web-n" {
+		t.Fatalf("first snapshot = %v, want web-n", got)
+	}
+
+	saveAtomically(t, filepath.Join(dir, "web.yaml"), pod("web", "busybox:2"))
+	edited := awaitUpdate(t, updates, "an atomic save")
+	if edited.Pods[0].UID == first.Pods[0].UID || edited.Pods[0].Spec.Containers[0].Image != "busybox:2" {
+		t.Fatalf("after the edit: %+v, want a new UID with the new image", edited.Pods[0].Spec.Containers)
+	}
+
+	for _, junk := range []string{"web.yaml.swp", "web.yaml~", ".hidden.yaml", "4913"} {
+		if err := os.WriteFile(filepath.Join(dir, junk), []byte(pod("junk", "x")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noUpdate(t, updates, "swap and backup files")
+
+	saveAtomically(t, filepath.Join(dir, "web.yaml"), strings.Replace(pod("web", "busybox:3"), "containers:", "containerz:", 1))
+	broken := awaitUpdate(t, updates, "a broken edit")
+	if len(broken.Pods) != 1 || broken.Pods[0].UID != edited.Pods[0].UID || len(broken.Failures) != 1 {
+		t.Fatalf("after a broken edit: pods %v failures %+v; want the last good pod kept and the failure reported", names(broken), broken.Failures)
+	}
+	if f := broken.Failures[0]; !strings.Contains(strings.Join(f.Problems, "\n"), "spec.containers: Required value") || len(f.Kept) != 1 {
+		t.Errorf("failure = %+v, want the field path and the kept pod", f)
+	}
+
+	saveAtomically(t, filepath.Join(dir, "web.yaml"), pod("web", "busybox:4"))
+	fixed := awaitUpdate(t, updates, "the fix")
+	if len(fixed.Failures) != 0 || fixed.Pods[0].Spec.Containers[0].Image != "busybox:4" {
+		t.Fatalf("after the fix: %v %+v", names(fixed), fixed.Failures)
+	}
+
+	if err := os.Remove(filepath.Join(dir, "web.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if gone := awaitUpdate(t, updates, "a removal"); len(gone.Pods) != 0 {
+		t.Fatalf("after removing the file: %v, want no pods", names(gone))
+	}
+}
+
+func TestWatcherSurvivesTheDirectoryComingAndGoing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "manifests")
+	updates := runWatcher(t, dir, time.Hour)
+	if u := awaitUpdate(t, updates, "start on a missing path"); len(u.Pods) != 0 {
+		t.Fatalf("missing path gave %v, want an empty snapshot", names(u))
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// No wait needed: the directory's watch is added before the rescan its creation
+	// triggers, so a file written before the watch is found by that rescan.
+	if err := os.WriteFile(filepath.Join(dir, "a.yaml"), []byte(pod("a", "x:1")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if u := awaitUpdate(t, updates, "a file in the new directory"); len(u.Pods) != 1 {
+		t.Fatalf("got %v, want a-n", names(u))
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if u := awaitUpdate(t, updates, "the directory removed"); len(u.Pods) != 0 {
+		t.Fatalf("got %v after removing the directory, want none", names(u))
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "b.yaml"), []byte(pod("b", "x:1")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if u := awaitUpdate(t, updates, "a file in the recreated directory"); len(u.Pods) != 1 || u.Pods[0].Name != "b-n" {
+		t.Fatalf("got %v, want b-n", names(u))
+	}
+}
+
+func TestWatcherPeriodicRescan(t *testing.T) {
+	dir := writeFiles(t, nil)
+	updates := runWatcher(t, filepath.Join(dir, "one.yaml"), 200*time.Millisecond)
+	awaitUpdate(t, updates, "start")
+	// A file path source: its parent directory is watched too, but the rescan alone
+	// would also find it.
+	if err := os.WriteFile(filepath.Join(dir, "one.yaml"), []byte(pod("one", "x:1")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if u := awaitUpdate(t, updates, "writing the watched file"); len(u.Pods) != 1 {
+		t.Fatalf("got %v, want one-n", names(u))
+	}
+}
