@@ -48,7 +48,7 @@ func newApp() *cli.App {
 				Hidden: true,
 				Action: func(*cli.Context) error { return pause.Run() },
 			},
-			hidden(notBuilt("logger", "write a container's output as CRI log files (containerd binary log driver)", nil)),
+			loggerCommand(),
 		},
 	}
 	for _, c := range app.Commands {

@@ -1,12 +1,10 @@
-//go:build staticpod_core
-
 package containerdrt
 
 import (
 	"context"
 	"fmt"
 	"os"
-		"syscall"
+	"syscall"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
@@ -15,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/staticpod/staticpod/logs"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -41,7 +40,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
 	in := specInput{
-		Pod: pod, Container: c, Image: spec.Config, PodDir: podDir,
+		Pod: pod, Container: c, Attempt: req.Attempt, Image: spec.Config, PodDir: podDir,
 		PodIP: r.podIP(pod), HostIP: r.cfg.HostIP, SeccompDir: r.cfg.SeccompDir,
 	}
 	if req.Sandbox != nil {
@@ -97,13 +96,14 @@ func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Cre
 	if err != nil {
 		return convertErr(err)
 	}
+	started := time.Now().UTC() // before Start: a short-lived process may exit before Start returns
 	if err := task.Start(ctx); err != nil {
 		if _, derr := task.Delete(ctx, client.WithProcessKill); derr != nil {
 			r.log.Warn("delete task that failed to start", "id", c.ID(), "err", derr)
 		}
 		return convertErr(err)
 	}
-	_, err = c.SetLabels(ctx, map[string]string{labelStartedAt: time.Now().UTC().Format(time.RFC3339Nano)})
+	_, err = c.SetLabels(ctx, map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)})
 	return convertErr(err)
 }
 
@@ -193,14 +193,16 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	if err := c.Delete(ctx, client.WithSnapshotCleanup); ignoreNotFound(convertErr(err)) != nil {
 		return fmt.Errorf("remove container %s: %w", id, convertErr(err))
 	}
-	for _, path := range []string{labels[LabelLogPath], labels[LabelTermination], containerLogLink(r.cfg.Log.ContainersDir, labels, id)} {
-		if path != "" {
-			if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
-				r.log.Warn("remove container file", "id", id, "path", path, "err", err)
-			}
+	if path := labels[LabelLogPath]; path != "" {
+		if err := logs.Remove(path, containerLogLink(r.cfg.Log.ContainersDir, labels, id)); err != nil {
+			r.log.Warn("remove container logs", "id", id, "err", err)
 		}
 	}
-	removeRotated(labels[LabelLogPath])
+	if path := labels[LabelTermination]; path != "" {
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			r.log.Warn("remove termination message", "id", id, "err", err)
+		}
+	}
 	return nil
 }
 

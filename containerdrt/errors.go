@@ -16,11 +16,16 @@ func convertErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	err = errgrpc.ToNative(err)
+	// The client converts most errors already; ToNative would turn a native error
+	// into an unknown one, so it is asked only when the error is not classed yet.
+	native := err
+	if !errdefs.IsNotFound(err) && !errdefs.IsUnavailable(err) {
+		native = errgrpc.ToNative(err)
+	}
 	switch {
-	case errdefs.IsNotFound(err):
+	case errdefs.IsNotFound(native):
 		return fmt.Errorf("%w: %w", runner.ErrNotFound, err)
-	case errdefs.IsUnavailable(err):
+	case errdefs.IsUnavailable(native):
 		return fmt.Errorf("%w: %w", runner.ErrUnavailable, err)
 	}
 	return err

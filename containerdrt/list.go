@@ -1,5 +1,3 @@
-//go:build staticpod_core
-
 package containerdrt
 
 import (
@@ -48,7 +46,7 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 	}
 	procs := make(map[string]*task.Process, len(resp.Tasks))
 	for _, p := range resp.Tasks {
-		procs[p.ContainerID] = p
+		procs[taskContainer(p)] = p
 	}
 	out := make([]runner.Container, 0, len(infos))
 	for _, info := range infos {
@@ -70,6 +68,16 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// taskContainer is the container a task belongs to. containerd 1.6 leaves
+// ContainerID empty in ListTasks and names the task (its init process) by the
+// container's ID instead.
+func taskContainer(p *task.Process) string {
+	if p.ContainerID != "" {
+		return p.ContainerID
+	}
+	return p.ID
 }
 
 // inspect is List for one container.

@@ -12,6 +12,7 @@ import (
 type specInput struct {
 	Pod        *corev1.Pod
 	Container  *corev1.Container
+	Attempt    int                 // restart count of the container: names its termination log
 	Image      ocispec.ImageConfig // the image's config: Env, Entrypoint, Cmd, WorkingDir, User, StopSignal
 	SandboxPID uint32              // the sandbox process to join; 0 when the pod has no sandbox
 	PodDir     string              // <root-dir>/pods/<uid>: emptyDirs, /etc files, termination logs

@@ -1,5 +1,3 @@
-//go:build staticpod_core
-
 package containerdrt
 
 import (
@@ -13,6 +11,7 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/runner"
@@ -97,6 +96,9 @@ func (cfg *Config) complete() error {
 	if cfg.HostIP == "" {
 		cfg.HostIP = primaryIP()
 	}
+	if cfg.Images.RootDir == "" {
+		cfg.Images.RootDir = cfg.RootDir
+	}
 	if cfg.RootDir == "" || cfg.PodLogDir == "" {
 		return fmt.Errorf("containerd runtime: root dir and pod log dir are required")
 	}
@@ -112,6 +114,12 @@ func (r *Runtime) Client() *client.Client { return r.client }
 
 // Images runs the import of --image-dir until ctx is done.
 func (r *Runtime) Images() interface{ Run(context.Context) error } { return r.images }
+
+// EnsureImage makes image present per policy. A pull is bounded by ctx alone, not by
+// the call timeout: a large image on a slow link may take long.
+func (r *Runtime) EnsureImage(ctx context.Context, image string, policy corev1.PullPolicy) (runner.Image, error) {
+	return r.images.ensure(namespaces.WithNamespace(ctx, r.cfg.Namespace), image, policy)
+}
 
 // call returns ctx with staticpod's namespace and the call timeout.
 func (r *Runtime) call(ctx context.Context) (context.Context, context.CancelFunc) {

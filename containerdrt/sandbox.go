@@ -1,5 +1,3 @@
-//go:build staticpod_core
-
 package containerdrt
 
 import (
@@ -127,7 +125,7 @@ func sandboxSpec(pod *corev1.Pod, rootfs string) []oci.SpecOpts {
 		// runc refuses a hostname without a UTS namespace of its own.
 		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
 	} else {
-		opts = append(opts, oci.WithHostname(podHostname(pod)))
+		opts = append(opts, oci.WithHostname(sandboxHostname(pod)))
 	}
 	if pod.Spec.HostIPC {
 		opts = append(opts, oci.WithHostNamespace(specs.IPCNamespace))
@@ -138,18 +136,8 @@ func sandboxSpec(pod *corev1.Pod, rootfs string) []oci.SpecOpts {
 	return opts
 }
 
-// podHostname is the hostname the pod's containers see: spec.hostname, else the pod's
-// name cut to a DNS label, as the kubelet does.
-func podHostname(pod *corev1.Pod) string {
-	name := pod.Spec.Hostname
-	if name == "" {
-		name = pod.Name
-	}
-	if len(name) > 63 {
-		name = name[:63]
-	}
-	for len(name) > 0 && (name[len(name)-1] == '-' || name[len(name)-1] == '.') {
-		name = name[:len(name)-1]
-	}
+// sandboxHostname is the hostname of the pod's UTS namespace, as the kubelet names it.
+func sandboxHostname(pod *corev1.Pod) string {
+	name, _ := podHostnameAndDomain(pod)
 	return name
 }

@@ -1,5 +1,3 @@
-//go:build staticpod_core
-
 package containerdrt
 
 import (

@@ -9,13 +9,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
+
+	"github.com/staticpod/staticpod/internal/ctrd"
 )
 
 const (
@@ -29,23 +30,6 @@ const (
 	// maxSocketPath leaves room under the kernel's 108-byte limit for sun_path.
 	maxSocketPath = 100
 )
-
-// disabledPlugins keeps the daemon small and private: no CRI (its 1.6 and 2.x plugin IDs,
-// and 2.x's pod sandbox controller that needs it), no NRI socket shared by every daemon on
-// the host, no /opt/containerd, and none of the snapshotters that only log why they cannot
-// load. Both 1.6 and 2.x ignore IDs they do not know.
-var disabledPlugins = []string{
-	"io.containerd.grpc.v1.cri",
-	"io.containerd.cri.v1.images",
-	"io.containerd.cri.v1.runtime",
-	"io.containerd.podsandbox.controller.v1.podsandbox",
-	"io.containerd.nri.v1.nri",
-	"io.containerd.internal.v1.opt",
-	"io.containerd.snapshotter.v1.aufs",
-	"io.containerd.snapshotter.v1.btrfs",
-	"io.containerd.snapshotter.v1.devmapper",
-	"io.containerd.snapshotter.v1.zfs",
-}
 
 // Daemon is a private containerd: its root, state, sockets, config and log live in one
 // temporary directory, and Stop leaves nothing of it behind.
@@ -142,25 +126,12 @@ func (d *Daemon) Root() string { return filepath.Join(d.dir, "root") }
 // State is the daemon's --state: task bundles and their rootfs mounts.
 func (d *Daemon) State() string { return filepath.Join(d.dir, "state") }
 
-// config returns a version 2 configuration, which containerd 1.6 reads as is and 2.x
-// migrates on load.
+// config returns the daemon's configuration: everything under its directory.
 func (d *Daemon) config() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "version = 2\nroot = %q\nstate = %q\n", d.Root(), d.State())
-	fmt.Fprintf(&b, "disabled_plugins = [%s]\n\n", quoteList(disabledPlugins))
-	fmt.Fprintf(&b, "[grpc]\n  address = %q\n\n", d.Address)
-	fmt.Fprintf(&b, "[ttrpc]\n  address = %q\n\n", d.Address+".ttrpc")
-	fmt.Fprintf(&b, "[debug]\n  address = %q\n  level = \"debug\"\n\n", filepath.Join(d.dir, "debug.sock"))
-	fmt.Fprintf(&b, "[metrics]\n  address = \"\"\n")
-	return b.String()
-}
-
-func quoteList(items []string) string {
-	quoted := make([]string, len(items))
-	for i, s := range items {
-		quoted[i] = fmt.Sprintf("%q", s)
-	}
-	return strings.Join(quoted, ", ")
+	return ctrd.Config{
+		Root: d.Root(), State: d.State(), Address: d.Address,
+		Debug: filepath.Join(d.dir, "debug.sock"), LogLevel: "debug",
+	}.TOML()
 }
 
 // launch writes the config and starts the daemon with its output in LogPath. The daemon gets

@@ -1,0 +1,340 @@
+package containerdrt
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/runner"
+)
+
+// Modes of what a hostPath volume creates, as the kubelet's hostPath plugin
+// (pkg/volume/hostpath/host_path.go, makeDir and makeFile) creates them.
+const (
+	hostPathDirMode  = 0o755
+	hostPathFileMode = 0o644
+)
+
+// Kinds of file a hostPath type check reports, in the kubelet's words.
+const (
+	kindDirectory   = "directory"
+	kindFile        = "file"
+	kindSocket      = "socket file"
+	kindCharDevice  = "character device"
+	kindBlockDevice = "block device"
+	kindOther       = "special file"
+)
+
+// prepareHostPath applies the type check of a hostPath volume, creating what the
+// *OrCreate types create, and returns the path to bind. It follows the kubelet's
+// checkType: DirectoryOrCreate makes the directory with its parents; FileOrCreate makes
+// an empty file but never its parent directory; the other types only check; a type
+// check follows symlinks (os.Stat), as the kubelet's hostutil does. An unset type checks
+// nothing, and a path that does not exist is created as a directory, as containerd's CRI
+// does for any bind mount source that is missing.
+func prepareHostPath(hp *corev1.HostPathVolumeSource) (string, error) {
+	path := hp.Path
+	typ := corev1.HostPathUnset
+	if hp.Type != nil {
+		typ = *hp.Type
+	}
+	switch typ {
+	case corev1.HostPathUnset:
+		return path, createMissingDir(path)
+	case corev1.HostPathDirectoryOrCreate:
+		if err := createMissingDir(path); err != nil {
+			return "", err
+		}
+	case corev1.HostPathFileOrCreate:
+		if err := createMissingFile(path); err != nil {
+			return "", err
+		}
+	}
+	return path, checkHostPathType(path, typ)
+}
+
+// checkHostPathType reports whether path is what typ asks for.
+func checkHostPathType(path string, typ corev1.HostPathType) error {
+	want, ok := map[corev1.HostPathType]string{
+		corev1.HostPathDirectory:         kindDirectory,
+		corev1.HostPathDirectoryOrCreate: kindDirectory,
+		corev1.HostPathFile:              kindFile,
+		corev1.HostPathFileOrCreate:      kindFile,
+		corev1.HostPathSocket:            kindSocket,
+		corev1.HostPathCharDev:           kindCharDevice,
+		corev1.HostPathBlockDev:          kindBlockDevice,
+	}[typ]
+	if !ok {
+		return fmt.Errorf("hostPath %s has an unknown type %q", path, typ)
+	}
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("hostPath %s does not exist (type %s)", path, typ)
+	}
+	if err != nil {
+		return fmt.Errorf("hostPath %s: %w (type %s)", path, err, typ)
+	}
+	if got := fileKind(fi.Mode()); got != want {
+		return fmt.Errorf("hostPath %s is not a %s (type %s) but a %s", path, want, typ, got)
+	}
+	return nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return kindDirectory
+	case m.IsRegular():
+		return kindFile
+	case m&fs.ModeSocket != 0:
+		return kindSocket
+	case m&fs.ModeCharDevice != 0:
+		return kindCharDevice
+	case m&fs.ModeDevice != 0:
+		return kindBlockDevice
+	}
+	return kindOther
+}
+
+func createMissingDir(path string) error {
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		return nil // present, or unreadable: the type check or the bind reports it
+	}
+	if err := os.MkdirAll(path, hostPathDirMode); err != nil {
+		return fmt.Errorf("create hostPath directory %s: %w", path, err)
+	}
+	return nil
+}
+
+func createMissingFile(path string) error {
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, hostPathFileMode)
+	if err != nil {
+		return fmt.Errorf("create hostPath file %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// resolveSubPath returns the host path of subPath inside the volume at volumePath, with
+// every symlink resolved, creating it as a directory when missing (as the kubelet does,
+// with the mode of the volume's root). It refuses a subPath that is absolute, contains
+// '..', or resolves outside the volume through a symlink.
+//
+// The kubelet closes the window between this check and the bind mount by binding the
+// resolved file descriptor to a private path first (subpath.PrepareSafeSubpath); here a
+// container that swaps a directory of its volume for a symlink in that window could
+// still redirect the bind. Static pods are written by the machine's administrator, so
+// the check guards against mistakes rather than a hostile pod.
+func resolveSubPath(volumePath, subPath string) (string, error) {
+	if filepath.IsAbs(subPath) || slices.Contains(strings.Split(subPath, "/"), "..") {
+		return "", fmt.Errorf("subPath %q must be a relative path without '..'", subPath)
+	}
+	root, err := filepath.EvalSymlinks(volumePath)
+	if err != nil {
+		return "", fmt.Errorf("resolve volume path %s: %w", volumePath, err)
+	}
+	if err := createSubPath(root, subPath); err != nil {
+		return "", err
+	}
+	resolved, err := filepath.EvalSymlinks(filepath.Join(root, subPath))
+	if err != nil {
+		return "", fmt.Errorf("resolve subPath %q: %w", subPath, err)
+	}
+	if !within(root, resolved) {
+		return "", fmt.Errorf("subPath %q resolves to %s, outside the volume", subPath, resolved)
+	}
+	return resolved, nil
+}
+
+// createSubPath makes subPath under root when it does not exist. os.Root refuses to
+// follow a symlink out of root, so nothing is ever created outside the volume; an
+// escaping subPath is left for the caller's check to report.
+func createSubPath(root, subPath string) error {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return fmt.Errorf("open volume %s: %w", root, err)
+	}
+	defer r.Close()
+	if _, err := r.Stat(subPath); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	fi, err := r.Stat(".")
+	if err != nil {
+		return fmt.Errorf("stat volume %s: %w", root, err)
+	}
+	perm := fi.Mode().Perm()
+	if err := r.MkdirAll(subPath, perm); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create subPath %q: %w", subPath, err)
+	}
+	if err := r.Chmod(subPath, perm); err != nil { // MkdirAll's mode is cut by the umask
+		return fmt.Errorf("chmod subPath %q: %w", subPath, err)
+	}
+	return nil
+}
+
+// within reports whether path is root or below it; both are clean and absolute.
+func within(root, path string) bool {
+	return path == root || strings.HasPrefix(path, strings.TrimSuffix(root, "/")+"/")
+}
+
+// checkPropagationSource refuses a propagation the host cannot deliver, as containerd's
+// CRI does (ensureShared, ensureSharedOrSlave in its WithMounts): rshared needs the
+// source on a shared mount, rslave on a shared or slave one. Otherwise the mount would
+// silently propagate nothing.
+func checkPropagationSource(src, propagation string) error {
+	if propagation != propagationShared && propagation != propagationSlave {
+		return nil
+	}
+	m, err := mountOf(src)
+	if err != nil {
+		return err
+	}
+	shared, slave := false, false
+	for _, opt := range strings.Fields(m.Optional) {
+		shared = shared || strings.HasPrefix(opt, "shared:")
+		slave = slave || strings.HasPrefix(opt, "master:")
+	}
+	switch {
+	case shared:
+		return nil
+	case propagation == propagationShared:
+		return fmt.Errorf("%s is on mount %s, which is not shared (needed by Bidirectional propagation)", src, m.Mountpoint)
+	case !slave:
+		return fmt.Errorf("%s is on mount %s, which is neither shared nor slave (needed by HostToContainer propagation)", src, m.Mountpoint)
+	}
+	return nil
+}
+
+// mountOf returns the mount that holds path (clean, absolute, symlinks resolved): the
+// deepest mount point at or above it, the last one listed when mounts are stacked.
+func mountOf(path string) (*mountinfo.Info, error) {
+	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) {
+		return !within(m.Mountpoint, path), false
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read mountinfo: %w", err)
+	}
+	var best *mountinfo.Info
+	for _, m := range mounts {
+		if best == nil || len(m.Mountpoint) >= len(best.Mountpoint) {
+			best = m
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("no mount holds %s", path)
+	}
+	return best, nil
+}
+
+// expandSubPathExpr expands $(VAR) references in a subPathExpr from the container's
+// environment, as the kubelet's ExpandContainerVolumeMounts does: a reference to a
+// variable that is unset or empty is an error rather than kept verbatim.
+func expandSubPathExpr(expr string, lookup func(string) (string, bool)) (string, error) {
+	var missing []string
+	out := expandEnvRefs(expr, func(name string) (string, bool) {
+		v, _ := lookup(name)
+		if v == "" && !slices.Contains(missing, name) {
+			missing = append(missing, name)
+		}
+		return v, true
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("subPathExpr %q: missing value for %s", expr, strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+// prepareVolume creates what a volume of the pod needs in the pod dir.
+func prepareVolume(in specInput, vol *corev1.Volume) error {
+	switch {
+	case vol.EmptyDir != nil:
+		return prepareEmptyDir(in.Pod, volumeDir(in.PodDir, vol.Name), vol.EmptyDir)
+	case vol.DownwardAPI != nil:
+		return writeDownwardAPI(in, vol.DownwardAPI, volumeDir(in.PodDir, vol.Name))
+	}
+	return nil // hostPath volumes are checked per container, by mountOpts
+}
+
+// prepareEmptyDir creates an emptyDir volume: a directory with mode 0777 (set after
+// creation, as the kubelet's emptyDir setupDir does, because of the umask), and for
+// medium Memory a tmpfs mounted on it once per pod, so that all its containers share it.
+func prepareEmptyDir(pod *corev1.Pod, dir string, src *corev1.EmptyDirVolumeSource) error {
+	if err := os.MkdirAll(dir, emptyDirMode); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	if err := os.Chmod(dir, emptyDirMode); err != nil {
+		return fmt.Errorf("chmod %s: %w", dir, err)
+	}
+	switch {
+	case src.Medium == corev1.StorageMediumMemory:
+		return ensureTmpfs(dir, "tmpfs", 0, tmpfsSizeOption(pod, src))
+	case strings.HasPrefix(string(src.Medium), string(corev1.StorageMediumHugePages)):
+		return fmt.Errorf("%w: emptyDir medium %s is not supported", runner.ErrCreateConfig, src.Medium)
+	}
+	return nil
+}
+
+// tmpfsSizeOption sizes a memory-backed emptyDir as the kubelet does
+// (pkg/volume/emptydir calculateEmptyDirMemorySize): the smallest of the node's memory,
+// the pod's memory limit when every container declares one, and sizeLimit.
+func tmpfsSizeOption(pod *corev1.Pod, src *corev1.EmptyDirVolumeSource) string {
+	size, _ := memTotal() // the kubelet's node allocatable, without reservations
+	if limit := podMemoryLimit(pod); limit > 0 && (size == 0 || limit < size) {
+		size = limit
+	}
+	if src.SizeLimit != nil && src.SizeLimit.Sign() > 0 && (size == 0 || src.SizeLimit.Value() < size) {
+		size = src.SizeLimit.Value()
+	}
+	if size == 0 {
+		return "" // the kernel's default: half of the memory
+	}
+	return "size=" + strconv.FormatInt(size, 10)
+}
+
+// podMemoryLimit is the pod's memory limit as the kubelet's pod cgroup has it: the sum
+// of its containers' limits or the largest init container's, whichever is larger; 0
+// when some container has none.
+func podMemoryLimit(pod *corev1.Pod) int64 {
+	var sum, maxInit int64
+	for _, c := range pod.Spec.Containers {
+		q, ok := c.Resources.Limits[corev1.ResourceMemory]
+		if !ok {
+			return 0
+		}
+		sum += q.Value()
+	}
+	for _, c := range pod.Spec.InitContainers {
+		q, ok := c.Resources.Limits[corev1.ResourceMemory]
+		if !ok {
+			return 0
+		}
+		maxInit = max(maxInit, q.Value())
+	}
+	return max(sum, maxInit)
+}
+
+// ensureTmpfs mounts a tmpfs on dir unless something is mounted there already.
+func ensureTmpfs(dir, source string, flags uintptr, data string) error {
+	mounted, err := mountinfo.Mounted(dir)
+	if err != nil {
+		return fmt.Errorf("check mount at %s: %w", dir, err)
+	}
+	if mounted {
+		return nil
+	}
+	if err := unix.Mount(source, dir, "tmpfs", flags, data); err != nil {
+		return fmt.Errorf("mount tmpfs at %s (%s): %w", dir, data, err)
+	}
+	return nil
+}

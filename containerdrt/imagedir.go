@@ -1,0 +1,263 @@
+package containerdrt
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/distribution/reference"
+	"github.com/fsnotify/fsnotify"
+)
+
+const (
+	// importSettle is how long a file in the image dir must go without events before it
+	// is imported: a copy in progress keeps writing, so the archive is read once complete.
+	importSettle = time.Second
+	// importTimeout bounds the import and unpack of one archive.
+	importTimeout = 10 * time.Minute
+)
+
+// importFile imports the image archive at path and unpacks its images for the
+// snapshotter, and returns the names it imported. The archive is an OCI image layout or a
+// docker-archive (docker save), plain or gzipped (detected by its magic bytes). Images are
+// named by containerd's io.containerd.image.name annotation, else by a full reference in
+// org.opencontainers.image.ref.name, else, in a docker-archive, by manifest.json's
+// RepoTags, all normalized (busybox:1 -> docker.io/library/busybox:1). An image named only
+// by a tag is skipped: nothing says which repository it belongs to. Only the host's
+// platform is imported from a multi-platform archive.
+func (i *images) importFile(ctx context.Context, path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", path, err)
+	}
+	defer f.Close()
+	r, err := decompress(f)
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", path, err)
+	}
+	imported, err := i.client.Import(ctx, r, client.WithImageRefTranslator(ociRefName))
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", path, err)
+	}
+	if len(imported) == 0 {
+		return nil, fmt.Errorf("import %s: no named image in the archive", path)
+	}
+	var names []string
+	for _, img := range imported {
+		if err := i.unpack(ctx, client.NewImage(i.client, img)); err != nil {
+			return names, fmt.Errorf("import %s: %w", path, err)
+		}
+		names = append(names, img.Name)
+	}
+	return names, nil
+}
+
+// decompress returns r's content, gunzipped if it starts with gzip's magic bytes.
+func decompress(r io.Reader) (io.Reader, error) {
+	br := bufio.NewReader(r)
+	magic, err := br.Peek(2)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b {
+		return br, nil
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, fmt.Errorf("gunzip: %w", err)
+	}
+	return zr, nil
+}
+
+// ociRefName names an image from an OCI layout's org.opencontainers.image.ref.name: a
+// full reference is normalized; a bare tag ("v1", "latest"), which OCI allows, names no
+// repository and gives "", so the image is not named.
+func ociRefName(name string) string {
+	if !strings.ContainsAny(name, "/:@") {
+		return ""
+	}
+	named, err := reference.ParseDockerRef(name)
+	if err != nil {
+		return ""
+	}
+	return named.String()
+}
+
+// Run imports every archive in the image dir, then watches the dir and imports archives
+// as they are added or replaced, once they have settled (written and closed, or renamed
+// in), until ctx is done; it then returns nil. It creates the dir if missing. With no
+// image dir configured it returns nil at once. Dot files, *.tmp, *.part and editor
+// leftovers are ignored. A file that fails to import is logged once, as a warning with its
+// reason, and retried only when it changes; it never stops Run. Removing an archive
+// leaves its images in containerd.
+func (i *images) Run(ctx context.Context) error {
+	dir := i.cfg.ImageDir
+	if dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("image dir %s: %w", dir, err)
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watch image dir %s: %w", dir, err)
+	}
+	defer w.Close()
+	// Watch before the first scan, so that a file added during it is not missed.
+	if err := w.Add(dir); err != nil {
+		return fmt.Errorf("watch image dir %s: %w", dir, err)
+	}
+	d := &dirImports{images: i, seen: map[string]fileStamp{}, pending: map[string]time.Time{}}
+	if err := d.scan(ctx, dir); err != nil {
+		return err
+	}
+	return d.watch(ctx, w)
+}
+
+// fileStamp identifies one version of a file.
+type fileStamp struct {
+	size  int64
+	mtime time.Time
+}
+
+// dirImports is Run's state. It is owned by Run's goroutine and needs no lock.
+type dirImports struct {
+	*images
+	seen    map[string]fileStamp // the version of each file last imported or tried
+	pending map[string]time.Time // files that changed, by when they will have settled
+}
+
+// scan imports every archive in dir, in name order.
+func (d *dirImports) scan(ctx context.Context, dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("read image dir %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if isArchiveName(e.Name()) {
+			d.importOne(ctx, filepath.Join(dir, e.Name()))
+		}
+	}
+	return nil
+}
+
+// watch imports the files that fsnotify reports once they settle, until ctx is done.
+func (d *dirImports) watch(ctx context.Context, w *fsnotify.Watcher) error {
+	settled := time.NewTimer(importSettle)
+	settled.Stop()
+	defer settled.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.Events:
+			if !ok {
+				return nil
+			}
+			d.note(ev, time.Now())
+		case err, ok := <-w.Errors:
+			if !ok {
+				return nil
+			}
+			d.log.Warn("watch image dir", "dir", d.cfg.ImageDir, "err", err)
+		case now := <-settled.C:
+			d.importSettled(ctx, now)
+		}
+		d.arm(settled)
+	}
+}
+
+// note records what ev says of a file: a file created, written or renamed in will be
+// imported when it settles; one removed or renamed away is forgotten.
+func (d *dirImports) note(ev fsnotify.Event, now time.Time) {
+	if !isArchiveName(filepath.Base(ev.Name)) {
+		return
+	}
+	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		delete(d.pending, ev.Name)
+		delete(d.seen, ev.Name)
+		return
+	}
+	if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write) || ev.Has(fsnotify.Chmod) {
+		d.pending[ev.Name] = now.Add(importSettle)
+	}
+}
+
+// arm sets t to fire when the first pending file settles, or stops it if none is pending.
+func (d *dirImports) arm(t *time.Timer) {
+	if len(d.pending) == 0 {
+		t.Stop()
+		return
+	}
+	var first time.Time
+	for _, due := range d.pending {
+		if first.IsZero() || due.Before(first) {
+			first = due
+		}
+	}
+	t.Reset(time.Until(first))
+}
+
+// importSettled imports the pending files that have settled by now.
+func (d *dirImports) importSettled(ctx context.Context, now time.Time) {
+	for path, due := range d.pending {
+		if due.After(now) {
+			continue
+		}
+		delete(d.pending, path)
+		d.importOne(ctx, path)
+	}
+}
+
+// importOne imports the regular file at path unless this version of it was already
+// tried, and logs the outcome.
+func (d *dirImports) importOne(ctx context.Context, path string) {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return // gone again, or a directory
+	}
+	stamp := fileStamp{size: fi.Size(), mtime: fi.ModTime()}
+	if d.seen[path] == stamp {
+		return
+	}
+	d.seen[path] = stamp
+	start := time.Now()
+	ictx, cancel := context.WithTimeout(ctx, importTimeout)
+	defer cancel()
+	names, err := d.importFile(ictx, path)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		delete(d.seen, path) // interrupted by shutdown: try again next start
+	case err != nil:
+		d.log.Warn("image archive not imported", "file", path, "err", err)
+	default:
+		d.log.Info("imported images", "file", path, "images", names,
+			"duration", time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// isArchiveName reports whether a file named name in the image dir is worth importing:
+// not a dot file (as temporary files of atomic writers are), nor a partial download or
+// editor leftover.
+func isArchiveName(name string) bool {
+	if strings.HasPrefix(name, ".") || strings.HasSuffix(name, "~") {
+		return false
+	}
+	for _, ext := range []string{".tmp", ".part", ".swp", ".crdownload"} {
+		if strings.HasSuffix(name, ext) {
+			return false
+		}
+	}
+	return true
+}

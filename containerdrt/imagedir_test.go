@@ -1,0 +1,244 @@
+package containerdrt
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/staticpod/staticpod/internal/testenv"
+)
+
+// importWait bounds how long a test waits for the image dir to import a file.
+const importWait = time.Minute
+
+func TestImageDirImportsArchives(t *testing.T) {
+	d := ctd.Daemon(t)
+	ctx := d.Context(t, d.Namespace(t))
+	dir := t.TempDir()
+	opts := imageOptionsFor(t, "")
+	ociTar := mustOCIArchive(t, opts, "example.com/dir/oci:plain")
+	files := map[string][]byte{
+		"oci.tar":         ociTar,
+		"oci.tar.gz":      gzipBytes(t, mustOCIArchive(t, opts, "example.com/dir/oci:gz")),
+		"docker.tar":      mustDockerArchive(t, opts, "example.com/dir/docker:plain"),
+		"docker.tgz":      gzipBytes(t, mustDockerArchive(t, opts, "dir/docker:gz")),
+		"garbage.tar":     []byte("not an image archive\n"),
+		".hidden.tar":     []byte("ignored\n"),
+		"download.part":   []byte("ignored\n"),
+		"archive.tar.gz~": []byte("ignored\n"),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logs := &importLog{t: t}
+	imgs := newImages(d.Client, ImageConfig{ImageDir: dir}, slog.New(slog.NewTextHandler(logs, nil)))
+
+	start := time.Now()
+	stop := startImageDir(t, ctx, imgs)
+	awaitImages(t, ctx, imgs, "example.com/dir/oci:plain", "example.com/dir/oci:gz",
+		"example.com/dir/docker:plain", "docker.io/dir/docker:gz")
+	t.Logf("imported 4 archives present at start in %v", time.Since(start))
+
+	// Added later: written in place (create, write, close), and renamed in as atomic
+	// writers do.
+	start = time.Now()
+	late := filepath.Join(dir, "late.tar")
+	if err := os.WriteFile(late, mustDockerArchive(t, opts, "example.com/dir/late:1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	renamedOpts := opts
+	renamedOpts.Ref = "example.com/dir/renamed:1"
+	if err := testenv.WriteImageArchive(filepath.Join(dir, "renamed.tar"), renamedOpts); err != nil {
+		t.Fatal(err)
+	}
+	awaitImages(t, ctx, imgs, "example.com/dir/late:1", "example.com/dir/renamed:1")
+	t.Logf("imported 2 archives added later in %v (settle time %v)", time.Since(start), importSettle)
+
+	if err := stop(); err != nil {
+		t.Errorf("Run = %v, want nil after cancel", err)
+	}
+	warns := logs.lines(`level=WARN msg="image archive not imported"`)
+	if len(warns) != 1 || !strings.Contains(warns[0], "garbage.tar") {
+		t.Errorf("import warnings = %q, want one for garbage.tar", warns)
+	}
+	for _, ignored := range []string{".hidden.tar", "download.part", "archive.tar.gz~"} {
+		if got := logs.lines(ignored); len(got) != 0 {
+			t.Errorf("log lines about %s = %q, want none (ignored)", ignored, got)
+		}
+	}
+}
+
+func TestImportFileReturnsNames(t *testing.T) {
+	d := ctd.Daemon(t)
+	ctx := d.Context(t, d.Namespace(t))
+	path := filepath.Join(t.TempDir(), "busybox.tgz")
+	data := gzipBytes(t, mustDockerArchive(t, imageOptionsFor(t, ""), "busybox:import"))
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	imgs := newImages(d.Client, ImageConfig{}, pullLogger(t))
+	start := time.Now()
+	names, err := imgs.importFile(ctx, path)
+	t.Logf("import and unpack of a gzipped docker-archive took %v", time.Since(start))
+	if err != nil || len(names) != 1 || names[0] != "docker.io/library/busybox:import" {
+		t.Fatalf("importFile = %q, %v, want [docker.io/library/busybox:import]", names, err)
+	}
+	if out := mustRunImage(t, ctx, d, names[0], "cat", "/etc/test-name"); out != t.Name() {
+		t.Errorf("container of the imported image printed %q, want %q", out, t.Name())
+	}
+}
+
+func TestImageDirUnsetReturnsAtOnce(t *testing.T) {
+	imgs := newImages(nil, ImageConfig{}, pullLogger(t))
+	if err := imgs.Run(t.Context()); err != nil {
+		t.Errorf("Run without an image dir = %v, want nil", err)
+	}
+}
+
+func TestIsArchiveName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"busybox.tar": true, "busybox.tar.gz": true, "etcd.tgz": true, "image": true,
+		".busybox.tar": false, ".image-123.tar": false, "busybox.tar.tmp": false,
+		"busybox.tar.part": false, "busybox.tar~": false, ".busybox.tar.swp": false,
+	} {
+		if got := isArchiveName(name); got != want {
+			t.Errorf("isArchiveName(%s) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestOCIRefName(t *testing.T) {
+	for in, want := range map[string]string{
+		"example.com/app:1": "example.com/app:1",
+		"busybox:1.36":      "docker.io/library/busybox:1.36",
+		"v1":                "", // a bare tag names no repository
+		"latest":            "",
+		"Bad/Name:":         "",
+	} {
+		if got := ociRefName(in); got != want {
+			t.Errorf("ociRefName(%s) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// startImageDir runs imgs.Run until the returned stop is called (or t ends), and stop
+// returns Run's result.
+func startImageDir(t *testing.T, ctx context.Context, imgs *images) (stop func() error) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- imgs.Run(ctx) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			err = <-done
+		})
+		return err
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// awaitImages waits until every ref is present and unpacked, or fails t after importWait.
+func awaitImages(t *testing.T, ctx context.Context, imgs *images, refs ...string) {
+	t.Helper()
+	deadline := time.Now().Add(importWait)
+	for _, ref := range refs {
+		for {
+			img, err := imgs.client.GetImage(ctx, ref)
+			if err == nil {
+				if ok, err := img.IsUnpacked(ctx, ""); ok && err == nil {
+					break
+				}
+			} else if !errdefs.IsNotFound(err) {
+				t.Fatalf("get image %s: %v", ref, err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("image %s not imported and unpacked after %v", ref, importWait)
+			}
+			time.Sleep(50 * time.Millisecond) // polling containerd, which has no event for this
+		}
+	}
+}
+
+// mustOCIArchive returns testenv's OCI layout archive of the image opts describes, named ref.
+func mustOCIArchive(t *testing.T, opts testenv.ImageOptions, ref string) []byte {
+	t.Helper()
+	opts.Ref = ref
+	archive, err := testenv.BuildImage(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return archive
+}
+
+// mustDockerArchive returns a docker-archive (as docker save writes) of the image opts
+// describes, tagged ref.
+func mustDockerArchive(t *testing.T, opts testenv.ImageOptions, ref string) []byte {
+	t.Helper()
+	opts.Ref = ref
+	img := mustBuildGGCRImage(t, opts)
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := tarball.Write(tag, img, &buf); err != nil {
+		t.Fatalf("write docker-archive %s: %v", ref, err)
+	}
+	return buf.Bytes()
+}
+
+func gzipBytes(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// importLog keeps the lines an images logs, and shows them in t's log.
+type importLog struct {
+	t   *testing.T
+	mu  sync.Mutex // guards buf
+	buf bytes.Buffer
+}
+
+func (l *importLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSuffix(string(p), "\n"))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// lines returns the lines that contain s.
+func (l *importLog) lines(s string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range strings.Split(l.buf.String(), "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return out
+}

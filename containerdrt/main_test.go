@@ -1,0 +1,17 @@
+package containerdrt
+
+import (
+	"os"
+	"testing"
+
+	"github.com/staticpod/staticpod/internal/testenv"
+)
+
+// ctd is the containerd every integration test of this package shares.
+var ctd testenv.Shared
+
+func TestMain(m *testing.M) {
+	code := ctd.Main(m)
+	removeTestBinary()
+	os.Exit(code)
+}

@@ -1,0 +1,215 @@
+package containerdrt
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/containerd/containerd/v2/core/remotes"
+	"github.com/containerd/containerd/v2/core/remotes/docker"
+)
+
+// Names of the docker credential files, as the kubelet searches them.
+const (
+	dockerConfigJSON = "config.json" // {"auths": {"host": {"auth": "base64(user:pass)"}}}
+	dockerCfg        = ".dockercfg"  // the legacy format: {"host": {"auth": ...}}
+)
+
+// resolver returns a resolver for one pull. It talks plain HTTP to loopback registries and
+// to the insecure ones, and answers a registry's challenge with the credentials of the
+// first docker config file that has an entry for its host. Credentials are read when a
+// registry asks for them, so an edited config.json needs no restart.
+func (i *images) resolver() remotes.Resolver {
+	authorizer := docker.NewDockerAuthorizer(
+		docker.WithAuthClient(i.http),
+		docker.WithAuthCreds(i.credentials),
+	)
+	hosts := docker.ConfigureDefaultRegistries(
+		docker.WithClient(i.http),
+		docker.WithAuthorizer(authorizer),
+		docker.WithPlainHTTP(func(host string) (bool, error) {
+			return plainHTTP(host, i.cfg.InsecureRegistries), nil
+		}),
+	)
+	return docker.NewResolver(docker.ResolverOptions{Hosts: hosts})
+}
+
+// plainHTTP reports whether the registry at host (host or host:port) is talked to over
+// plain HTTP: any loopback registry (localhost, 127.0.0.0/8, ::1), on any port, and those
+// insecure names. An insecure entry without a port matches every port of its host; a CIDR
+// entry matches registries addressed by an IP inside it; a scheme or trailing slash in an
+// entry is ignored.
+func plainHTTP(host string, insecure []string) bool {
+	if docker.IsLocalhost(host) {
+		return true
+	}
+	hostname := splitHostname(host)
+	for _, entry := range insecure {
+		entry = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(entry, "http://"), "https://"), "/")
+		if strings.EqualFold(entry, host) || strings.EqualFold(entry, hostname) {
+			return true
+		}
+		if _, cidr, err := net.ParseCIDR(entry); err == nil {
+			if ip := net.ParseIP(hostname); ip != nil && cidr.Contains(ip) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// splitHostname returns host without its port or IPv6 brackets.
+func splitHostname(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		return h
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+}
+
+// credentials returns the username and password for the registry at host from the first
+// docker config file, in credentialPaths order, that has an entry for it; none is not an
+// error (the registry then answers 401). Unreadable or malformed files are skipped, as
+// the kubelet does. Credential helpers (credsStore, credHelpers) are not supported.
+func (i *images) credentials(host string) (string, string, error) {
+	for _, path := range i.credentialPaths() {
+		auths, err := readAuths(path)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				i.log.Debug("skipped registry credentials file", "path", path, "err", err)
+			}
+			continue
+		}
+		if user, pass, ok := auths.lookup(host); ok {
+			i.log.Debug("using registry credentials", "host", host, "path", path)
+			return user, pass, nil
+		}
+	}
+	return "", "", nil
+}
+
+// credentialPaths lists the files credentials searches, in order: --registry-config, then
+// the kubelet's search path with staticpod's root dir in the place of the kubelet's:
+// config.json in the root dir, the working directory, $HOME/.docker and /.docker, then
+// .dockercfg in the root dir, the working directory, $HOME and /.
+func (i *images) credentialPaths() []string {
+	var paths []string
+	if i.cfg.RegistryConfig != "" {
+		paths = append(paths, i.cfg.RegistryConfig)
+	}
+	cwd, _ := os.Getwd()
+	home := os.Getenv("HOME")
+	add := func(name string, dirs ...string) {
+		for _, dir := range dirs {
+			if dir != "" {
+				paths = append(paths, filepath.Join(dir, name))
+			}
+		}
+	}
+	add(dockerConfigJSON, i.cfg.RootDir, cwd, homeSubdir(home, ".docker"), "/.docker")
+	add(dockerCfg, i.cfg.RootDir, cwd, home, "/")
+	return slices.Compact(paths)
+}
+
+// homeSubdir returns dir under home, or "" when home is unset.
+func homeSubdir(home, dir string) string {
+	if home == "" {
+		return ""
+	}
+	return filepath.Join(home, dir)
+}
+
+// authEntry is one registry's entry in a docker config file. auth, when set, overrides
+// username and password.
+type authEntry struct {
+	Auth     string `json:"auth"`
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+// auths maps a docker config file's keys (hosts or URLs) to their entries.
+type auths map[string]authEntry
+
+// readAuths reads a docker config file in either format: config.json's {"auths": {...}}
+// or .dockercfg's bare map.
+func readAuths(path string) (auths, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var file struct {
+		Auths auths `json:"auths"`
+	}
+	if err := json.Unmarshal(data, &file); err == nil && file.Auths != nil {
+		return file.Auths, nil
+	}
+	var legacy auths
+	if err := json.Unmarshal(data, &legacy); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", path, err)
+	}
+	return legacy, nil
+}
+
+// lookup returns the credentials whose key names host. Keys match by host (and port)
+// alone, whatever their scheme or path; Docker Hub's keys (https://index.docker.io/v1/,
+// docker.io, ...) match its registry host. When several keys match, the first in sorted
+// order wins, so the answer does not depend on map order.
+func (a auths) lookup(host string) (user, pass string, ok bool) {
+	want := canonicalHost(host)
+	for _, key := range slices.Sorted(maps.Keys(a)) {
+		if canonicalHost(keyHost(key)) != want {
+			continue
+		}
+		e := a[key]
+		if e.Auth == "" {
+			return e.Username, e.Password, e.Username != "" || e.Password != ""
+		}
+		if user, pass, err := decodeAuth(e.Auth); err == nil {
+			return user, pass, true
+		}
+	}
+	return "", "", false
+}
+
+// keyHost returns the host of a docker config key: "https://r.example.com:5000/v1/" and
+// "r.example.com:5000/team" both give "r.example.com:5000".
+func keyHost(key string) string {
+	if strings.Contains(key, "://") {
+		if u, err := url.Parse(key); err == nil {
+			return u.Host
+		}
+	}
+	host, _, _ := strings.Cut(key, "/")
+	return host
+}
+
+// canonicalHost lowercases host and gives Docker Hub's names one spelling.
+func canonicalHost(host string) string {
+	host = strings.ToLower(host)
+	switch host {
+	case "docker.io", "index.docker.io", "registry-1.docker.io", "registry.hub.docker.com":
+		return "docker.io"
+	}
+	return host
+}
+
+// decodeAuth splits a config file's auth field, base64("user:password").
+func decodeAuth(field string) (string, string, error) {
+	raw, err := base64.StdEncoding.DecodeString(field)
+	if err != nil {
+		return "", "", fmt.Errorf("decode auth: %w", err)
+	}
+	user, pass, ok := strings.Cut(string(raw), ":")
+	if !ok {
+		return "", "", errors.New("decode auth: no colon")
+	}
+	return user, pass, nil
+}

@@ -1,0 +1,407 @@
+package containerdrt
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd/v2/core/snapshots"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/internal/testenv"
+	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner"
+)
+
+const testImage = "docker.io/library/busybox:staticpod-test"
+
+// testRuntime is a Runtime on the shared test daemon, in a namespace of its own, with
+// the busybox test image imported.
+type testRuntime struct {
+	*Runtime
+	cfg Config
+	ctx context.Context
+}
+
+func newTestRuntime(t *testing.T) *testRuntime {
+	t.Helper()
+	d := ctd.Daemon(t)
+	ns := d.Namespace(t)
+	ctx := d.Context(t, ns)
+	d.MustImportImage(t, ns, testenv.ImageOptions{Ref: testImage})
+	cfg := Config{
+		Address:   d.Address,
+		Namespace: ns,
+		RootDir:   t.TempDir(),
+		PodLogDir: t.TempDir(),
+		Self:      testBinary(t),
+		Log:       LogConfig{ContainersDir: t.TempDir()},
+		FIFODir:   d.FIFODir(),
+		Logger:    slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+	}
+	r, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return &testRuntime{Runtime: r, cfg: cfg, ctx: ctx}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// loadPod turns a manifest into a pod as the runner gets it: defaulted, validated and
+// with its static identity.
+func loadPod(t *testing.T, manifest string) *corev1.Pod {
+	t.Helper()
+	res := manifests.Load([]byte(manifest), manifests.Options{NodeName: "node1", Source: manifests.Source{Kind: manifests.SourceFile, Location: t.Name()}})
+	if len(res.Errors) > 0 || len(res.Pods) != 1 {
+		t.Fatalf("manifest: %v", res.Errors)
+	}
+	return res.Pods[0]
+}
+
+// mustRunPod starts pod's sandbox (if it needs one) and all its containers, and removes
+// everything when the test ends. It returns the containers by name.
+func (r *testRuntime) mustRunPod(t *testing.T, pod *corev1.Pod) map[string]runner.Container {
+	t.Helper()
+	var sandbox *runner.Container
+	if runner.NeedsSandbox(pod) {
+		sb, err := r.StartSandbox(r.ctx, pod, 0)
+		if err != nil {
+			t.Fatalf("StartSandbox: %v", err)
+		}
+		sandbox = &sb
+		t.Cleanup(func() { r.mustRemove(t, sb.ID) })
+	}
+	out := map[string]runner.Container{}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		img, err := r.EnsureImage(r.ctx, c.Image, c.ImagePullPolicy)
+		if err != nil {
+			t.Fatalf("EnsureImage %s: %v", c.Image, err)
+		}
+		req := runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Sandbox: sandbox, Image: img}
+		created, err := r.CreateContainer(r.ctx, req)
+		if err != nil {
+			t.Fatalf("CreateContainer %s: %v", c.Name, err)
+		}
+		t.Cleanup(func() { r.mustRemove(t, created.ID) })
+		if err := r.StartContainer(r.ctx, created.ID); err != nil {
+			t.Fatalf("StartContainer %s: %v", c.Name, err)
+		}
+		out[c.Name] = created
+	}
+	t.Cleanup(func() {
+		if err := r.RemovePodData(context.WithoutCancel(r.ctx), pod.UID); err != nil {
+			t.Errorf("RemovePodData: %v", err)
+		}
+	})
+	return out
+}
+
+func (r *testRuntime) mustRemove(t *testing.T, id string) {
+	ctx := context.WithoutCancel(r.ctx) // cleanups run after the test's context ends
+	if err := r.StopContainer(ctx, id, 0); err != nil {
+		t.Errorf("StopContainer %s: %v", id, err)
+	}
+	if err := r.RemoveContainer(ctx, id); err != nil {
+		t.Errorf("RemoveContainer %s: %v", id, err)
+	}
+}
+
+// find returns the container with id from List.
+func (r *testRuntime) find(t *testing.T, id string) (runner.Container, bool) {
+	t.Helper()
+	all, err := r.List(r.ctx)
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	for _, c := range all {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return runner.Container{}, false
+}
+
+// awaitState polls List, as the PLEG does, until the container is in state.
+func (r *testRuntime) awaitState(t *testing.T, id string, state runner.State) runner.Container {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, ok := r.find(t, id)
+		if ok && c.State == state {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("container %s: state %q after 30s, want %q (%+v)", id, c.State, state, c)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestPodContainersShareLoopbackAndHostname(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: pair}
+spec:
+  containers:
+  - name: server
+    image: `+testImage+`
+    command: ["sh", "-c", "mkdir -p /www && echo pong > /www/index.html && exec httpd -f -p 127.0.0.1:8080 -h /www"]
+  - name: client
+    image: `+testImage+`
+    command: ["sh", "-c", "for i in $(seq 100); do wget -q -O /tmp/got http://127.0.0.1:8080/ && break; sleep 0.1; done; echo \"$(cat /tmp/got) $(hostname)\" > /dev/termination-log; test -s /tmp/got"]
+`)
+	cs := r.mustRunPod(t, pod)
+	got := r.awaitState(t, cs["client"].ID, runner.StateExited)
+	if got.ExitCode != 0 || got.Reason != "Completed" {
+		t.Fatalf("client exited %d (%s), want 0 (Completed): %q", got.ExitCode, got.Reason, got.Message)
+	}
+	if want := "pong pair-node1\n"; got.Message != want {
+		t.Errorf("client saw %q, want %q (the server's page over loopback, and the pod's hostname)", got.Message, want)
+	}
+}
+
+func TestHostNetworkPodSeesHostInterfaces(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: hostnet}
+spec:
+  hostNetwork: true
+  containers:
+  - name: c
+    image: `+testImage+`
+    command: ["sh", "-c", "cat /proc/net/dev > /dev/termination-log"]
+`)
+	if runner.NeedsSandbox(pod) {
+		t.Fatal("a host-network pod should need no sandbox")
+	}
+	cs := r.mustRunPod(t, pod)
+	got := r.awaitState(t, cs["c"].ID, runner.StateExited)
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range ifaces {
+		if !strings.Contains(got.Message, i.Name+":") {
+			t.Errorf("host interface %s not seen in the container:\n%s", i.Name, got.Message)
+		}
+	}
+}
+
+func TestListRebuildsStateAfterRestart(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: longrun}
+spec:
+  containers:
+  - name: c
+    image: `+testImage+`
+    command: ["sleep", "3600"]
+`)
+	cs := r.mustRunPod(t, pod)
+	before := r.awaitState(t, cs["c"].ID, runner.StateRunning)
+
+	again, err := New(r.ctx, r.cfg) // a restarted staticpod: nothing but containerd to go on
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	all, err := again.List(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, c := range all {
+		kinds = append(kinds, string(c.Kind))
+		if c.ID != before.ID {
+			continue
+		}
+		if c.PID != before.PID || c.PID == 0 || c.State != runner.StateRunning {
+			t.Errorf("after restart: pid %d state %s, want pid %d running", c.PID, c.State, before.PID)
+		}
+		if c.PodUID != pod.UID || c.PodName != "longrun-node1" || c.PodNamespace != "default" || c.Name != "c" ||
+			c.Hash != manifests.ContainerHash(&pod.Spec.Containers[0]) || c.Source != manifests.SourceFile || c.StartedAt.IsZero() {
+			t.Errorf("after restart: identity lost: %+v", c)
+		}
+	}
+	if strings.Join(kinds, ",") != "sandbox,container" && strings.Join(kinds, ",") != "container,sandbox" {
+		t.Errorf("List kinds = %v, want one sandbox and one container", kinds)
+	}
+}
+
+func TestStopHonoursSignalAndGrace(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: stopper}
+spec:
+  hostNetwork: true
+  containers:
+  - name: polite
+    image: `+testImage+`
+    command: ["sh", "-c", "trap 'exit 7' TERM; while true; do sleep 0.1; done"]
+  - name: stubborn
+    image: `+testImage+`
+    command: ["sh", "-c", "trap '' TERM; while true; do sleep 0.1; done"]
+`)
+	cs := r.mustRunPod(t, pod)
+	polite := r.awaitState(t, cs["polite"].ID, runner.StateRunning)
+	stubborn := r.awaitState(t, cs["stubborn"].ID, runner.StateRunning)
+	time.Sleep(300 * time.Millisecond) // let the shells install their traps
+
+	if err := r.StopContainer(r.ctx, polite.ID, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.awaitState(t, polite.ID, runner.StateExited); got.ExitCode != 7 {
+		t.Errorf("polite container exited %d, want 7 from its TERM trap", got.ExitCode)
+	}
+
+	const grace = 2 * time.Second
+	start := time.Now()
+	if err := r.StopContainer(r.ctx, stubborn.ID, grace); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < grace {
+		t.Errorf("a container that ignores SIGTERM was killed after %v, before its grace period of %v", took, grace)
+	}
+	if got := r.awaitState(t, stubborn.ID, runner.StateExited); got.ExitCode != 137 || got.Reason != "Error" {
+		t.Errorf("stubborn container exited %d (%s), want 137 (Error)", got.ExitCode, got.Reason)
+	}
+}
+
+func TestExitCodesReasonsAndMessages(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: exits}
+spec:
+  hostNetwork: true
+  restartPolicy: Never
+  containers:
+  - name: ok
+    image: `+testImage+`
+    command: ["true"]
+  - name: fails
+    image: `+testImage+`
+    command: ["sh", "-c", "echo 'disk on fire' > /dev/termination-log; exit 3"]
+  - name: oom
+    image: `+testImage+`
+    command: ["sh", "-c", "tail /dev/zero"]
+    resources:
+      limits: {memory: 16Mi}
+`)
+	cs := r.mustRunPod(t, pod)
+	for name, want := range map[string]struct {
+		code   int32
+		reason string
+		msg    string
+	}{
+		"ok":    {0, "Completed", ""},
+		"fails": {3, "Error", "disk on fire\n"},
+		"oom":   {137, "OOMKilled", ""},
+	} {
+		got := r.awaitState(t, cs[name].ID, runner.StateExited)
+		if got.ExitCode != want.code || got.Reason != want.reason || got.Message != want.msg {
+			t.Errorf("%s: exit %d reason %q message %q; want %d %q %q", name, got.ExitCode, got.Reason, got.Message, want.code, want.reason, want.msg)
+		}
+		if got.FinishedAt.IsZero() || got.StartedAt.IsZero() || got.FinishedAt.Before(got.StartedAt) {
+			t.Errorf("%s: started %v finished %v", name, got.StartedAt, got.FinishedAt)
+		}
+	}
+}
+
+func TestExec(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: execd}
+spec:
+  containers:
+  - name: c
+    image: `+testImage+`
+    command: ["sleep", "3600"]
+    env: [{name: GREETING, value: hello}]
+`)
+	cs := r.mustRunPod(t, pod)
+	r.awaitState(t, cs["c"].ID, runner.StateRunning)
+	var out, errOut strings.Builder
+	code, err := r.Exec(r.ctx, cs["c"].ID, runner.ExecRequest{
+		Command: []string{"sh", "-c", "echo $GREETING $(hostname); echo oops >&2; exit 4"},
+		Stdout:  &out, Stderr: &errOut,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 4 || out.String() != "hello execd-node1\n" || errOut.String() != "oops\n" {
+		t.Errorf("Exec = %d, stdout %q, stderr %q; want 4, the container's env and hostname, and its stderr", code, out.String(), errOut.String())
+	}
+}
+
+func TestRemoveLeavesNothing(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: gone}
+spec:
+  containers:
+  - name: c
+    image: `+testImage+`
+    command: ["sh", "-c", "echo hi; sleep 3600"]
+    volumeMounts: [{name: scratch, mountPath: /scratch}]
+  volumes:
+  - name: scratch
+    emptyDir: {medium: Memory}
+`)
+	t.Run("run", func(t *testing.T) {
+		cs := r.mustRunPod(t, pod) // its cleanups stop and remove everything
+		r.awaitState(t, cs["c"].ID, runner.StateRunning)
+	})
+	all, err := r.List(r.ctx)
+	if err != nil || len(all) != 0 {
+		t.Errorf("List after removal = %v, %v; want nothing", all, err)
+	}
+	for _, dir := range []string{r.podDir(pod.UID), filepath.Join(r.cfg.PodLogDir, "default_gone-node1_"+string(pod.UID))} {
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still exists after removal (%v)", dir, err)
+		}
+	}
+	n := 0
+	err = r.client.SnapshotService("").Walk(r.ctx, func(context.Context, snapshots.Info) error { n++; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n > 1 { // the image's one layer stays; containers' snapshots are gone
+		t.Errorf("%d snapshots left, want only the image's layer", n)
+	}
+	// Idempotence: removing what is gone is no error.
+	if err := r.RemoveContainer(r.ctx, "no-such-container"); err != nil {
+		t.Errorf("RemoveContainer(missing) = %v, want nil", err)
+	}
+	if err := r.StopContainer(r.ctx, "no-such-container", time.Second); err != nil {
+		t.Errorf("StopContainer(missing) = %v, want nil", err)
+	}
+}
+

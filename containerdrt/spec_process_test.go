@@ -1,0 +1,347 @@
+package containerdrt
+
+import (
+	"context"
+	"errors"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/google/go-cmp/cmp"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/staticpod/staticpod/runner"
+)
+
+// specTestInput is a defaulted pod "web" with one container "app" running image.
+func specTestInput(image ocispec.ImageConfig) specInput {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "web-node1", Namespace: "prod", UID: "uid-1",
+			Labels:      map[string]string{"app": "web", "tier": "front"},
+			Annotations: map[string]string{"example.com/owner": "ops"},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:           "node1",
+			ServiceAccountName: "default",
+			Containers:         []corev1.Container{{Name: "app", Image: "busybox"}},
+		},
+	}
+	return specInput{
+		Pod: pod, Container: &pod.Spec.Containers[0], Image: image,
+		PodIP: "10.0.0.7", HostIP: "192.168.1.2",
+	}
+}
+
+// specFromOpts applies opts to containerd's default spec for a container whose root
+// filesystem is the directory root (empty for options that read no files).
+func specFromOpts(t *testing.T, root string, opts []oci.SpecOpts) *oci.Spec {
+	t.Helper()
+	ctx := namespaces.WithNamespace(context.Background(), "spec-test")
+	c := &containers.Container{ID: "spec-test"}
+	s, err := oci.GenerateSpec(ctx, nil, c)
+	if err != nil {
+		t.Fatalf("generate default spec: %v", err)
+	}
+	if root != "" {
+		s.Root.Path = root
+	}
+	for _, o := range opts {
+		if err := o(ctx, nil, c, s); err != nil {
+			t.Fatalf("apply spec option: %v", err)
+		}
+	}
+	return s
+}
+
+func mustProcessSpec(t *testing.T, in specInput) *oci.Spec {
+	t.Helper()
+	opts, err := processOpts(in)
+	if err != nil {
+		t.Fatalf("processOpts: %v", err)
+	}
+	return specFromOpts(t, "", opts)
+}
+
+func TestProcessArgs(t *testing.T) {
+	image := ocispec.ImageConfig{Entrypoint: []string{"/ep", "-x"}, Cmd: []string{"cmd1", "cmd2"}}
+	for _, tc := range []struct {
+		name          string
+		command, args []string
+		image         ocispec.ImageConfig
+		want          []string
+	}{
+		{"neither: ENTRYPOINT+CMD", nil, nil, image, []string{"/ep", "-x", "cmd1", "cmd2"}},
+		{"command only: CMD dropped", []string{"/bin/run"}, nil, image, []string{"/bin/run"}},
+		{"args only: ENTRYPOINT+args", nil, []string{"a1"}, image, []string{"/ep", "-x", "a1"}},
+		{"both", []string{"/bin/run"}, []string{"a1", "a2"}, image, []string{"/bin/run", "a1", "a2"}},
+		{"no ENTRYPOINT: CMD", nil, nil, ocispec.ImageConfig{Cmd: []string{"sh"}}, []string{"sh"}},
+		{"args without ENTRYPOINT", nil, []string{"echo", "hi"}, ocispec.ImageConfig{Cmd: []string{"sh"}}, []string{"echo", "hi"}},
+		{`ENTRYPOINT [""] is none`, nil, nil, ocispec.ImageConfig{Entrypoint: []string{""}, Cmd: []string{"sh"}}, []string{"sh"}},
+		{"expanded", []string{"$(A)", "$$(A)", "$(UNSET)", "x$(B)y"}, []string{"$(A)$(A)"}, image,
+			[]string{"1", "$(A)", "$(UNSET)", "x1-2y", "11"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := specTestInput(tc.image)
+			in.Container.Command, in.Container.Args = tc.command, tc.args
+			in.Container.Env = []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "$(A)-2"}}
+			got := mustProcessSpec(t, in).Process.Args
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("args (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestProcessArgsEmptyRefused(t *testing.T) {
+	in := specTestInput(ocispec.ImageConfig{})
+	_, err := processOpts(in)
+	if !errors.Is(err, runner.ErrCreateConfig) || !strings.Contains(err.Error(), `container "app"`) {
+		t.Errorf("processOpts with no command anywhere = %v, want ErrCreateConfig naming the container", err)
+	}
+}
+
+// TestExpandEnvRefs runs the kubelet's own expansion cases
+// (third_party/forked/golang/expansion/expand_test.go).
+func TestExpandEnvRefs(t *testing.T) {
+	vars := map[string]string{"VAR_A": "A", "VAR_B": "B", "VAR_C": "C", "VAR_REF": "$(VAR_A)", "VAR_EMPTY": ""}
+	lookup := func(name string) (string, bool) { v, ok := vars[name]; return v, ok }
+	for in, want := range map[string]string{
+		"$(VAR_A)":                   "A",
+		"$(VAR_A)-$(VAR_A)":          "A-A",
+		"___$(VAR_B)___":             "___B___",
+		"$(VAR_A)_$(VAR_B)_$(VAR_C)": "A_B_C",
+		"$$(VAR_B)_$(VAR_A)":         "$(VAR_B)_A",
+		"$$(VAR_A)_$$(VAR_B)":        "$(VAR_A)_$(VAR_B)",
+		"f000-$$VAR_A":               "f000-$VAR_A",
+		`foo\$(VAR_C)bar`:            `foo\Cbar`,
+		"$(VAR_A$(VAR_B))":           "$(VAR_A$(VAR_B))",
+		"$(VAR_A$(VAR_B)":            "$(VAR_A$(VAR_B)",
+		"$(VAR_REF)":                 "$(VAR_A)",
+		"foo$(VAR_EMPTY)bar":         "foobar",
+		"foo$(VAR_Awhoops!":          "foo$(VAR_Awhoops!",
+		"$?_boo_$!":                  "$?_boo_$!",
+		"$VAR_A":                     "$VAR_A",
+		"$(VAR_DNE)":                 "$(VAR_DNE)",
+		"$$$$$$(BIG_MONEY)":          "$$$(BIG_MONEY)",
+		"$$$$$$(VAR_A)":              "$$$(VAR_A)",
+		"$$$$$$$(GOOD_ODDS)":         "$$$$(GOOD_ODDS)",
+		"$$$$$$$(VAR_A)":             "$$$A",
+		"$VAR_A)":                    "$VAR_A)",
+		"${VAR_A}":                   "${VAR_A}",
+		"$(VAR_B)_______$(A":         "B_______$(A",
+		"$(VAR_C)_______$(":          "C_______$(",
+		"$(VAR_A)foobarzab$":         "Afoobarzab$",
+		"--$($($($($--":              "--$($($($($--",
+		"$($($($($--foo$(":           "$($($($($--foo$(",
+		"$(foo$$var)":                "$(foo$$var)",
+		"\n":                         "\n",
+		"$()":                        "$()",
+	} {
+		if got := expandEnvRefs(in, lookup); got != want {
+			t.Errorf("expandEnvRefs(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestProcessEnv(t *testing.T) {
+	in := specTestInput(ocispec.ImageConfig{
+		Cmd: []string{"sh"},
+		Env: []string{"PATH=/image/bin", "IMG=1", "SHARED=image"},
+	})
+	in.Container.Env = []corev1.EnvVar{
+		{Name: "SHARED", Value: "pod"},
+		{Name: "A", Value: "x"},
+		{Name: "B", Value: "$(A)-y"},        // an earlier variable
+		{Name: "C", Value: "$(IMG)"},        // the image's are not visible, as in the kubelet
+		{Name: "D", Value: "$(LATER)"},      // nor later ones
+		{Name: "E", Value: "$$(A) $(A$(A)"}, // escaped; unclosed nested
+		{Name: "LATER", Value: "z"},
+		{Name: "A", Value: "$(A)$(A)"}, // redeclared: its earlier value, same place
+		{Name: "EMPTY"},
+	}
+	want := []string{
+		"PATH=/image/bin", "HOSTNAME=web-node1", "IMG=1", "SHARED=pod",
+		"A=xx", "B=x-y", "C=$(IMG)", "D=$(LATER)", "E=$(A) $(A$(A)", "LATER=z", "EMPTY=",
+	}
+	if diff := cmp.Diff(want, mustProcessSpec(t, in).Process.Env); diff != "" {
+		t.Errorf("env (-want +got):\n%s", diff)
+	}
+}
+
+func TestProcessEnvDefaultPathAndHostname(t *testing.T) {
+	long := strings.Repeat("a", 62) + "-b"
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*corev1.Pod)
+		want []string
+	}{
+		{"pod name", func(*corev1.Pod) {}, []string{defaultPathEnv, "HOSTNAME=web-node1"}},
+		{"spec.hostname", func(p *corev1.Pod) { p.Spec.Hostname = "db" }, []string{defaultPathEnv, "HOSTNAME=db"}},
+		{"hostnameOverride", func(p *corev1.Pod) { p.Spec.Hostname = "db"; p.Spec.HostnameOverride = new("over") }, []string{defaultPathEnv, "HOSTNAME=over"}},
+		{"cut to 63 bytes", func(p *corev1.Pod) { p.Name = long }, []string{defaultPathEnv, "HOSTNAME=" + strings.Repeat("a", 62)}},
+		{"host network", func(p *corev1.Pod) { p.Spec.HostNetwork = true }, []string{defaultPathEnv, "HOSTNAME=" + host}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := specTestInput(ocispec.ImageConfig{Cmd: []string{"sh"}})
+			tc.edit(in.Pod)
+			if diff := cmp.Diff(tc.want, mustProcessSpec(t, in).Process.Env); diff != "" {
+				t.Errorf("env (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func downwardFieldEnv(name, path string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}}
+}
+
+func downwardResourceEnv(name, container, res, divisor string) corev1.EnvVar {
+	ref := &corev1.ResourceFieldSelector{ContainerName: container, Resource: res}
+	if divisor != "" {
+		ref.Divisor = resource.MustParse(divisor)
+	}
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: ref}}
+}
+
+func TestDownwardEnv(t *testing.T) {
+	in := specTestInput(ocispec.ImageConfig{Cmd: []string{"sh"}})
+	in.Container.Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m"), corev1.ResourceMemory: resource.MustParse("100M")},
+	}
+	in.Pod.Spec.Containers = append(in.Pod.Spec.Containers, corev1.Container{Name: "side"})
+	in.Container = &in.Pod.Spec.Containers[0]
+	in.PodDir = t.TempDir()
+	in.Container.Env = []corev1.EnvVar{
+		downwardFieldEnv("NAME", "metadata.name"), downwardFieldEnv("NS", "metadata.namespace"), downwardFieldEnv("UID", "metadata.uid"),
+		downwardFieldEnv("LABEL", "metadata.labels['app']"), downwardFieldEnv("NOLABEL", "metadata.labels['none']"),
+		downwardFieldEnv("ANNOTATION", "metadata.annotations['example.com/owner']"),
+		downwardFieldEnv("NODE", "spec.nodeName"), downwardFieldEnv("SA", "spec.serviceAccountName"),
+		downwardFieldEnv("HOST_IP", "status.hostIP"), downwardFieldEnv("HOST_IPS", "status.hostIPs"),
+		downwardFieldEnv("POD_IP", "status.podIP"), downwardFieldEnv("POD_IPS", "status.podIPs"),
+		downwardResourceEnv("CPU_LIMIT", "", "limits.cpu", ""),        // 1.5 rounds up to 2
+		downwardResourceEnv("CPU_LIMIT_M", "", "limits.cpu", "1m"),    // 1500
+		downwardResourceEnv("CPU_REQUEST", "app", "requests.cpu", ""), // 0.25 rounds up to 1
+		downwardResourceEnv("MEM_REQUEST_MI", "", "requests.memory", "1Mi"),
+		downwardResourceEnv("MEM_LIMIT_MI", "", "limits.memory", "1Mi"), // 100M = 95.4Mi rounds up
+		downwardResourceEnv("MEM_LIMIT", "", "limits.memory", ""),
+		downwardResourceEnv("EPH_REQUEST", "", "requests.ephemeral-storage", ""),
+		downwardResourceEnv("SIDE_CPU", "side", "limits.cpu", "1m"),  // no limit: the host's CPUs
+		downwardResourceEnv("SIDE_MEM", "side", "limits.memory", ""), // no limit: MemTotal
+		{Name: "DERIVED", Value: "$(NAME).$(NS)"},
+	}
+	mem, err := memTotal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"NAME": "web-node1", "NS": "prod", "UID": "uid-1", "LABEL": "web", "NOLABEL": "", "ANNOTATION": "ops",
+		"NODE": "node1", "SA": "default", "HOST_IP": "192.168.1.2", "HOST_IPS": "192.168.1.2",
+		"POD_IP": "10.0.0.7", "POD_IPS": "10.0.0.7",
+		"CPU_LIMIT": "2", "CPU_LIMIT_M": "1500", "CPU_REQUEST": "1", "MEM_REQUEST_MI": "64",
+		"MEM_LIMIT_MI": "96", "MEM_LIMIT": "100000000", "EPH_REQUEST": "0",
+		"SIDE_CPU": strconv.Itoa(runtime.NumCPU() * 1000), "SIDE_MEM": strconv.FormatInt(mem, 10),
+		"DERIVED": "web-node1.prod",
+	}
+	got := map[string]string{}
+	for _, kv := range mustProcessSpec(t, in).Process.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, ok := want[k]; ok {
+			got[k] = v
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("downward API env (-want +got):\n%s", diff)
+	}
+}
+
+func TestDownwardEnvEphemeralStorageDefaultsToFilesystem(t *testing.T) {
+	in := specTestInput(ocispec.ImageConfig{Cmd: []string{"sh"}})
+	in.PodDir = t.TempDir()
+	in.Container.Env = []corev1.EnvVar{downwardResourceEnv("EPH", "", "limits.ephemeral-storage", "")}
+	want, ok := hostAllocatable(in.PodDir)[corev1.ResourceEphemeralStorage]
+	if !ok || want.IsZero() {
+		t.Fatalf("hostAllocatable(%s) has no ephemeral storage", in.PodDir)
+	}
+	env := mustProcessSpec(t, in).Process.Env
+	if got, want := env[len(env)-1], "EPH="+strconv.FormatInt(want.Value(), 10); got != want {
+		t.Errorf("limits.ephemeral-storage without a limit: %q, want %q", got, want)
+	}
+}
+
+func TestDownwardEnvRefused(t *testing.T) {
+	for name, env := range map[string]corev1.EnvVar{
+		"unknown field":     downwardFieldEnv("X", "status.phase"),
+		"subscript on name": downwardFieldEnv("X", "metadata.name['x']"),
+		"bad label key":     downwardFieldEnv("X", "metadata.labels['a b']"),
+		"unknown resource":  downwardResourceEnv("X", "", "limits.gpu", ""),
+		"unknown container": downwardResourceEnv("X", "nope", "limits.cpu", ""),
+		"configMap":         {Name: "X", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{Key: "k"}}},
+		"secret":            {Name: "X", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "k"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := specTestInput(ocispec.ImageConfig{Cmd: []string{"sh"}})
+			in.Container.Env = []corev1.EnvVar{env}
+			_, err := processOpts(in)
+			if !errors.Is(err, runner.ErrCreateConfig) || !strings.Contains(err.Error(), `container "app": env X`) {
+				t.Errorf("processOpts = %v, want ErrCreateConfig naming container and variable", err)
+			}
+		})
+	}
+}
+
+func TestProcessWorkingDirTerminalRlimits(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		container, image string
+		tty, stdin       bool
+		wantCwd          string
+		wantTerminal     bool
+	}{
+		{name: "default", wantCwd: "/"},
+		{name: "image", image: "/srv", wantCwd: "/srv"},
+		{name: "container wins", container: "/work", image: "/srv", wantCwd: "/work"},
+		{name: "tty", tty: true, stdin: true, wantCwd: "/", wantTerminal: true},
+		{name: "stdin alone", stdin: true, wantCwd: "/"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := specTestInput(ocispec.ImageConfig{Cmd: []string{"sh"}, WorkingDir: tc.image})
+			in.Container.WorkingDir, in.Container.TTY, in.Container.Stdin = tc.container, tc.tty, tc.stdin
+			p := mustProcessSpec(t, in).Process
+			if p.Cwd != tc.wantCwd || p.Terminal != tc.wantTerminal {
+				t.Errorf("cwd, terminal = %q, %v; want %q, %v", p.Cwd, p.Terminal, tc.wantCwd, tc.wantTerminal)
+			}
+			if len(p.Rlimits) != 0 {
+				t.Errorf("rlimits = %v, want none (inherited from the shim)", p.Rlimits)
+			}
+		})
+	}
+}
+
+func TestStopSignal(t *testing.T) {
+	in := specTestInput(ocispec.ImageConfig{})
+	if got := stopSignal(in); got != "SIGTERM" {
+		t.Errorf("stopSignal without any = %q, want SIGTERM", got)
+	}
+	in.Image.StopSignal = "SIGQUIT"
+	if got := stopSignal(in); got != "SIGQUIT" {
+		t.Errorf("stopSignal with image's = %q, want SIGQUIT", got)
+	}
+	in.Container.Lifecycle = &corev1.Lifecycle{StopSignal: new(corev1.SIGUSR1)}
+	if got := stopSignal(in); got != "SIGUSR1" {
+		t.Errorf("stopSignal with lifecycle.stopSignal = %q, want SIGUSR1", got)
+	}
+}
