@@ -29,9 +29,9 @@ func main() {
 
 func newApp() *cli.App {
 	app := &cli.App{
-		Name:    "staticpod",
-		Usage:   "run Kubernetes static pods on containerd, without an apiserver",
-		Version: version,
+		Name:         "staticpod",
+		Usage:        "run Kubernetes static pods on containerd, without an apiserver",
+		Version:      version,
 		OnUsageError: usageError,
 		Commands: []*cli.Command{
 			notBuilt("run", "run the pods of a manifest directory and URL, and keep them running", runFlags()),

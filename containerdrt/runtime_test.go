@@ -404,4 +404,3 @@ spec:
 		t.Errorf("StopContainer(missing) = %v, want nil", err)
 	}
 }
-

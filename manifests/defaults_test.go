@@ -74,13 +74,13 @@ func TestDefault(t *testing.T) {
 
 func TestImageTag(t *testing.T) {
 	tests := map[string]string{
-		"busybox":                      "latest",
-		"busybox:1.36":                 "1.36",
-		"busybox:latest":               "latest",
-		"localhost:5000/busybox":       "latest",
-		"localhost:5000/busybox:1":     "1",
-		"busybox@sha256:abcd":          "",
-		"busybox:1.36@sha256:abcd":     "1.36",
+		"busybox":                       "latest",
+		"busybox:1.36":                  "1.36",
+		"busybox:latest":                "latest",
+		"localhost:5000/busybox":        "latest",
+		"localhost:5000/busybox:1":      "1",
+		"busybox@sha256:abcd":           "",
+		"busybox:1.36@sha256:abcd":      "1.36",
 		"registry.k8s.io/etcd:3.5.15-0": "3.5.15-0",
 	}
 	for in, want := range tests {
