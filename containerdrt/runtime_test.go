@@ -29,7 +29,7 @@ type testRuntime struct {
 	ctx context.Context
 }
 
-func newTestRuntime(t *testing.T) *testRuntime {
+func newTestRuntime(t testing.TB) *testRuntime {
 	t.Helper()
 	d := ctd.Daemon(t)
 	ns := d.Namespace(t)
@@ -53,7 +53,7 @@ func newTestRuntime(t *testing.T) *testRuntime {
 	return &testRuntime{Runtime: r, cfg: cfg, ctx: ctx}
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
@@ -62,7 +62,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 // loadPod turns a manifest into a pod as the runner gets it: defaulted, validated and
 // with its static identity.
-func loadPod(t *testing.T, manifest string) *corev1.Pod {
+func loadPod(t testing.TB, manifest string) *corev1.Pod {
 	t.Helper()
 	res := manifests.Load([]byte(manifest), manifests.Options{NodeName: "node1", Source: manifests.Source{Kind: manifests.SourceFile, Location: t.Name()}})
 	if len(res.Errors) > 0 || len(res.Pods) != 1 {
@@ -402,5 +402,75 @@ spec:
 	}
 	if err := r.StopContainer(r.ctx, "no-such-container", time.Second); err != nil {
 		t.Errorf("StopContainer(missing) = %v, want nil", err)
+	}
+}
+
+func TestSharedProcessNamespace(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: sharepid}
+spec:
+  shareProcessNamespace: true
+  containers:
+  - name: sleeper
+    image: `+testImage+`
+    command: ["sleep", "3600"]
+  - name: looker
+    image: `+testImage+`
+    command: ["sh", "-c", "for i in $(seq 100); do ps | grep -q '[s]leep 3600' && break; sleep 0.1; done; ps -o pid,comm > /dev/termination-log"]
+`)
+	cs := r.mustRunPod(t, pod)
+	got := r.awaitState(t, cs["looker"].ID, runner.StateExited)
+	if !strings.Contains(got.Message, "sleep") || !strings.Contains(got.Message, "staticpod") {
+		t.Errorf("with shareProcessNamespace the container sees %q; want the other container's sleep and the sandbox process", got.Message)
+	}
+	lines := strings.Split(strings.TrimSpace(got.Message), "\n")
+	if len(lines) < 2 || !strings.HasPrefix(strings.TrimSpace(lines[1]), "1 ") {
+		t.Errorf("the sandbox should be PID 1 of the shared namespace:\n%s", got.Message)
+	}
+}
+
+func TestSandboxExitsOnSIGTERM(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: sb}\nspec:\n  containers:\n  - {name: c, image: "+testImage+", command: [\"true\"]}\n")
+	sb, err := r.StartSandbox(r.ctx, pod, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.mustRemove(t, sb.ID) })
+	running := r.awaitState(t, sb.ID, runner.StateRunning)
+	time.Sleep(200 * time.Millisecond) // let the Go runtime start: see internal/pause
+	if running.Kind != runner.KindSandbox || running.PID == 0 {
+		t.Fatalf("sandbox = %+v", running)
+	}
+	start := time.Now()
+	if err := r.StopContainer(r.ctx, sb.ID, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	got := r.awaitState(t, sb.ID, runner.StateExited)
+	if got.ExitCode != 0 || time.Since(start) > 30*time.Second {
+		t.Errorf("sandbox exited %d after %v; want 0 at once on SIGTERM", got.ExitCode, time.Since(start))
+	}
+}
+
+func TestSandboxReapsZombies(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: zombies}
+spec:
+  shareProcessNamespace: true
+  containers:
+  - name: parent
+    image: `+testImage+`
+    command: ["sh", "-c", "for i in 1 2 3 4 5; do (sleep 0.1 &) ; done; sleep 1; ps -o stat,comm | grep -c '^Z' > /dev/termination-log; true"]
+`)
+	cs := r.mustRunPod(t, pod)
+	got := r.awaitState(t, cs["parent"].ID, runner.StateExited)
+	if strings.TrimSpace(got.Message) != "0" {
+		t.Errorf("%s zombies left; the sandbox (PID 1) should reap the orphans it inherits", strings.TrimSpace(got.Message))
 	}
 }

@@ -15,9 +15,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// signals is subscribed in init, as early as a Go program can, when the process is the
+// pause command: as PID 1 of a PID namespace a signal without a handler is not
+// delivered, and Go's default handling of SIGTERM then ends in exit(2). A SIGTERM that
+// comes while the runtime itself starts can still end that way; it is a sandbox being
+// stopped either way.
+var signals = make(chan os.Signal, 8)
+
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == "pause" {
+		signal.Notify(signals, unix.SIGTERM, unix.SIGINT, unix.SIGCHLD)
+	}
+}
+
 // Run holds the namespaces until SIGTERM or SIGINT. It returns nil on those signals.
 func Run() error {
-	signals := make(chan os.Signal, 8)
 	signal.Notify(signals, unix.SIGTERM, unix.SIGINT, unix.SIGCHLD)
 	if err := loopbackUp(); err != nil {
 		// runc brings loopback up in a new network namespace already; this is a second
