@@ -474,3 +474,35 @@ spec:
 		t.Errorf("%s zombies left; the sandbox (PID 1) should reap the orphans it inherits", strings.TrimSpace(got.Message))
 	}
 }
+
+func TestHostPIDAndIPC(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: hostns}
+spec:
+  hostPID: true
+  hostIPC: true
+  containers:
+  - name: c
+    image: `+testImage+`
+    command: ["sh", "-c", "for ns in pid ipc net; do readlink /proc/self/ns/$ns; done > /dev/termination-log"]
+`)
+	cs := r.mustRunPod(t, pod)
+	got := strings.Fields(r.awaitState(t, cs["c"].ID, runner.StateExited).Message)
+	var host []string
+	for _, ns := range []string{"pid", "ipc", "net"} {
+		link, err := os.Readlink("/proc/self/ns/" + ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		host = append(host, link)
+	}
+	if len(got) != 3 || got[0] != host[0] || got[1] != host[1] {
+		t.Errorf("namespaces pid, ipc = %v, want the host's %v", got, host[:2])
+	}
+	if len(got) == 3 && got[2] == host[2] {
+		t.Errorf("network namespace is the host's (%s); without hostNetwork the pod has its own", got[2])
+	}
+}
