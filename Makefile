@@ -5,7 +5,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 10m
 
-.PHONY: all build deps test unit fuzz-quick fuzz lint run bench clean
+.PHONY: all build deps test unit fuzz-quick fuzz lint run run-clean bench clean
 
 all: build
 
@@ -41,10 +41,23 @@ lint:
 bench: deps
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
-# run does staticpod's main job on examples/. Until `staticpod run` is built, it
-# validates the examples.
+# run does staticpod's main job on examples/: it builds the examples' image from
+# busybox-static (no registry needed), starts a private containerd under .run/ unless
+# one answers there, and runs the daemon on examples/ until Ctrl-C, which stops the
+# pods. `make run-clean` then stops the private containerd and removes .run/.
+RUN_DIR := $(CURDIR)/.run
+RUN_FLAGS := --root-dir $(RUN_DIR)/root --pod-log-dir $(RUN_DIR)/log/pods \
+	--container-log-dir $(RUN_DIR)/log/containers --image-dir $(RUN_DIR)/images \
+	--containerd-address $(RUN_DIR)/containerd.sock --api-socket $(RUN_DIR)/staticpod.sock
 run: deps build
-	$(BIN) validate examples/
+	mkdir -p $(RUN_DIR)/images
+	$(GO) run ./internal/testenv/cmd/mkimage -ref localhost/busybox:static -o $(RUN_DIR)/images/busybox.tar
+	$(BIN) run --start-containerd --stop-pods-on-exit --pod-manifest-path examples $(RUN_FLAGS)
+
+run-clean:
+	-pkill -f "containerd --config $(RUN_DIR)/root/containerd/config.toml"
+	-grep -o " $(RUN_DIR)[^ ]*" /proc/mounts | sort -r | xargs -r umount -l
+	rm -rf $(RUN_DIR)
 
 clean:
 	rm -rf bin

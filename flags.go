@@ -11,14 +11,17 @@ import (
 // Defaults of the contract (DESIGN.md). Flag names follow the kubelet's where the
 // kubelet has one, so that habits carry over.
 const (
-	defaultManifestPath   = "/etc/kubernetes/manifests"
-	defaultRootDir        = "/var/lib/staticpod"
-	defaultPodLogDir      = "/var/log/pods"
-	defaultContainerdSock = "/run/containerd/containerd.sock"
-	defaultNamespace      = "staticpod"
-	defaultAPISocket      = "/run/staticpod/staticpod.sock"
-	defaultCheckFrequency = 20 * time.Second
-	defaultRelistPeriod   = time.Second
+	defaultManifestPath    = "/etc/kubernetes/manifests"
+	defaultRootDir         = "/var/lib/staticpod"
+	defaultPodLogDir       = "/var/log/pods"
+	defaultContainerLogDir = "/var/log/containers"
+	defaultLogMaxSize      = 10 << 20
+	defaultLogMaxFiles     = 5
+	defaultContainerdSock  = "/run/containerd/containerd.sock"
+	defaultNamespace       = "staticpod"
+	defaultAPISocket       = "/run/staticpod/staticpod.sock"
+	defaultCheckFrequency  = 20 * time.Second
+	defaultRelistPeriod    = time.Second
 )
 
 // env is the environment variable that sets a flag: STATICPOD_<FLAG>, upper case with
@@ -66,14 +69,20 @@ func runFlags() []cli.Flag {
 		nodeNameFlag(),
 		str("root-dir", defaultRootDir, "directory for staticpod's state"),
 		str("pod-log-dir", defaultPodLogDir, "directory for the pods' CRI log files"),
+		str("container-log-dir", defaultContainerLogDir, "directory of the kubelet-style <pod>_<namespace>_<container>-<id>.log links (\"\" for none)"),
+		&cli.Int64Flag{Name: "container-log-max-size", Value: defaultLogMaxSize, Usage: "bytes a container log file grows to before it is rotated", EnvVars: env("container-log-max-size")},
+		&cli.IntFlag{Name: "container-log-max-files", Value: defaultLogMaxFiles, Usage: "log files kept per container, the current one included", EnvVars: env("container-log-max-files")},
 		str("containerd-address", defaultContainerdSock, "containerd's socket", "container-runtime-endpoint"),
 		str("containerd-namespace", defaultNamespace, "containerd namespace staticpod owns"),
 		&cli.BoolFlag{Name: "start-containerd", Usage: "start and supervise a containerd under the root dir when none answers", EnvVars: env("start-containerd")},
 		str("image-dir", "", "directory of image tarballs imported at start and when added"),
+		str("registry-config", "", "docker config.json with registry credentials, searched before the usual places"),
+		&cli.StringSliceFlag{Name: "insecure-registry", Usage: "registry `host[:port]` or CIDR reached over plain HTTP (repeatable)", EnvVars: env("insecure-registry")},
 		str("api-socket", defaultAPISocket, "unix socket of the API (mode 0600)"),
 		str("listen", "", "optional TCP address for the API"),
 		str("api-token-file", "", "file holding the bearer token required over TCP"),
 		dur("pleg-relist-period", defaultRelistPeriod, "how often containerd is relisted"),
+		&cli.BoolFlag{Name: "stop-pods-on-exit", Usage: "stop every pod when staticpod exits (by default they keep running)", EnvVars: env("stop-pods-on-exit")},
 		str("log-level", "info", "debug, info, warn or error"),
 		str("log-format", "text", "text or json"),
 	}

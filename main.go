@@ -34,7 +34,7 @@ func newApp() *cli.App {
 		Version:      version,
 		OnUsageError: usageError,
 		Commands: []*cli.Command{
-			notBuilt("run", "run the pods of a manifest directory and URL, and keep them running", runFlags()),
+			runCommand(),
 			notBuilt("once", "run manifests to completion, stream their logs, exit with their code", nil),
 			validateCommand(),
 			notBuilt("ps", "list the pods and their status", nil),

@@ -22,11 +22,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "staticpod")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // it runs as the sandbox, in a root holding only itself
+	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build staticpod: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := ctd.Main(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -99,6 +99,7 @@ func ociRefName(name string) string {
 // reason, and retried only when it changes; it never stops Run. Removing an archive
 // leaves its images in containerd.
 func (i *images) Run(ctx context.Context) error {
+	defer i.markScanned()
 	dir := i.cfg.ImageDir
 	if dir == "" {
 		return nil
@@ -119,6 +120,7 @@ func (i *images) Run(ctx context.Context) error {
 	if err := d.scan(ctx, dir); err != nil {
 		return err
 	}
+	i.markScanned()
 	return d.watch(ctx, w)
 }
 

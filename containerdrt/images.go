@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
@@ -33,6 +34,9 @@ type images struct {
 	cfg    ImageConfig
 	log    *slog.Logger
 	http   *http.Client // shared by every pull, so registry connections are reused
+
+	scanned     chan struct{} // closed once the image dir's archives present at start are imported
+	scannedOnce sync.Once
 }
 
 func newImages(c *client.Client, cfg ImageConfig, log *slog.Logger) *images {
@@ -41,8 +45,16 @@ func newImages(c *client.Client, cfg ImageConfig, log *slog.Logger) *images {
 		cfg:    cfg,
 		log:    log,
 		http:   &http.Client{Transport: docker.DefaultHTTPTransport(nil)},
+
+		scanned: make(chan struct{}),
 	}
 }
+
+// Imported is closed once the archives in the image dir at start have been imported (at
+// once without an image dir), so that pods do not try to pull what a device was shipped.
+func (i *images) Imported() <-chan struct{} { return i.scanned }
+
+func (i *images) markScanned() { i.scannedOnce.Do(func() { close(i.scanned) }) }
 
 // ensure makes ref present and unpacked per policy and returns it. ref is a pod's image
 // string; it is normalized as containerd's CRI does (busybox -> docker.io/library/busybox:latest).

@@ -105,6 +105,9 @@ func (cfg *Config) complete() error {
 	return nil
 }
 
+// HostIP is the node IP the runtime reports.
+func (r *Runtime) HostIP() string { return r.cfg.HostIP }
+
 // Close releases the connection to containerd. Containers keep running.
 func (r *Runtime) Close() error { return r.client.Close() }
 
@@ -112,8 +115,14 @@ func (r *Runtime) Close() error { return r.client.Close() }
 // beyond the runner's needs (image import, exec from the CLI).
 func (r *Runtime) Client() *client.Client { return r.client }
 
-// Images runs the import of --image-dir until ctx is done.
-func (r *Runtime) Images() interface{ Run(context.Context) error } { return r.images }
+// Images runs the import of --image-dir until ctx is done; Imported is closed once
+// the archives present at start are in.
+func (r *Runtime) Images() interface {
+	Run(context.Context) error
+	Imported() <-chan struct{}
+} {
+	return r.images
+}
 
 // EnsureImage makes image present per policy. A pull is bounded by ctx alone, not by
 // the call timeout: a large image on a slow link may take long.

@@ -21,6 +21,8 @@ type loop struct {
 	gcDone  chan struct{}                  // a garbage collection finished
 	plegErr string                         // the last relist error, logged on change only
 	spawn   func(context.Context, *worker) // runs a new worker; tests replace it
+
+	conflicts map[types.UID]bool // pods refused for their name, logged once
 }
 
 func newLoop(r *Runner, wg *sync.WaitGroup) *loop {
@@ -107,9 +109,15 @@ func (l *loop) apply(ctx context.Context, u Update) {
 		}
 	}
 	l.r.mu.Unlock()
+	reported := map[types.UID]bool{}
 	for _, c := range conflicts {
+		reported[c.Dropped] = true
+		if !l.conflicts[c.Dropped] {
+			l.r.log.Warn("pod defined twice; the first definition runs", "pod", c.Pod, "ignored", c.Location, "source", c.Source)
+		}
 		l.r.events.Add(Record{Type: EventWarning, Reason: "PodConflict", Message: c.Error(), Source: c.Source})
 	}
+	l.conflicts = reported
 	for uid, w := range l.workers {
 		if _, ok := desired[uid]; !ok {
 			w.terminate()

@@ -147,3 +147,29 @@ func (r *Runner) requestRelist(types.UID) {
 	default: // one is pending already
 	}
 }
+
+// StopAll stops every pod the runtime holds for staticpod, as a kill of each would,
+// with each pod's grace period where its spec is known. It is for --stop-pods-on-exit,
+// after Run has returned.
+func (r *Runner) StopAll(ctx context.Context) error {
+	if _, err := r.pleg.Relist(ctx); err != nil {
+		return err
+	}
+	specs := map[types.UID]*corev1.Pod{}
+	for _, p := range r.Pods() {
+		specs[p.UID] = p
+	}
+	var wg sync.WaitGroup
+	for uid, pr := range r.pleg.Pods() {
+		w := newWorker(r, uid, nil)
+		w.spec = specs[uid]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.killPod(ctx, pr, gracePeriod(w.spec))
+		}()
+	}
+	wg.Wait()
+	_, err := r.pleg.Relist(ctx) // reaps the exits: no shim stays behind for a stopped task
+	return err
+}

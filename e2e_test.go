@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/staticpod/staticpod/containerdrt"
+	"github.com/staticpod/staticpod/internal/testenv"
+	"github.com/staticpod/staticpod/runner"
+)
+
+// ctd is the containerd the end-to-end tests share; each test has its own namespace.
+var ctd testenv.Shared
+
+const (
+	e2eImage  = "docker.io/library/busybox:e2e"
+	e2eNode   = "node1"
+	e2eRelist = 200 * time.Millisecond
+)
+
+// node is one machine as staticpod sees it: a manifest directory, a root dir, log
+// dirs, and a containerd namespace on the shared test daemon.
+type node struct {
+	t         *testing.T
+	d         *testenv.Daemon
+	ns        string
+	dir       string // root of everything below
+	manifests string
+	rt        *containerdrt.Runtime // for looking, not for acting
+	ctx       context.Context
+}
+
+func newNode(t *testing.T) *node {
+	t.Helper()
+	d := ctd.Daemon(t)
+	ns := d.Namespace(t)
+	n := &node{t: t, d: d, ns: ns, dir: t.TempDir(), ctx: d.Context(t, ns)}
+	t.Cleanup(func() { unmountUnder(t, n.dir) }) // pods' tmpfs volumes outlive staticpod
+	n.manifests = filepath.Join(n.dir, "manifests")
+	if err := os.MkdirAll(n.manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d.MustImportImage(t, ns, testenv.ImageOptions{Ref: e2eImage})
+	rt, err := containerdrt.New(n.ctx, containerdrt.Config{
+		Address: d.Address, Namespace: ns, RootDir: filepath.Join(n.dir, "observer"), PodLogDir: n.path("log/pods"), Self: binary,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	n.rt = rt
+	return n
+}
+
+func (n *node) path(rel string) string { return filepath.Join(n.dir, rel) }
+
+// staticpod is a running `staticpod run`.
+type staticpod struct {
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	exited chan struct{}
+}
+
+// start runs `staticpod run` for the node; it is stopped (SIGTERM) when the test ends,
+// and its log is printed if the test failed.
+func (n *node) start(extra ...string) *staticpod {
+	n.t.Helper()
+	args := append([]string{"run",
+		"--pod-manifest-path", n.manifests,
+		"--root-dir", n.path("root"),
+		"--pod-log-dir", n.path("log/pods"),
+		"--container-log-dir", n.path("log/containers"),
+		"--containerd-address", n.d.Address,
+		"--containerd-namespace", n.ns,
+		"--api-socket", n.path("staticpod.sock"),
+		"--hostname-override", e2eNode,
+		"--pleg-relist-period", e2eRelist.String(),
+		"--log-level", "debug",
+	}, extra...)
+	sp := &staticpod{cmd: exec.Command(binary, args...), out: &syncBuffer{}, exited: make(chan struct{})}
+	sp.cmd.Stdout, sp.cmd.Stderr = sp.out, sp.out
+	if err := sp.cmd.Start(); err != nil {
+		n.t.Fatal(err)
+	}
+	go func() { sp.cmd.Wait(); close(sp.exited) }()
+	n.t.Cleanup(func() {
+		sp.stop()
+		if n.t.Failed() {
+			n.t.Logf("staticpod log:\n%s", sp.out.String())
+		}
+	})
+	return sp
+}
+
+// stop sends SIGTERM and waits for the exit.
+func (sp *staticpod) stop() {
+	sp.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-sp.exited:
+	case <-time.After(time.Minute):
+		sp.cmd.Process.Kill()
+		<-sp.exited
+	}
+}
+
+// kill9 kills staticpod the hard way.
+func (sp *staticpod) kill9() {
+	sp.cmd.Process.Kill()
+	<-sp.exited
+}
+
+// write saves a manifest the way editors do: a temp file, then a rename.
+func (n *node) write(name, content string) {
+	n.t.Helper()
+	tmp := filepath.Join(n.manifests, "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(n.manifests, name)); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// containers lists the node's containers (not sandboxes) by "pod/name/attempt".
+func (n *node) containers() map[string]runner.Container {
+	n.t.Helper()
+	all, err := n.rt.List(n.ctx)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	out := map[string]runner.Container{}
+	for _, c := range all {
+		if c.Kind == runner.KindContainer {
+			out[fmt.Sprintf("%s/%s/%d", c.PodName, c.Name, c.Attempt)] = c
+		}
+	}
+	return out
+}
+
+// await polls until cond holds for the node's containers, or fails after timeout.
+func (n *node) await(what string, timeout time.Duration, cond func(map[string]runner.Container) bool) map[string]runner.Container {
+	n.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		cs := n.containers()
+		if cond(cs) {
+			return cs
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("timed out after %v waiting for %s; containers: %v", timeout, what, summary(cs))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func summary(cs map[string]runner.Container) []string {
+	var out []string
+	for k, c := range cs {
+		out = append(out, fmt.Sprintf("%s=%s(%d)", k, c.State, c.ExitCode))
+	}
+	return out
+}
+
+func running(key string) func(map[string]runner.Container) bool {
+	return func(cs map[string]runner.Container) bool { return cs[key].State == runner.StateRunning }
+}
+
+func exited(key string) func(map[string]runner.Container) bool {
+	return func(cs map[string]runner.Container) bool { return cs[key].State == runner.StateExited }
+}
+
+// podManifest is a one-container pod.
+func podManifest(name, policy, script string, extra ...string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+spec:
+  restartPolicy: %s
+  terminationGracePeriodSeconds: 2
+%s  containers:
+  - name: main
+    image: %s
+    command: ["sh", "-c", %q]
+`, name, policy, strings.Join(extra, ""), e2eImage, script)
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's output and the test's reads.
+type syncBuffer struct {
+	mu  sync.Mutex // guards buf
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// unmountUnder unmounts everything mounted below dir, deepest first.
+func unmountUnder(t *testing.T, dir string) {
+	data, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	var points []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
+			points = append(points, f[1])
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(points)))
+	for _, p := range points {
+		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", p, err)
+		}
+	}
+}

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"os"
+	"slices"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/staticpod/staticpod/runner"
+)
+
+func TestRunFollowsTheManifestDirectory(t *testing.T) {
+	n := newNode(t)
+	sp := n.start()
+	shared := n.path("shared")
+	if err := os.MkdirAll(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	volume := "  volumes: [{name: shared, hostPath: {path: " + shared + "}}]\n"
+	mount := func(m string) string {
+		return strings.Replace(m, "    command:", "    volumeMounts: [{name: shared, mountPath: /shared}]\n    command:", 1)
+	}
+	// Each version of the pod appends its name to a shared file while it runs; if the
+	// new one started before the old one stopped, their lines would interleave.
+	writer := func(version string) string {
+		return mount(podManifest("web", "Always", "echo hello from "+version+"; trap 'exit 0' TERM; while true; do echo "+version+" >> /shared/order; sleep 0.05; done", volume))
+	}
+	n.write("web.yaml", writer("v1"))
+	cs := n.await("web v1 running", time.Minute, running("web-node1/main/0"))
+	v1 := cs["web-node1/main/0"]
+	awaitFile(t, v1.LogPath, "stdout F hello from v1")
+
+	for _, junk := range []string{"web.yaml.swp", "web.yaml~", ".web.yaml.swx", "web.yaml.bak", "4913"} {
+		if err := os.WriteFile(filepath.Join(n.manifests, junk), []byte(writer("junk")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.write("web.yaml", writer("v2"))
+	cs = n.await("web v2 running and v1 gone", time.Minute, func(cs map[string]runner.Container) bool {
+		c, ok := cs["web-node1/main/0"]
+		return ok && c.ID != v1.ID && c.State == runner.StateRunning && len(cs) == 1
+	})
+	v2 := cs["web-node1/main/0"]
+	if v2.PodUID == v1.PodUID {
+		t.Fatal("an edit kept the pod's UID")
+	}
+	awaitFile(t, filepath.Join(shared, "order"), "v2")
+	order, _ := os.ReadFile(filepath.Join(shared, "order"))
+	lines := strings.Fields(string(order))
+	firstV2 := slices.Index(lines, "v2")
+	if firstV2 < 0 || slices.Contains(lines[firstV2:], "v1") {
+		t.Errorf("the new pod ran while the old one still did:\n%s", order)
+	}
+	if strings.Contains(string(order), "junk") {
+		t.Errorf("a swap or backup file ran as a pod:\n%s", order)
+	}
+
+	// Two files defining the same pod: the first in sorted order runs, and the
+	// conflict is reported.
+	n.write("a-first.yaml", podManifest("twin", "Always", "sleep 3600"))
+	n.write("b-second.yaml", podManifest("twin", "Always", "sleep 7200"))
+	n.await("one twin", time.Minute, running("twin-node1/main/0"))
+	awaitText(t, sp.out, "b-second.yaml: pod default/twin-node1 is already defined in "+filepath.Join(n.manifests, "a-first.yaml"))
+	twins := 0
+	for key := range n.containers() {
+		if strings.HasPrefix(key, "twin-") {
+			twins++
+		}
+	}
+	if twins != 1 {
+		t.Errorf("%d containers for a pod defined in two files, want 1", twins)
+	}
+
+	if err := os.Remove(filepath.Join(n.manifests, "web.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	n.await("web removed", time.Minute, func(cs map[string]runner.Container) bool {
+		_, ok := cs["web-node1/main/0"]
+		return !ok
+	})
+	if _, err := os.Stat(filepath.Dir(v2.LogPath)); !os.IsNotExist(err) {
+		t.Errorf("the removed pod's logs are still there (%v)", err)
+	}
+}
+
+func TestRunRestartsWithBackoffAndFinishesJobs(t *testing.T) {
+	n := newNode(t)
+	n.start()
+	n.write("crash.yaml", podManifest("crash", "Always", "sleep 3600"))
+	n.write("ok.yaml", podManifest("ok", "OnFailure", "exit 0"))
+	n.write("fail.yaml", podManifest("fail", "Never", "exit 3"))
+	n.write("retry.yaml", strings.Replace(podManifest("retry", "OnFailure", "test -e /data/x || { touch /data/x; exit 1; }",
+		"  volumes: [{name: data, emptyDir: {}}]\n"), "    command:", "    volumeMounts: [{name: data, mountPath: /data}]\n    command:", 1))
+
+	first := n.await("crash running", time.Minute, running("crash-node1/main/0"))["crash-node1/main/0"]
+	if err := syscall.Kill(int(first.PID), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	second := n.await("crash restarted", time.Minute, running("crash-node1/main/1"))["crash-node1/main/1"]
+	if took := time.Since(killed); took > 5*time.Second {
+		t.Errorf("the first restart took %v; it should be at once", took)
+	}
+	if err := syscall.Kill(int(second.PID), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed = time.Now()
+	n.await("crash restarted after its back-off", time.Minute, running("crash-node1/main/2"))
+	if took := time.Since(killed); took < 8*time.Second {
+		t.Errorf("the second restart came after %v; it should wait its 10 s back-off", took)
+	}
+
+	cs := n.await("jobs finished", time.Minute, func(cs map[string]runner.Container) bool {
+		return exited("ok-node1/main/0")(cs) && exited("fail-node1/main/0")(cs) && exited("retry-node1/main/1")(cs)
+	})
+	if cs["ok-node1/main/0"].ExitCode != 0 || cs["fail-node1/main/0"].ExitCode != 3 || cs["retry-node1/main/1"].ExitCode != 0 {
+		t.Errorf("exit codes: %v", summary(cs))
+	}
+	time.Sleep(5 * e2eRelist) // a few syncs: nothing finished may start again
+	for _, again := range []string{"ok-node1/main/1", "fail-node1/main/1", "retry-node1/main/2"} {
+		if _, ok := n.containers()[again]; ok {
+			t.Errorf("%s started: a finished pod ran again", again)
+		}
+	}
+}
+
+func TestRunKeepsPodsOnBrokenEdits(t *testing.T) {
+	n := newNode(t)
+	sp := n.start()
+	n.write("etcd.yaml", podManifest("etcd", "Always", "sleep 3600"))
+	before := n.await("etcd running", time.Minute, running("etcd-node1/main/0"))["etcd-node1/main/0"]
+	n.write("etcd.yaml", strings.Replace(podManifest("etcd", "Always", "sleep 3601"), "image:", "imag:", 1))
+	awaitText(t, sp.out, "spec.containers[0].image: Required value")
+	time.Sleep(5 * e2eRelist)
+	if now := n.containers()["etcd-node1/main/0"]; now.ID != before.ID || now.PID != before.PID || now.State != runner.StateRunning {
+		t.Fatalf("a broken edit disturbed the running pod: %+v", now)
+	}
+	n.write("etcd.yaml", podManifest("etcd", "Always", "sleep 3602"))
+	n.await("the fixed spec applied", time.Minute, func(cs map[string]runner.Container) bool {
+		c := cs["etcd-node1/main/0"]
+		return c.ID != before.ID && c.State == runner.StateRunning
+	})
+	awaitText(t, sp.out, "manifest is valid again")
+}
+
+func TestRunAdoptsAfterKill9(t *testing.T) {
+	n := newNode(t)
+	sp := n.start()
+	n.write("etcd.yaml", podManifest("etcd", "Always", "sleep 3600"))
+	n.write("api.yaml", podManifest("api", "Always", "sleep 3600", "  hostNetwork: true\n"))
+	first := n.await("pods running", time.Minute, func(cs map[string]runner.Container) bool {
+		return running("etcd-node1/main/0")(cs) && running("api-node1/main/0")(cs)
+	})
+	c := first["etcd-node1/main/0"]
+	if err := syscall.Kill(int(c.PID), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	before := n.await("etcd restarted once", time.Minute, running("etcd-node1/main/1"))
+	sp.kill9()
+
+	sp = n.start()
+	awaitText(t, sp.out, "staticpod started")
+	time.Sleep(3 * e2eRelist) // the runner converges within 2 relist periods: watch a third
+	after := n.containers()
+	for _, key := range []string{"etcd-node1/main/1", "api-node1/main/0"} {
+		if after[key].PID != before[key].PID || after[key].State != runner.StateRunning {
+			t.Errorf("%s: pid %d -> %d (%s); an adopted container must keep running untouched", key, before[key].PID, after[key].PID, after[key].State)
+		}
+	}
+	if len(after) != len(before) {
+		t.Errorf("containers before the restart %v, after %v", summary(before), summary(after))
+	}
+}
+
+// awaitFile waits until the file at path contains want.
+func awaitFile(t *testing.T, path, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		data, _ := os.ReadFile(path)
+		if strings.Contains(string(data), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not contain %q after 30s:\n%s", path, want, data)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// awaitText waits until staticpod's output contains want.
+func awaitText(t *testing.T, out *syncBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("staticpod's log does not say %q after 30s", want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
