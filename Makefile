@@ -55,7 +55,8 @@ run: deps build
 	$(BIN) run --start-containerd --stop-pods-on-exit --pod-manifest-path examples $(RUN_FLAGS)
 
 run-clean:
-	-pkill -f "containerd --config $(RUN_DIR)/root/containerd/config.toml"
+	-pkill -f "[c]ontainerd --config $(RUN_DIR)/root/containerd/config.toml"
+	-pkill -f "[c]ontainerd-shim-runc-v2 .*-address $(RUN_DIR)/"
 	-grep -o " $(RUN_DIR)[^ ]*" /proc/mounts | sort -r | xargs -r umount -l
 	rm -rf $(RUN_DIR)
 

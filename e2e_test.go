@@ -31,7 +31,7 @@ const (
 // node is one machine as staticpod sees it: a manifest directory, a root dir, log
 // dirs, and a containerd namespace on the shared test daemon.
 type node struct {
-	t         *testing.T
+	t         testing.TB
 	d         *testenv.Daemon
 	ns        string
 	dir       string // root of everything below
@@ -40,7 +40,7 @@ type node struct {
 	ctx       context.Context
 }
 
-func newNode(t *testing.T) *node {
+func newNode(t testing.TB) *node {
 	t.Helper()
 	d := ctd.Daemon(t)
 	ns := d.Namespace(t)
@@ -214,7 +214,7 @@ func (b *syncBuffer) String() string {
 }
 
 // unmountUnder unmounts everything mounted below dir, deepest first.
-func unmountUnder(t *testing.T, dir string) {
+func unmountUnder(t testing.TB, dir string) {
 	data, err := os.ReadFile("/proc/self/mounts")
 	if err != nil {
 		t.Error(err)

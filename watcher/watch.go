@@ -18,7 +18,7 @@ import (
 // Defaults of the file source.
 const (
 	DefaultPeriod = 20 * time.Second // full rescan, the safety net under fsnotify
-	settle        = 100 * time.Millisecond
+	settle        = 25 * time.Millisecond // an editor's write-rename-chmod takes less
 )
 
 // Update is the file source's full snapshot: every pod the manifest path wants. A file
