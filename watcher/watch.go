@@ -17,7 +17,7 @@ import (
 
 // Defaults of the file source.
 const (
-	DefaultPeriod = 20 * time.Second // full rescan, the safety net under fsnotify
+	DefaultPeriod = 20 * time.Second      // full rescan, the safety net under fsnotify
 	settle        = 25 * time.Millisecond // an editor's write-rename-chmod takes less
 )
 
