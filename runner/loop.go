@@ -75,6 +75,7 @@ func (r *Runner) Run(ctx context.Context) error {
 func (r *Runner) runPLEG(ctx context.Context) {
 	ticker := time.NewTicker(r.opts.RelistPeriod)
 	defer ticker.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -82,7 +83,13 @@ func (r *Runner) runPLEG(ctx context.Context) {
 		case <-ticker.C:
 		case <-r.relist:
 		}
+		start := time.Now()
+		if !last.IsZero() {
+			r.metrics.relistInterval.Observe(start.Sub(last).Seconds())
+		}
+		last = start
 		events, err := r.pleg.Relist(ctx)
+		r.metrics.relistDuration.Observe(time.Since(start).Seconds())
 		select {
 		case r.plegOut <- relistDone{events, err}:
 		case <-ctx.Done():

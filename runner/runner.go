@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/staticpod/staticpod/manifests"
 )
 
@@ -24,10 +26,11 @@ const (
 type Options struct {
 	Runtime      Runtime
 	Logger       *slog.Logger
-	Now          func() time.Time // the clock; time.Now when nil
-	RelistPeriod time.Duration    // DefaultRelistPeriod when 0
-	HostIP       string           // reported as status.hostIP
-	ResultsDir   string           // where finished pods are remembered; "" = memory only
+	Now          func() time.Time      // the clock; time.Now when nil
+	RelistPeriod time.Duration         // DefaultRelistPeriod when 0
+	HostIP       string                // reported as status.hostIP
+	ResultsDir   string                // where finished pods are remembered; "" = memory only
+	Registry     prometheus.Registerer // where the runner's metrics go; nil for none
 }
 
 // Runner keeps the pods its sources want running on its Runtime.
@@ -40,6 +43,7 @@ type Runner struct {
 	backoffs *Backoffs
 	events   *Events
 	results  *Results
+	metrics  *metrics
 
 	updates chan Update     // from the sources
 	relist  chan types.UID  // workers asking for a fresh relist
@@ -78,6 +82,7 @@ func New(opts Options) (*Runner, error) {
 		backoffs: NewBackoffs(),
 		events:   NewEvents(opts.Now),
 		results:  results,
+		metrics:  newMetrics(opts.Registry),
 		updates:  make(chan Update),
 		relist:   make(chan types.UID, 1),
 		plegOut:  make(chan relistDone),

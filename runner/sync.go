@@ -153,7 +153,9 @@ func (w *worker) pull(ctx context.Context, c *corev1.Container) (Image, bool) {
 		w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: ReasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q", c.Image)}
 		return Image{}, false
 	}
+	start := time.Now()
 	img, err := w.r.rt.EnsureImage(ctx, c.Image, c.ImagePullPolicy)
+	w.r.metrics.pullDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		b := w.pulls[c.Image]
 		b.delay = min(max(2*b.delay, pullBackoffInitial), pullBackoffMax)

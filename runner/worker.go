@@ -27,11 +27,11 @@ type worker struct {
 	kill bool        // the pod is no longer wanted; never undone
 
 	// Owned by the worker goroutine.
-	spec      *corev1.Pod // the last spec it synced, kept for the grace period of a kill
-	obs       Observed
-	synced    uint64                 // PLEG generation when its last actions ended
-	pulls     map[string]pullBackoff // by image
-	unstarted bool                   // no sync has run yet
+	spec          *corev1.Pod // the last spec it synced, kept for the grace period of a kill
+	obs           Observed
+	synced        uint64                 // PLEG generation when its last actions ended
+	pulls         map[string]pullBackoff // by image
+	startRecorded bool                   // the pod's start latency was observed
 }
 
 type pullBackoff struct {
@@ -124,6 +124,7 @@ func (w *worker) syncOnce(ctx context.Context) (gone bool) {
 		return false
 	}
 	now := w.r.now()
+	defer func(start time.Time) { w.r.metrics.syncDuration.Observe(time.Since(start).Seconds()) }(time.Now())
 	actions := Plan(pod, rt, w.r.backoffs.Wait, now)
 	if w.r.results.Done(w.uid) && pod != nil {
 		actions = Actions{KillPod: actions.KillPod, Done: true}
@@ -170,6 +171,10 @@ func (w *worker) publish(pod *corev1.Pod, rt PodRuntime) {
 	w.obs.Waiting = cleanWaiting(w.obs.Waiting, rt)
 	out := pod.DeepCopy()
 	out.Status = Status(pod, rt, w.obs, w.r.opts.HostIP)
+	if !w.startRecorded && allRunning(out.Status) {
+		w.startRecorded = true
+		w.r.metrics.podStart.Observe(since(w.obs.StartTime, w.r.now()))
+	}
 	w.r.publish(w.uid, out)
 }
 
@@ -181,4 +186,14 @@ func cleanWaiting(waiting map[string]corev1.ContainerStateWaiting, rt PodRuntime
 		}
 	}
 	return waiting
+}
+
+// allRunning reports whether every app container of a status is running.
+func allRunning(st corev1.PodStatus) bool {
+	for _, cs := range st.ContainerStatuses {
+		if cs.State.Running == nil {
+			return false
+		}
+	}
+	return len(st.ContainerStatuses) > 0
 }

@@ -1,0 +1,37 @@
+package runner
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the runner's own Prometheus metrics, named after the kubelet's where it
+// has one. The API serves them with its own (pods by phase, restarts).
+type metrics struct {
+	syncDuration   prometheus.Histogram
+	relistDuration prometheus.Histogram
+	relistInterval prometheus.Histogram
+	pullDuration   prometheus.Histogram
+	podStart       prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	buckets := []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+	h := func(name, help string) prometheus.Histogram {
+		return prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "staticpod", Name: name, Help: help, Buckets: buckets})
+	}
+	m := &metrics{
+		syncDuration:   h("pod_worker_duration_seconds", "Duration of one pod sync: plan and execution."),
+		relistDuration: h("pleg_relist_duration_seconds", "Duration of one PLEG relist of the runtime."),
+		relistInterval: h("pleg_relist_interval_seconds", "Interval between the starts of two PLEG relists."),
+		pullDuration:   h("image_pull_duration_seconds", "Duration of making an image present (pull or local check)."),
+		podStart:       h("pod_start_duration_seconds", "From the manifest first seen to every container of the pod running."),
+	}
+	if reg != nil {
+		reg.MustRegister(m.syncDuration, m.relistDuration, m.relistInterval, m.pullDuration, m.podStart)
+	}
+	return m
+}
+
+func since(t time.Time, now time.Time) float64 { return now.Sub(t).Seconds() }
