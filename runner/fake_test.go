@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -23,10 +24,11 @@ type fakeRuntime struct {
 	gate       map[string]chan struct{} // operation -> closed when it may proceed
 	fail       map[string]error         // operation -> error to return
 	panicOn    string
+	execCode   map[string]int // container ID -> exit code of every exec in it
 }
 
 func newFakeRuntime(now func() time.Time) *fakeRuntime {
-	return &fakeRuntime{now: now, containers: map[string]*Container{}, removedPod: map[types.UID]bool{}, gate: map[string]chan struct{}{}, fail: map[string]error{}}
+	return &fakeRuntime{now: now, containers: map[string]*Container{}, removedPod: map[types.UID]bool{}, gate: map[string]chan struct{}{}, fail: map[string]error{}, execCode: map[string]int{}}
 }
 
 // enter records a call, waits at its gate if one is set, and returns the failure set
@@ -117,7 +119,20 @@ func (f *fakeRuntime) RemovePodData(_ context.Context, uid types.UID) error {
 	return nil
 }
 
-func (f *fakeRuntime) Exec(context.Context, string, ExecRequest) (int, error) { return 0, nil }
+func (f *fakeRuntime) Exec(ctx context.Context, id string, req ExecRequest) (int, error) {
+	if err := f.enter("Exec"); err != nil {
+		return -1, err
+	}
+	f.mu.Lock()
+	code := f.execCode[id]
+	f.mu.Unlock()
+	return code, nil
+}
+
+func (f *fakeRuntime) Dial(ctx context.Context, _ *Container, network, address string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, network, address)
+}
 
 func (f *fakeRuntime) List(context.Context) ([]Container, error) {
 	if err := f.enter("List"); err != nil {

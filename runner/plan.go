@@ -15,6 +15,9 @@ type PodRuntime struct {
 	UID        types.UID
 	Sandboxes  []Container
 	Containers []Container
+	// Unstarted are the running containers whose startup probe has not succeeded yet:
+	// a sidecar among them does not let the next init container start.
+	Unstarted map[string]bool
 }
 
 // Sandbox is the pod's newest sandbox, or nil.
@@ -111,7 +114,7 @@ func (p PodRuntime) sinceSandbox() PodRuntime {
 	if sb == nil {
 		return p
 	}
-	out := PodRuntime{UID: p.UID, Sandboxes: p.Sandboxes}
+	out := PodRuntime{UID: p.UID, Sandboxes: p.Sandboxes, Unstarted: p.Unstarted}
 	for _, c := range p.Containers {
 		if !c.CreatedAt.Before(sb.CreatedAt) {
 			out.Containers = append(out.Containers, c)
@@ -199,8 +202,8 @@ func (p *planner) init() bool {
 			a.Start = append(a.Start, Start{Container: c, Init: true, Attempt: nextAttempt(p.all, c.Name)})
 			return false
 		case last.State == StateRunning && (!sidecar || last.Hash == manifests.ContainerHash(c)):
-			if !sidecar {
-				return false // a regular init container is still working
+			if !sidecar || p.cur.Unstarted[c.Name] {
+				return false // a regular init container still works; a sidecar still starts
 			}
 		case last.State == StateRunning:
 			a.Kill = append(a.Kill, *last) // a sidecar whose spec changed

@@ -44,6 +44,7 @@ type Runner struct {
 	events   *Events
 	results  *Results
 	metrics  *metrics
+	prober   *prober
 
 	updates chan Update     // from the sources
 	relist  chan types.UID  // workers asking for a fresh relist
@@ -76,7 +77,7 @@ func New(opts Options) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{
+	r := &Runner{
 		opts: opts, rt: opts.Runtime, log: opts.Logger, now: opts.Now,
 		pleg:     NewPLEG(opts.Runtime, opts.Now),
 		backoffs: NewBackoffs(),
@@ -90,7 +91,9 @@ func New(opts Options) (*Runner, error) {
 		statuses: map[types.UID]*corev1.Pod{},
 		ready:    map[string]bool{},
 		seen:     map[types.UID]time.Time{},
-	}, nil
+	}
+	r.prober = newProber(r)
+	return r, nil
 }
 
 // Update hands a source's snapshot to the sync loop. It blocks until the loop takes it

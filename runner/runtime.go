@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,10 @@ type Runtime interface {
 
 	// Exec runs a command in a running container and returns its exit code.
 	Exec(ctx context.Context, id string, req ExecRequest) (int, error)
+
+	// Dial connects to address from inside the pod's network namespace: the one
+	// sandbox holds, or the host's when sandbox is nil. Probes and hooks use it.
+	Dial(ctx context.Context, sandbox *Container, network, address string) (net.Conn, error)
 
 	// List returns every sandbox and container the runtime holds for staticpod, with
 	// their state, in one call. The picture must be complete enough to rebuild all

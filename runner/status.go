@@ -24,11 +24,12 @@ const (
 // Observed is what a pod's worker knows beyond the runtime's records: why containers
 // wait, and what the probes said.
 type Observed struct {
-	Waiting   map[string]corev1.ContainerStateWaiting // by container name
-	Unready   map[string]bool                         // containers a readiness probe failed
-	Unstarted map[string]bool                         // containers whose startup probe has not passed
-	Done      bool                                    // the pod finished for good
-	StartTime time.Time                               // when the worker first saw the pod
+	Waiting     map[string]corev1.ContainerStateWaiting // by container name
+	Unready     map[string]bool                         // containers a readiness probe failed
+	Unstarted   map[string]bool                         // containers whose startup probe has not passed
+	Done        bool                                    // the pod finished for good
+	KillReasons map[string]string                       // container ID -> why staticpod killed it
+	StartTime   time.Time                               // when the worker first saw the pod
 }
 
 // Status computes a pod's v1.PodStatus from its spec, its runtime records and what its
@@ -68,12 +69,12 @@ func containerStatus(c *corev1.Container, all, cur PodRuntime, obs Observed, def
 		cs.RestartCount = int32(newest.Attempt)
 	}
 	if prev := previousExit(all, c.Name, last); prev != nil {
-		cs.LastTerminationState = corev1.ContainerState{Terminated: terminated(prev)}
+		cs.LastTerminationState = corev1.ContainerState{Terminated: terminated(prev, obs)}
 	}
 	if w, ok := obs.Waiting[c.Name]; ok && (last == nil || last.State != StateRunning) {
 		cs.State = corev1.ContainerState{Waiting: &w}
 		if last != nil && last.State == StateExited {
-			cs.LastTerminationState = corev1.ContainerState{Terminated: terminated(last)}
+			cs.LastTerminationState = corev1.ContainerState{Terminated: terminated(last, obs)}
 		}
 		return cs
 	}
@@ -90,7 +91,7 @@ func containerStatus(c *corev1.Container, all, cur PodRuntime, obs Observed, def
 		cs.Started = &started
 		cs.Ready = started && !obs.Unready[c.Name]
 	case StateExited:
-		cs.State = corev1.ContainerState{Terminated: terminated(last)}
+		cs.State = corev1.ContainerState{Terminated: terminated(last, obs)}
 		started := false
 		cs.Started = &started
 	default:
@@ -115,11 +116,17 @@ func previousExit(all PodRuntime, name string, last *Container) *Container {
 	return best
 }
 
-func terminated(c *Container) *corev1.ContainerStateTerminated {
+// terminated is an exited container's state. A container staticpod killed for a
+// failed probe says so in its message, unless it left a termination message.
+func terminated(c *Container, obs Observed) *corev1.ContainerStateTerminated {
+	msg := c.Message
+	if msg == "" {
+		msg = obs.KillReasons[c.ID]
+	}
 	return &corev1.ContainerStateTerminated{
 		ExitCode:    c.ExitCode,
 		Reason:      c.Reason,
-		Message:     c.Message,
+		Message:     msg,
 		StartedAt:   metav1.Time{Time: c.StartedAt},
 		FinishedAt:  metav1.Time{Time: c.FinishedAt},
 		ContainerID: "containerd://" + c.ID,

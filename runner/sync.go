@@ -20,6 +20,9 @@ const (
 	// orphanGrace is the grace period of containers whose pod spec is unknown (found in
 	// the runtime with no manifest wanting them).
 	orphanGrace = 30 * time.Second
+	// minGraceAfterHook is what is left of the grace period for the stop signal however
+	// long a preStop hook took, as on the kubelet.
+	minGraceAfterHook = 2 * time.Second
 )
 
 // execute carries out a plan. It reports whether it changed anything in the runtime.
@@ -103,8 +106,21 @@ func (w *worker) killPod(ctx context.Context, rt PodRuntime, grace time.Duration
 	}
 }
 
+// stop stops a container: its preStop hook first (within the grace period, which the
+// hook's time counts against, leaving the kubelet's minimum of 2 s for the signal),
+// then the stop signal, then SIGKILL once the grace period is over.
 func (w *worker) stop(ctx context.Context, c Container, grace time.Duration, reason, msg string) {
 	w.normal(c.Name, reason, msg)
+	if spec := w.containerSpec(c.Name); spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil && c.State == StateRunning && grace > 0 {
+		start := time.Now()
+		hctx, cancel := context.WithTimeout(ctx, grace)
+		err := w.r.run(hctx, target{pod: w.spec, container: spec, id: c.ID, sandbox: w.sandbox}, hookAction(spec.Lifecycle.PreStop))
+		cancel()
+		if err != nil {
+			w.warn(c.Name, "FailedPreStopHook", fmt.Sprintf("PreStopHook failed: %v", err))
+		}
+		grace = max(grace-time.Since(start), minGraceAfterHook)
+	}
 	if err := w.r.rt.StopContainer(ctx, c.ID, grace); err != nil {
 		w.warn(c.Name, "FailedKillContainer", fmt.Sprintf("Failed to stop container %s: %v", c.Name, err))
 	}
@@ -143,7 +159,41 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *C
 	}
 	w.normal(c.Name, "Started", "Started container "+c.Name)
 	w.log.Info("container started", "container", c.Name, "attempt", s.Attempt, "id", created.ID)
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		return w.postStart(ctx, pod, c, created, sandbox)
+	}
 	return true
+}
+
+// postStart runs the container's postStart hook; the container does not count as
+// started until it returns, and a failure kills it (the restart policy decides what
+// follows).
+func (w *worker) postStart(ctx context.Context, pod *corev1.Pod, c *corev1.Container, created Container, sandbox *Container) bool {
+	hctx, cancel := context.WithTimeout(ctx, gracePeriod(pod)+time.Minute)
+	defer cancel()
+	err := w.r.run(hctx, target{pod: pod, container: c, id: created.ID, sandbox: sandbox}, hookAction(c.Lifecycle.PostStart))
+	if err == nil {
+		return true
+	}
+	msg := fmt.Sprintf("PostStartHook failed: %v", err)
+	w.warn(c.Name, "FailedPostStartHook", msg)
+	w.killReasons[created.ID] = msg
+	created.State = StateRunning
+	w.stop(ctx, created, gracePeriod(pod), "Killing", fmt.Sprintf("FailedPostStartHook: stopping container %s", c.Name))
+	return false
+}
+
+// containerSpec finds a container of the worker's pod by name.
+func (w *worker) containerSpec(name string) *corev1.Container {
+	if w.spec == nil {
+		return nil
+	}
+	for _, c := range allContainers(w.spec) {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
 }
 
 // pull makes the container's image present, backing off after failures.

@@ -28,10 +28,12 @@ type worker struct {
 
 	// Owned by the worker goroutine.
 	spec          *corev1.Pod // the last spec it synced, kept for the grace period of a kill
+	sandbox       *Container  // the pod's running sandbox at the last sync, for hooks
 	obs           Observed
 	synced        uint64                 // PLEG generation when its last actions ended
 	pulls         map[string]pullBackoff // by image
 	startRecorded bool                   // the pod's start latency was observed
+	killReasons   map[string]string      // container ID -> why staticpod killed it (a failed probe)
 }
 
 type pullBackoff struct {
@@ -45,7 +47,9 @@ func newWorker(r *Runner, uid types.UID, pod *corev1.Pod) *worker {
 		log:   r.log.With("uid", uid),
 		inbox: make(chan struct{}, 1),
 		pulls: map[string]pullBackoff{},
-		obs:   Observed{Waiting: map[string]corev1.ContainerStateWaiting{}, StartTime: r.now()},
+
+		killReasons: map[string]string{},
+		obs:         Observed{Waiting: map[string]corev1.ContainerStateWaiting{}, StartTime: r.now()},
 	}
 	if pod != nil {
 		w.log = w.log.With("pod", pod.Namespace+"/"+pod.Name)
@@ -125,6 +129,15 @@ func (w *worker) syncOnce(ctx context.Context) (gone bool) {
 	}
 	now := w.r.now()
 	defer func(start time.Time) { w.r.metrics.syncDuration.Observe(time.Since(start).Seconds()) }(time.Now())
+	w.sandbox = runningSandbox(rt)
+	if pod != nil {
+		if w.killUnhealthy(ctx, pod, rt) {
+			w.synced = w.r.pleg.Started()
+			w.r.requestRelist(w.uid)
+			return false
+		}
+		rt.Unstarted = w.unstarted(pod, rt)
+	}
 	actions := Plan(pod, rt, w.r.backoffs.Wait, now)
 	if w.r.results.Done(w.uid) && pod != nil {
 		actions = Actions{KillPod: actions.KillPod, Done: true}
@@ -135,8 +148,10 @@ func (w *worker) syncOnce(ctx context.Context) (gone bool) {
 		w.r.requestRelist(w.uid)
 	}
 	if pod == nil {
+		w.r.prober.stopPod(w.uid)
 		return w.finishKill(ctx, rt, acted)
 	}
+	w.r.prober.sync(w, pod, rt)
 	w.obs.Done = actions.Done
 	if actions.Done && !actions.KillPod {
 		w.r.results.Mark(w.uid)
@@ -169,6 +184,9 @@ func (w *worker) finishKill(ctx context.Context, rt PodRuntime, acted bool) bool
 // publish computes the pod's status and makes it visible to the API.
 func (w *worker) publish(pod *corev1.Pod, rt PodRuntime) {
 	w.obs.Waiting = cleanWaiting(w.obs.Waiting, rt)
+	w.obs.Unready = w.unready(pod, rt)
+	w.obs.Unstarted = w.unstarted(pod, rt)
+	w.obs.KillReasons = w.killReasons
 	out := pod.DeepCopy()
 	out.Status = Status(pod, rt, w.obs, w.r.opts.HostIP)
 	if !w.startRecorded && allRunning(out.Status) {
