@@ -157,6 +157,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *C
 		w.warn(c.Name, "Failed", fmt.Sprintf("Error: %v", err))
 		return false
 	}
+	delete(w.obs.Waiting, c.Name)
 	w.normal(c.Name, "Started", "Started container "+c.Name)
 	w.log.Info("container started", "container", c.Name, "attempt", s.Attempt, "id", created.ID)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/containerdrt"
+	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner"
+)
+
+// inproc is a runner and a containerd runtime in the test's own process, on a node's
+// namespace: for tests that need the statuses the runner computes, without going
+// through the daemon's API.
+type inproc struct {
+	n  *node
+	r  *runner.Runner
+	rt *containerdrt.Runtime
+}
+
+func startInProcess(t *testing.T, n *node) *inproc {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.WithoutCancel(n.ctx))
+	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	rt, err := containerdrt.New(ctx, containerdrt.Config{
+		Address: n.d.Address, Namespace: n.ns, RootDir: n.path("root"), PodLogDir: n.path("log/pods"),
+		Self: binary, FIFODir: n.d.FIFODir(), Logger: log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Options{Runtime: rt, Logger: log, RelistPeriod: e2eRelist, HostIP: rt.HostIP()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		rt.Close()
+	})
+	return &inproc{n: n, r: r, rt: rt}
+}
+
+type testLog struct{ t testing.TB }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// apply hands the runner the given manifests as the file source's snapshot.
+func (p *inproc) apply(docs ...string) {
+	p.n.t.Helper()
+	var pods []*corev1.Pod
+	for i, doc := range docs {
+		res := manifests.Load([]byte(doc), manifests.Options{NodeName: e2eNode, Source: manifests.Source{Kind: manifests.SourceFile, Location: string(rune('a'+i)) + ".yaml"}})
+		if len(res.Errors) > 0 {
+			p.n.t.Fatalf("manifest %d: %v", i, res.Errors)
+		}
+		pods = append(pods, res.Pods...)
+	}
+	if err := p.r.Update(p.n.ctx, runner.Update{Source: "file", Pods: pods}); err != nil {
+		p.n.t.Fatal(err)
+	}
+}
+
+// awaitPod polls the runner's statuses until cond holds for the pod named name.
+func (p *inproc) awaitPod(name, what string, timeout time.Duration, cond func(*corev1.Pod) bool) *corev1.Pod {
+	p.n.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, pod := range p.r.Pods() {
+			if pod.Name == name && cond(pod) {
+				return pod
+			}
+		}
+		if time.Now().After(deadline) {
+			p.n.t.Fatalf("pod %s: not %s after %v; statuses: %s", name, what, timeout, describePods(p.r.Pods()))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func describePods(pods []*corev1.Pod) string {
+	var b strings.Builder
+	for _, pod := range pods {
+		b.WriteString(pod.Name + " " + string(pod.Status.Phase))
+		for _, c := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+			b.WriteString(" [" + c.Name)
+			switch {
+			case c.State.Running != nil:
+				b.WriteString(" running")
+			case c.State.Waiting != nil:
+				b.WriteString(" waiting " + c.State.Waiting.Reason)
+			case c.State.Terminated != nil:
+				b.WriteString(" terminated " + c.State.Terminated.Reason)
+			}
+			if c.Ready {
+				b.WriteString(" ready")
+			}
+			b.WriteString("]")
+		}
+		b.WriteString("; ")
+	}
+	return b.String()
+}
+
+func condition(pod *corev1.Pod, t corev1.PodConditionType) corev1.ConditionStatus {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return corev1.ConditionUnknown
+}
+
+func containerStatus(pod *corev1.Pod, name string) corev1.ContainerStatus {
+	for _, c := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+		if c.Name == name {
+			return c
+		}
+	}
+	return corev1.ContainerStatus{}
+}
