@@ -2,6 +2,7 @@ package containerdrt
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +18,9 @@ import (
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/logs"
 
 	"github.com/staticpod/staticpod/runner"
 )
@@ -158,11 +162,15 @@ func parseTime(s string) time.Time {
 // task. The OOM kill count is read from the task's cgroup before the delete removes it.
 func (r *Runtime) reap(ctx context.Context, info containers.Container, proc *task.Process) (containers.Container, error) {
 	code := int32(proc.ExitStatus)
+	msg := readTerminationMessage(info.Labels[LabelTermination])
+	if msg == "" && code != 0 && info.Labels[LabelTermPolicy] == string(corev1.TerminationMessageFallbackToLogsOnError) {
+		msg = logTail(ctx, info.Labels[LabelLogPath])
+	}
 	labels := map[string]string{
 		labelExitCode:   strconv.Itoa(int(code)),
 		labelFinishedAt: proc.ExitedAt.AsTime().UTC().Format(time.RFC3339Nano),
 		labelReason:     exitReason(code, oomKilled(info)),
-		labelMessage:    readTerminationMessage(info.Labels[LabelTermination]),
+		labelMessage:    msg,
 	}
 	c, err := r.client.LoadContainer(ctx, info.ID)
 	if err != nil {
@@ -213,6 +221,28 @@ func readKey(path, key string) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// Of a failed container's log, what FallbackToLogsOnError reports, as on the kubelet.
+const (
+	fallbackLines = 80
+	fallbackBytes = 2048
+)
+
+// logTail is the end of a container's log: its last 80 lines, at most 2048 bytes.
+func logTail(ctx context.Context, path string) string {
+	if path == "" {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := logs.Read(ctx, path, logs.ReadOptions{Tail: fallbackLines}, &b); err != nil {
+		return ""
+	}
+	out := b.Bytes()
+	if len(out) > fallbackBytes {
+		out = out[len(out)-fallbackBytes:]
+	}
+	return string(out)
 }
 
 // readTerminationMessage reads the first maxTerminationMessage bytes the container

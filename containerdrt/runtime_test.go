@@ -506,3 +506,32 @@ spec:
 		t.Errorf("network namespace is the host's (%s); without hostNetwork the pod has its own", got[2])
 	}
 }
+
+func TestTerminationMessageFallsBackToLogs(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: fallback}
+spec:
+  hostNetwork: true
+  containers:
+  - name: fails
+    image: `+testImage+`
+    terminationMessagePolicy: FallbackToLogsOnError
+    command: ["sh", "-c", "for i in $(seq 100); do echo line $i; done; echo boom >&2; exit 2"]
+  - name: writes
+    image: `+testImage+`
+    terminationMessagePolicy: FallbackToLogsOnError
+    command: ["sh", "-c", "echo noise; echo 'own message' > /dev/termination-log; exit 2"]
+`)
+	cs := r.mustRunPod(t, pod)
+	got := r.awaitState(t, cs["fails"].ID, runner.StateExited).Message
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	if len(lines) != 80 || lines[len(lines)-1] != "boom" || lines[0] != "line 22" {
+		t.Errorf("message of a failed container with FallbackToLogsOnError: %d lines, %q ... %q; want its last 80 log lines", len(lines), lines[0], lines[len(lines)-1])
+	}
+	if got := r.awaitState(t, cs["writes"].ID, runner.StateExited).Message; got != "own message\n" {
+		t.Errorf("message = %q, want the termination-message file first", got)
+	}
+}
