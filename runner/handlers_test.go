@@ -122,8 +122,8 @@ func TestProbeThresholds(t *testing.T) {
 	f := r.rt.(*fakeRuntime)
 	pw := &probeWorker{p: r.prober, w: newWorker(r, "u", &corev1.Pod{}), key: probeKey{"u", "c", Liveness}}
 	pw.probeTarget = probeTarget{target: tg, probe: &corev1.Probe{
-		ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"check"}}},
-		TimeoutSeconds:   1, PeriodSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3,
+		ProbeHandler:   corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"check"}}},
+		TimeoutSeconds: 1, PeriodSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3,
 	}}
 	r.prober.workers[pw.key] = pw
 	r.prober.results[pw.key] = probeResult{containerID: "c1", ok: true}
