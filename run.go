@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sync/errgroup"
@@ -75,6 +76,7 @@ func runDaemon(c *cli.Context) error {
 	case <-ctx.Done():
 	}
 	g.Go(func() error { return r.Run(ctx) })
+	g.Go(func() error { return watchExits(ctx, rt, r, log) })
 	files := &watcher.Watcher{Path: c.String("pod-manifest-path"), Node: node, Period: c.Duration("file-check-frequency"), Log: log}
 	g.Go(func() error { return files.Run(ctx, fileSource(r)) })
 	if c.Bool("start-containerd") {
@@ -107,6 +109,22 @@ func fileSource(r *runner.Runner) func(context.Context, watcher.Update) error {
 		}
 		return r.Update(ctx, runner.Update{Source: "file", Pods: u.Pods})
 	}
+}
+
+// watchExits wakes the runner's PLEG when containerd reports a task exit, so a
+// crashed container restarts without waiting for the next relist. Polling stays the
+// correctness path: a broken subscription is retried, and never stops staticpod.
+func watchExits(ctx context.Context, rt *containerdrt.Runtime, r *runner.Runner, log *slog.Logger) error {
+	for ctx.Err() == nil {
+		if err := rt.WatchExits(ctx, r.Wake); err != nil {
+			log.Debug("task exit events interrupted; relisting still polls", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Second):
+			}
+		}
+	}
+	return nil
 }
 
 func runtimeConfig(c *cli.Context, root string, log *slog.Logger) containerdrt.Config {

@@ -181,3 +181,6 @@ func (r *Runner) StopAll(ctx context.Context) error {
 	_, err := r.pleg.Relist(ctx) // reaps the exits: no shim stays behind for a stopped task
 	return err
 }
+
+// Wake asks for a relist now: a runtime event (a task exited) says something changed.
+func (r *Runner) Wake() { r.requestRelist("") }

@@ -1,0 +1,257 @@
+package httpsource
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/staticpod/staticpod/manifests"
+)
+
+// Errors of the push store, for the API to map onto status codes.
+var (
+	ErrNotFound    = errors.New("manifest not found")
+	ErrInvalidName = errors.New("invalid manifest name")
+)
+
+// manifestExt is the extension of stored manifests: <dir>/<name>.yaml.
+const manifestExt = ".yaml"
+
+// nameRE is a DNS-1123 label: it holds no "/", "." or "..", so <dir>/<name>.yaml never
+// leaves dir.
+var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// Manifest describes one stored manifest.
+type Manifest struct {
+	Name   string    `json:"name"`
+	Pods   []string  `json:"pods"`   // namespace/name of each pod, as it runs
+	Stored time.Time `json:"stored"` // when this content was stored
+}
+
+// entry is one stored manifest as loaded.
+type entry struct {
+	data   []byte
+	pods   []*corev1.Pod
+	stored time.Time
+}
+
+// Push is the push source behind the API's /manifests: named manifests, validated
+// before they are stored, persisted one file each under dir so that they survive
+// restarts, and sent as one snapshot of all their pods. It is safe for concurrent use.
+type Push struct {
+	dir  string
+	node string
+	log  *slog.Logger
+
+	// changed wakes Run after a Put or Delete; one slot, since every snapshot is full.
+	changed chan struct{}
+
+	// mu guards entries and the files of dir: writes to disk and to the map happen
+	// together under it, so the two always agree. It is never held while emitting.
+	mu      sync.Mutex
+	entries map[string]entry
+}
+
+// NewPush opens the store in dir (created 0700 if needed) and loads every manifest
+// stored there. A stored manifest that no longer loads is logged with its located
+// errors and skipped; temp files left by a crash mid-write are removed.
+func NewPush(dir, node string, log *slog.Logger) (*Push, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create push store %s: %w", dir, err)
+	}
+	p := &Push{
+		dir:     dir,
+		node:    node,
+		log:     log.With("source", manifests.SourceAPI),
+		changed: make(chan struct{}, 1),
+		entries: map[string]entry{},
+	}
+	if err := p.load(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Put validates data and, when it holds no error, stores it under name and sends the
+// new snapshot. A manifest with errors is not stored: its Result is returned with a
+// nil error, for the caller to report every problem. A name that is not a DNS-1123
+// label is an error wrapping ErrInvalidName.
+func (p *Push) Put(name string, data []byte) (manifests.Result, error) {
+	if err := checkName(name); err != nil {
+		return manifests.Result{}, err
+	}
+	res := manifests.Load(data, manifests.Options{NodeName: p.node, Source: p.source(name)})
+	if len(res.Errors) > 0 {
+		return res, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if conflicts := p.conflicts(name, res.Pods); len(conflicts) > 0 {
+		res.Errors = conflicts
+		return res, nil
+	}
+	if old, ok := p.entries[name]; ok && bytes.Equal(old.data, data) {
+		return res, nil // stored already: nothing changes
+	}
+	if err := writeAtomic(p.dir, name+manifestExt, data); err != nil {
+		return manifests.Result{}, fmt.Errorf("store manifest %s: %w", name, err)
+	}
+	p.entries[name] = entry{data: bytes.Clone(data), pods: res.Pods, stored: time.Now()}
+	p.log.Info("manifest stored", "name", name, "pods", len(res.Pods))
+	p.notify()
+	return res, nil
+}
+
+// Delete removes the manifest stored under name, and so its pods. It returns an error
+// wrapping ErrNotFound when there is none. A file that did not load is removed too.
+func (p *Push) Delete(name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	err := os.Remove(filepath.Join(p.dir, name+manifestExt))
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("delete manifest %s: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("delete manifest %s: %w", name, err)
+	}
+	if err := syncDir(p.dir); err != nil {
+		p.log.Warn("manifest removed, but the directory could not be synced", "name", name, "err", err)
+	}
+	delete(p.entries, name)
+	p.log.Info("manifest deleted", "name", name)
+	p.notify()
+	return nil
+}
+
+// List describes every stored manifest, sorted by name.
+func (p *Push) List() []Manifest {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Manifest, 0, len(p.entries))
+	for name, e := range p.entries {
+		m := Manifest{Name: name, Pods: make([]string, 0, len(e.pods)), Stored: e.stored}
+		for _, pod := range e.pods {
+			m.Pods = append(m.Pods, pod.Namespace+"/"+pod.Name)
+		}
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Get returns the manifest stored under name, as it was pushed.
+func (p *Push) Get(name string) ([]byte, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.entries[name]
+	if !ok {
+		return nil, fmt.Errorf("get manifest %s: %w", name, ErrNotFound)
+	}
+	return bytes.Clone(e.data), nil
+}
+
+// Run sends the stored snapshot at once, then a new one after every Put and Delete
+// (changes made while emit runs are folded into the next snapshot), until ctx is done.
+// It returns nil when ctx is done. One Run per Push.
+func (p *Push) Run(ctx context.Context, emit func(context.Context, Update) error) error {
+	for {
+		if err := emit(ctx, p.snapshot()); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("send snapshot of pushed manifests: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.changed:
+		}
+	}
+}
+
+// snapshot returns copies of every stored pod, in the order of their manifests' names,
+// so that the receiver may keep and change them.
+func (p *Push) snapshot() Update {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	names := make([]string, 0, len(p.entries))
+	for name := range p.entries {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	u := Update{Pods: []*corev1.Pod{}}
+	for _, name := range names {
+		for _, pod := range p.entries[name].pods {
+			u.Pods = append(u.Pods, pod.DeepCopy())
+		}
+	}
+	return u
+}
+
+func (p *Push) notify() {
+	select {
+	case p.changed <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}
+
+func (p *Push) source(name string) manifests.Source {
+	return manifests.Source{Kind: manifests.SourceAPI, Location: name}
+}
+
+// conflicts returns an error for each pod that another stored manifest already defines:
+// a pod belongs to one manifest, never silently to the last one pushed. Callers hold mu.
+func (p *Push) conflicts(name string, pods []*corev1.Pod) []manifests.Problem {
+	var out []manifests.Problem
+	for _, pod := range pods {
+		if owner := p.owner(pod, name); owner != "" {
+			detail := fmt.Sprintf("pod %s/%s is already defined by pushed manifest %q; change or delete that one", pod.Namespace, pod.Name, owner)
+			out = append(out, manifests.Problem{Location: name, Err: field.Invalid(field.NewPath("metadata", "name"), pod.Name, detail)})
+		}
+	}
+	return out
+}
+
+// owner returns the name of the stored manifest other than except that defines pod's
+// namespace/name, or "". Callers hold mu.
+func (p *Push) owner(pod *corev1.Pod, except string) string {
+	for name, e := range p.entries {
+		if name == except {
+			continue
+		}
+		for _, have := range e.pods {
+			if have.Namespace == pod.Namespace && have.Name == pod.Name {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+// checkName refuses a name that is not a DNS-1123 label.
+func checkName(name string) error {
+	if len(name) > 63 || !nameRE.MatchString(name) {
+		return fmt.Errorf("manifest name %q: %w: want a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters)", name, ErrInvalidName)
+	}
+	return nil
+}

@@ -1,0 +1,231 @@
+package httpsource
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/manifests"
+)
+
+// Update is a source's full snapshot of the pods it wants. An empty Pods means none.
+type Update struct {
+	Pods []*corev1.Pod // decoded, defaulted, validated and identified
+}
+
+// URLSource is the kubelet's --manifest-url: it polls one URL and sends the pods of its
+// body whenever they change. A poll that fails in any way keeps the last good snapshot
+// in force: nothing is sent, so nothing running is touched.
+type URLSource struct {
+	URL      string
+	Headers  http.Header   // sent with every request; values are never logged
+	Period   time.Duration // DefaultPeriod when 0
+	Node     string        // node name, for static pod names
+	CAFile   string        // extra PEM roots for https, besides the system's
+	MaxBytes int64         // manifests.MaxManifestBytes when 0
+	Timeout  time.Duration // per request, body included; DefaultTimeout when 0
+	Log      *slog.Logger
+	// OnError is called when the source's state changes: with the error when it starts
+	// failing or fails differently, with nil when it recovers. Optional; it is called
+	// from Run's goroutine and should not block.
+	OnError func(err error)
+
+	afterPoll func() // tests: called when a poll has been fully handled
+}
+
+// ManifestError is a body that was fetched but holds manifest errors. Any error makes
+// the whole body unusable: the last good snapshot stays in force.
+type ManifestError struct {
+	Problems []manifests.Problem // each located by URL, document and field path
+}
+
+func (e *ManifestError) Error() string {
+	msgs := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		msgs[i] = p.Error()
+	}
+	return "invalid manifest: " + strings.Join(msgs, "; ")
+}
+
+// poller is the state of one Run: owned by its goroutine, no lock needed.
+type poller struct {
+	src     *URLSource
+	client  *http.Client
+	log     *slog.Logger
+	where   string     // the URL without credentials: for logs and pods' location
+	good    []byte     // the last body accepted; nil before the first
+	sent    bool       // a snapshot has been sent
+	pods    string     // fingerprint of the pods last sent
+	valid   validators // of good, so that a 304 means "still good"
+	failing string     // the error last reported, "" while the source is fine
+}
+
+// Run polls the URL at once and then every Period until ctx is done, sending each new
+// snapshot to emit. An empty body or an empty list is a snapshot with no pods, and is
+// sent. It returns nil when ctx is done, and an error only for a configuration that can
+// never work (an unusable URL or CA file) or when emit fails while ctx is live.
+func (s *URLSource) Run(ctx context.Context, emit func(context.Context, Update) error) error {
+	p, err := s.newPoller()
+	if err != nil {
+		return err
+	}
+	defer p.client.CloseIdleConnections()
+	ticker := time.NewTicker(s.period())
+	defer ticker.Stop()
+	for {
+		if err := p.poll(ctx, emit); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("send snapshot of %s: %w", p.where, err)
+		}
+		if s.afterPoll != nil {
+			s.afterPoll()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+func (s *URLSource) newPoller() (*poller, error) {
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return nil, fmt.Errorf("manifest URL: %w", cleanError(err))
+	}
+	where := publicURL(u, s.URL)
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("manifest URL %s: want an http or https URL", where)
+	}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	client, err := newClient(s.CAFile, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("manifest URL %s: %w", where, err)
+	}
+	log := s.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("source", manifests.SourceHTTP, "url", where)
+	return &poller{src: s, client: client, log: log, where: where}, nil
+}
+
+func (s *URLSource) period() time.Duration {
+	if s.Period <= 0 {
+		return DefaultPeriod
+	}
+	return s.Period
+}
+
+func (s *URLSource) maxBytes() int64 {
+	if s.MaxBytes <= 0 {
+		return manifests.MaxManifestBytes
+	}
+	return s.MaxBytes
+}
+
+// poll fetches the URL once and sends a snapshot when its body is new and valid. Every
+// failure is reported and swallowed; only emit's error is returned.
+func (p *poller) poll(ctx context.Context, emit func(context.Context, Update) error) error {
+	resp, err := fetch(ctx, p.client, p.src.URL, p.src.Headers, p.valid, p.src.maxBytes())
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // shutting down: not a failure of the source
+		}
+		p.report(err)
+		return nil
+	}
+	switch {
+	case resp.NotModified && p.sent:
+		p.log.Debug("manifest URL unchanged (304)")
+		p.report(nil)
+		return nil
+	case resp.NotModified:
+		// Only a conditional request may be answered 304, and none is made before the
+		// first good body: the server is wrong, so this poll is a failure.
+		p.report(errors.New("server answered 304 Not Modified to an unconditional request"))
+		return nil
+	case p.sent && bytes.Equal(resp.Body, p.good):
+		p.log.Debug("manifest URL unchanged")
+		p.valid = validators{ETag: resp.ETag, LastModified: resp.LastModified}
+		p.report(nil)
+		return nil
+	}
+	res := manifests.Load(resp.Body, manifests.Options{
+		NodeName: p.src.Node,
+		Source:   manifests.Source{Kind: manifests.SourceHTTP, Location: p.where},
+	})
+	if len(res.Errors) > 0 {
+		p.report(&ManifestError{Problems: res.Errors})
+		return nil
+	}
+	fp := fingerprint(res.Pods)
+	if !p.sent || fp == "" || fp != p.pods {
+		if err := emit(ctx, Update{Pods: res.Pods}); err != nil {
+			return err
+		}
+		p.log.Info("manifest URL changed", "pods", len(res.Pods))
+	}
+	p.accepted(resp, res, fp)
+	return nil
+}
+
+// accepted records a body as the new last good one, its pods as sent.
+func (p *poller) accepted(resp response, res manifests.Result, fp string) {
+	p.good, p.sent, p.pods = resp.Body, true, fp
+	p.valid = validators{ETag: resp.ETag, LastModified: resp.LastModified}
+	for _, w := range res.Warnings {
+		p.log.Warn("manifest warning", "err", w.Error())
+	}
+	p.report(nil)
+}
+
+// fingerprint identifies a list of pods by their JSON, so that a body that changed only
+// in comments or layout is not sent again. (Not by UIDs alone: a manifest may set
+// metadata.uid, and then its UID stays while its spec changes.)
+func fingerprint(pods []*corev1.Pod) string {
+	js, err := json.Marshal(pods)
+	if err != nil {
+		return "" // API types always encode; "" only makes the snapshot be sent
+	}
+	sum := sha256.Sum256(js)
+	return hex.EncodeToString(sum[:])
+}
+
+// report logs the source's state when it changes (ok -> failing, failing
+// differently, failing -> ok) and tells OnError; a poll that fails as the last one did
+// is silent.
+func (p *poller) report(err error) {
+	now := ""
+	if err != nil {
+		now = err.Error()
+	}
+	if now == p.failing {
+		return
+	}
+	p.failing = now
+	if err != nil {
+		p.log.Warn("manifest URL failing; its pods keep their last good snapshot", "err", now)
+	} else {
+		p.log.Info("manifest URL answers again")
+	}
+	if p.src.OnError != nil {
+		p.src.OnError(err)
+	}
+}
