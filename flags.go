@@ -66,6 +66,7 @@ func runFlags() []cli.Flag {
 		str("manifest-url", "", "URL to poll for static pod manifests"),
 		&cli.StringSliceFlag{Name: "manifest-url-header", Usage: "`Key:Value` header sent with --manifest-url (repeatable)", EnvVars: env("manifest-url-header")},
 		dur("http-check-frequency", defaultCheckFrequency, "how often --manifest-url is polled"),
+		str("manifest-url-ca-file", "", "PEM file of CA certificates trusted for an https --manifest-url, beside the system's"),
 		nodeNameFlag(),
 		str("root-dir", defaultRootDir, "directory for staticpod's state"),
 		str("pod-log-dir", defaultPodLogDir, "directory for the pods' CRI log files"),

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/staticpod/staticpod/containerdrt"
+	"github.com/staticpod/staticpod/httpsource"
 	"github.com/staticpod/staticpod/internal/ctrd"
 	"github.com/staticpod/staticpod/runner"
 	"github.com/staticpod/staticpod/watcher"
@@ -79,6 +80,18 @@ func runDaemon(c *cli.Context) error {
 	g.Go(func() error { return watchExits(ctx, rt, r, log) })
 	files := &watcher.Watcher{Path: c.String("pod-manifest-path"), Node: node, Period: c.Duration("file-check-frequency"), Log: log}
 	g.Go(func() error { return files.Run(ctx, fileSource(r)) })
+	if url := c.String("manifest-url"); url != "" {
+		src, err := urlSource(c, url, node, r, log)
+		if err != nil {
+			return cli.Exit(err.Error(), exitUsage)
+		}
+		g.Go(func() error { return src.Run(ctx, sourceUpdates(r, "http")) })
+	}
+	push, err := httpsource.NewPush(filepath.Join(root, "manifests"), node, log)
+	if err != nil {
+		return err
+	}
+	g.Go(func() error { return push.Run(ctx, sourceUpdates(r, "api")) })
 	if c.Bool("start-containerd") {
 		g.Go(func() error { return containerdSupervisor(c, root, log).Run(ctx) })
 	}
@@ -125,6 +138,32 @@ func watchExits(ctx context.Context, rt *containerdrt.Runtime, r *runner.Runner,
 		}
 	}
 	return nil
+}
+
+// sourceUpdates hands an HTTP source's snapshots to the runner.
+func sourceUpdates(r *runner.Runner, source string) func(context.Context, httpsource.Update) error {
+	return func(ctx context.Context, u httpsource.Update) error {
+		return r.Update(ctx, runner.Update{Source: source, Pods: u.Pods})
+	}
+}
+
+// urlSource is the --manifest-url source; its failures become events.
+func urlSource(c *cli.Context, url, node string, r *runner.Runner, log *slog.Logger) (*httpsource.URLSource, error) {
+	headers, err := httpsource.ParseHeaders(c.StringSlice("manifest-url-header"))
+	if err != nil {
+		return nil, fmt.Errorf("--manifest-url-header: %w", err)
+	}
+	return &httpsource.URLSource{
+		URL: url, Headers: headers, Period: c.Duration("http-check-frequency"), Node: node,
+		CAFile: c.String("manifest-url-ca-file"), Log: log,
+		OnError: func(err error) {
+			if err == nil {
+				r.Events().Add(runner.Record{Type: runner.EventNormal, Reason: "SourceRecovered", Message: "manifest URL answers again", Source: "http"})
+				return
+			}
+			r.Events().Add(runner.Record{Type: runner.EventWarning, Reason: "SourceFailed", Message: err.Error() + "; the last good manifests stay in force", Source: "http"})
+		},
+	}, nil
 }
 
 func runtimeConfig(c *cli.Context, root string, log *slog.Logger) containerdrt.Config {
