@@ -58,7 +58,7 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 			continue
 		}
 		proc := procs[info.ID]
-		if proc != nil && proc.Status == task.Status_STOPPED {
+		if proc != nil && proc.Status == task.Status_STOPPED && !awaitingLogs(info, proc) {
 			if reaped, err := r.reap(ctx, info, proc); err != nil {
 				r.log.Warn("record container exit", "id", info.ID, "err", err)
 			} else {
@@ -227,7 +227,18 @@ func readKey(path, key string) (int64, bool) {
 const (
 	fallbackLines = 80
 	fallbackBytes = 2048
+	// logFlush is how long after a failed exit its log may still be written: the
+	// logger drains the pipes after the process is gone.
+	logFlush = time.Second
 )
+
+// awaitingLogs reports whether a stopped task should not be reaped yet because its
+// termination message will come from the end of its log, which the logger may still
+// be writing.
+func awaitingLogs(info containers.Container, proc *task.Process) bool {
+	return proc.ExitStatus != 0 && info.Labels[LabelTermPolicy] == string(corev1.TerminationMessageFallbackToLogsOnError) &&
+		time.Since(proc.ExitedAt.AsTime()) < logFlush
+}
 
 // logTail is the end of a container's log: its last 80 lines, at most 2048 bytes.
 func logTail(ctx context.Context, path string) string {

@@ -167,7 +167,7 @@ func mountPropagation(c *corev1.Container, vm corev1.VolumeMount) (string, error
 		return propagationSlave, nil
 	case corev1.MountPropagationBidirectional:
 		if sc := c.SecurityContext; sc == nil || sc.Privileged == nil || !*sc.Privileged {
-			return "", errors.New("Bidirectional mount propagation needs a privileged container")
+			return "", errors.New("mount propagation Bidirectional needs a privileged container")
 		}
 		return propagationShared, nil
 	}

@@ -220,7 +220,7 @@ func TestMountPropagation(t *testing.T) {
 		{"HostToContainer", shared, prop(corev1.MountPropagationHostToContainer), false, "rslave", "rslave", ""},
 		{"HostToContainer on a private mount", private, prop(corev1.MountPropagationHostToContainer), false, "", "", "neither shared nor slave"},
 		{"Bidirectional", shared, prop(corev1.MountPropagationBidirectional), true, "rshared", "rshared", ""},
-		{"Bidirectional unprivileged", shared, prop(corev1.MountPropagationBidirectional), false, "", "", "Bidirectional mount propagation needs a privileged container"},
+		{"Bidirectional unprivileged", shared, prop(corev1.MountPropagationBidirectional), false, "", "", "mount propagation Bidirectional needs a privileged container"},
 		{"Bidirectional on a private mount", private, prop(corev1.MountPropagationBidirectional), true, "", "", "which is not shared"},
 	}
 	for _, tt := range tests {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/internal/testenv"
+	"github.com/staticpod/staticpod/logs"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -526,10 +528,21 @@ spec:
     command: ["sh", "-c", "echo noise; echo 'own message' > /dev/termination-log; exit 2"]
 `)
 	cs := r.mustRunPod(t, pod)
-	got := r.awaitState(t, cs["fails"].ID, runner.StateExited).Message
+	r.awaitState(t, cs["fails"].ID, runner.StateExited)
+	var got string
+	for deadline := time.Now().Add(10 * time.Second); got == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		c, _ := r.find(t, cs["fails"].ID)
+		got = c.Message
+	}
+	// stdout and stderr are separate pipes: where "boom" lands in the log depends on
+	// which the log writer read first, as on the kubelet. The message is the log's end.
+	var want strings.Builder
+	if err := logs.Read(r.ctx, cs["fails"].LogPath, logs.ReadOptions{Tail: 80}, &want); err != nil {
+		t.Fatal(err)
+	}
 	lines := strings.Split(strings.TrimSpace(got), "\n")
-	if len(lines) != 80 || lines[len(lines)-1] != "boom" || lines[0] != "line 22" {
-		t.Errorf("message of a failed container with FallbackToLogsOnError: %d lines, %q ... %q; want its last 80 log lines", len(lines), lines[0], lines[len(lines)-1])
+	if got != want.String() || len(lines) != 80 || !slices.Contains(lines, "line 100") {
+		t.Errorf("message of a failed container with FallbackToLogsOnError: %d lines, %q ... %q; want the last 80 lines of its log", len(lines), lines[0], lines[len(lines)-1])
 	}
 	if got := r.awaitState(t, cs["writes"].ID, runner.StateExited).Message; got != "own message\n" {
 		t.Errorf("message = %q, want the termination-message file first", got)

@@ -72,7 +72,7 @@ func validateQuantity(name corev1.ResourceName, q resource.Quantity, checkName f
 // containerResourceName accepts the standard container resources and huge pages, and
 // otherwise only fully qualified extended resources (example.com/gpu).
 func containerResourceName(name corev1.ResourceName, fld *field.Path) field.ErrorList {
-	if msgs := content.IsQualifiedName(string(name)); len(msgs) > 0 {
+	if msgs := content.IsLabelKey(string(name)); len(msgs) > 0 {
 		return invalidMsgs(fld, name, msgs)
 	}
 	switch {
@@ -101,7 +101,7 @@ func isExtended(name corev1.ResourceName) bool {
 	if !strings.Contains(s, "/") || strings.Contains(s, nativePrefix) || strings.HasPrefix(s, requestsPrefix) {
 		return false
 	}
-	return len(content.IsQualifiedName(requestsPrefix+s)) == 0
+	return len(content.IsLabelKey(requestsPrefix+s)) == 0
 }
 
 func isHugePages(name corev1.ResourceName) bool {

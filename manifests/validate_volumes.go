@@ -184,9 +184,9 @@ func validateFieldRef(ref *corev1.ObjectFieldSelector, allowed []string, fld *fi
 	case !subscripted:
 		return nil
 	case base == "metadata.labels":
-		return invalidMsgs(p, key, content.IsQualifiedName(key))
+		return invalidMsgs(p, key, content.IsLabelKey(key))
 	case base == "metadata.annotations":
-		return invalidMsgs(p, key, content.IsQualifiedName(strings.ToLower(key)))
+		return invalidMsgs(p, key, content.IsLabelKey(strings.ToLower(key)))
 	}
 	return field.ErrorList{field.Invalid(p, base, "does not support subscript")}
 }

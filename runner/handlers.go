@@ -128,7 +128,7 @@ func (r *Runner) runHTTP(ctx context.Context, t target, h *corev1.HTTPGetAction)
 	}
 	resp, err := r.httpClient(t, u.Hostname()).Do(req)
 	if err != nil {
-		return fmt.Errorf("Get %q: %w", u.String(), unwrapURLError(err))
+		return fmt.Errorf("get %q: %w", u.String(), unwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	var body limitedBuffer

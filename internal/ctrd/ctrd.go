@@ -105,9 +105,9 @@ func Serving(ctx context.Context, address string, timeout time.Duration) error {
 func AwaitServing(ctx context.Context, address string, exited <-chan struct{}) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	lastErr := errors.New("socket not created")
 	for {
-		if lastErr = Serving(ctx, address, time.Second); lastErr == nil {
+		lastErr := Serving(ctx, address, time.Second)
+		if lastErr == nil {
 			return nil
 		}
 		select {

@@ -1,0 +1,255 @@
+// Package api owns staticpod's local HTTP API: the unix socket it always serves on and
+// the optional TCP listener guarded by a bearer token, health and readiness, the
+// kubelet's read-only /pods shape, container logs, events, Prometheus metrics, and the
+// /manifests endpoints of the push source.
+//
+// It reads the runner through the Backend interface and stores pushed manifests through
+// ManifestStore, so that it can be tested with fakes. It imports runner (for its types),
+// manifests and logs; it never imports containerd, and decides nothing about what runs.
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/logs"
+	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner"
+)
+
+// Limits and timeouts of both listeners.
+const (
+	// maxBodyBytes caps a request body: a manifest may hold up to 10 MiB, as a file in
+	// the manifest directory may, plus room for the multi-document separators.
+	maxBodyBytes       = 10<<20 + 64<<10
+	maxHeaderBytes     = 64 << 10
+	readHeaderTimeout  = 10 * time.Second
+	readTimeout        = time.Minute
+	writeTimeout       = time.Minute // lifted for log and event streams
+	idleTimeout        = 2 * time.Minute
+	shutdownGrace      = 5 * time.Second // for in-flight requests once Run's ctx is done
+	healthCheckTimeout = 5 * time.Second
+)
+
+// Backend is what the API reads of the runner; *runner.Runner implements it.
+type Backend interface {
+	Pods() []*corev1.Pod        // wanted pods with their statuses, sorted by namespace and name
+	Events() *runner.Events     // the runner's event store
+	Healthy() (bool, time.Time) // whether the PLEG relisted in the last 3 minutes; its last relist
+	SourceReady(source string) bool
+}
+
+var _ Backend = (*runner.Runner)(nil)
+
+// ManifestStore is the push source's store of manifests. httpsource.Push implements it
+// but for List, whose entries main converts to ManifestInfo in a small adapter.
+type ManifestStore interface {
+	// Put validates data and stores it under name when it holds no error. With
+	// Result.Errors non-empty nothing was stored. A name that is not allowed is an error
+	// that Config.IsInvalidName recognises.
+	Put(name string, data []byte) (manifests.Result, error)
+	// Delete removes a stored manifest; one that is absent is an error that
+	// Config.IsNotFound recognises.
+	Delete(name string) error
+	// List describes every stored manifest, sorted by name.
+	List() []ManifestInfo
+	// Get returns a stored manifest's content as it was pushed.
+	Get(name string) ([]byte, error)
+}
+
+// ManifestInfo describes one pushed manifest in GET /manifests.
+type ManifestInfo struct {
+	Name   string    `json:"name"`
+	Pods   []string  `json:"pods"` // namespace/name of the pods it defines
+	Stored time.Time `json:"stored"`
+}
+
+// Config configures a Server.
+type Config struct {
+	Backend Backend       // required
+	Store   ManifestStore // nil: the push source is disabled and /manifests answers 404
+	// IsInvalidName tells the store's errors for a name it refuses (answered 400);
+	// IsNotFound those for a manifest it does not hold (404). nil: no error is an
+	// invalid name, and only fs.ErrNotExist is not found.
+	IsInvalidName func(error) bool
+	IsNotFound    func(error) bool
+
+	Sources        []string                        // sources that must have delivered once for /readyz
+	PodLogDir      string                          // logs.DefaultPodsDir when empty
+	RuntimeHealthy func(ctx context.Context) error // the container runtime answers; nil: not checked
+	Registry       *prometheus.Registry            // served on /metrics; a new one when nil
+	Log            *slog.Logger
+
+	Socket    string // unix socket path, always served
+	Listen    string // optional TCP address
+	TokenFile string // bearer token every TCP request must carry; without one TCP is read-only
+}
+
+// Server is the local HTTP API.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	token   []byte // SHA-256 of the bearer token; nil when there is no token file
+	handler http.Handler
+	metrics *metrics
+
+	// stopping is done once Run begins to shut down: follow streams end with it, so that
+	// they do not hold up the graceful shutdown.
+	stopping context.Context
+	stop     context.CancelFunc
+
+	timeouts timeouts      // of both listeners; tests shorten them
+	ready    chan struct{} // closed once Run listens
+	tcpAddr  net.Addr      // the TCP listener's address, set before ready is closed
+}
+
+// timeouts are an http.Server's; streams lift the read and write ones.
+type timeouts struct {
+	readHeader, read, write, idle time.Duration
+}
+
+// New returns a Server for cfg. It reads the token file, if any, and registers the API's
+// collectors on cfg.Registry; Run serves.
+func New(cfg Config) (*Server, error) {
+	if cfg.Backend == nil {
+		return nil, errors.New("new api server: no backend")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.PodLogDir == "" {
+		cfg.PodLogDir = logs.DefaultPodsDir
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.IsInvalidName == nil {
+		cfg.IsInvalidName = func(error) bool { return false }
+	}
+	if cfg.IsNotFound == nil {
+		cfg.IsNotFound = func(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+	}
+	s := &Server{cfg: cfg, log: cfg.Log, ready: make(chan struct{}),
+		timeouts: timeouts{readHeader: readHeaderTimeout, read: readTimeout, write: writeTimeout, idle: idleTimeout}}
+	s.stopping, s.stop = context.WithCancel(context.Background())
+	if cfg.TokenFile != "" {
+		token, err := readToken(cfg.TokenFile, s.log)
+		if err != nil {
+			return nil, err
+		}
+		s.token = token
+	}
+	m, err := newMetrics(cfg.Registry, cfg.Backend)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler is the API as served on the unix socket, without the TCP listener's checks.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// ManifestError counts a manifest refused by source ("file", "http") in
+// staticpod_manifest_errors_total. The API counts the pushes it refuses itself.
+func (s *Server) ManifestError(source string) { s.metrics.manifestErrors.WithLabelValues(source).Inc() }
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /pods", s.listPods)
+	mux.HandleFunc("GET /pods/{$}", s.listPods)
+	mux.HandleFunc("GET /pods/{namespace}/{name}", s.getPod)
+	mux.HandleFunc("GET /containerLogs/{namespace}/{name}/{container}", s.containerLogs)
+	mux.HandleFunc("GET /events", s.events)
+	mux.Handle("GET /metrics", s.metrics.handler(s.cfg.Registry, s.log))
+	mux.HandleFunc("GET /manifests", s.listManifests)
+	mux.HandleFunc("GET /manifests/{name}", s.getManifest)
+	mux.HandleFunc("PUT /manifests/{name}", s.putManifest)
+	mux.HandleFunc("DELETE /manifests/{name}", s.deleteManifest)
+	mux.HandleFunc("/", fallback(mux))
+	return mux
+}
+
+// Run serves on the unix socket, and on the TCP address when one is configured, until
+// ctx is done; then it ends the streams, gives in-flight requests shutdownGrace to
+// finish, removes the socket and returns nil. It is called once.
+func (s *Server) Run(ctx context.Context) error {
+	defer s.stop()
+	if s.cfg.Socket == "" {
+		return errors.New("serve api: no socket path")
+	}
+	unixL, sock, err := listenUnix(s.cfg.Socket)
+	if err != nil {
+		return err
+	}
+	defer removeSocket(s.cfg.Socket, sock, s.log)
+	listeners := []net.Listener{unixL}
+	servers := []*http.Server{s.httpServer(s.handler)}
+	if s.cfg.Listen != "" {
+		tcpL, err := net.Listen("tcp", s.cfg.Listen)
+		if err != nil {
+			unixL.Close()
+			return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
+		}
+		s.tcpAddr = tcpL.Addr()
+		listeners = append(listeners, tcpL)
+		servers = append(servers, s.httpServer(s.tcpGuard(s.handler)))
+	}
+	close(s.ready)
+	s.log.Info("api serving", "socket", s.cfg.Socket, "listen", s.cfg.Listen, "token", s.token != nil)
+
+	errc := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() { errc <- srv.Serve(listeners[i]) }()
+	}
+	running := len(servers)
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		running--
+		runErr = fmt.Errorf("serve api: %w", err)
+	}
+	s.stop()
+	s.shutdown(servers)
+	for ; running > 0; running-- {
+		<-errc // http.ErrServerClosed
+	}
+	return runErr
+}
+
+// shutdown stops the servers, closing what is still open after shutdownGrace.
+func (s *Server) shutdown(servers []*http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	for _, srv := range servers {
+		if err := srv.Shutdown(ctx); err != nil {
+			s.log.Warn("api shutdown: closing open connections", "err", err)
+			srv.Close()
+		}
+	}
+}
+
+func (s *Server) httpServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: s.timeouts.readHeader,
+		ReadTimeout:       s.timeouts.read,
+		WriteTimeout:      s.timeouts.write,
+		IdleTimeout:       s.timeouts.idle,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+}

@@ -1,0 +1,220 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/staticpod/staticpod/runner"
+)
+
+func TestSocketIsPrivateAndRemovedAtStop(t *testing.T) {
+	cfg := testConfig(newFakeBackend(runnerPods()...), nil)
+	cfg.Socket = socketPath(t)
+	s := mustNew(t, cfg)
+	stop := mustRun(t, s)
+
+	dir, err := os.Stat(filepath.Dir(cfg.Socket))
+	if err != nil || dir.Mode().Perm() != socketDirMode {
+		t.Errorf("socket directory: %v, mode %v; want it created %v", err, dir.Mode().Perm(), fs.FileMode(socketDirMode))
+	}
+	info, err := os.Lstat(cfg.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode().Type() != fs.ModeSocket || info.Mode().Perm() != socketMode {
+		t.Errorf("socket mode = %v, want a socket with mode %v", info.Mode(), fs.FileMode(socketMode))
+	}
+	st := info.Sys().(*syscall.Stat_t)
+	if st.Uid != uint32(os.Getuid()) || os.Getuid() == 0 && st.Uid != 0 {
+		t.Errorf("socket owner = %d, want %d (root when run as root)", st.Uid, os.Getuid())
+	}
+	entries, _ := os.ReadDir(filepath.Dir(cfg.Socket))
+	if len(entries) != 1 {
+		t.Errorf("socket directory holds %d entries, want only the socket: %v", len(entries), entries)
+	}
+
+	c := unixClient(t, cfg.Socket)
+	req, _ := http.NewRequest(http.MethodGet, "http://staticpod/pods/default/web-node1", nil)
+	if code, body := get(t, c, req); code != http.StatusOK || !strings.Contains(string(body), `"name":"web-node1"`) {
+		t.Errorf("GET over the socket = %d %s", code, body)
+	}
+
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if _, err := os.Lstat(cfg.Socket); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("after Run returned the socket is still there: %v", err)
+	}
+}
+
+func TestStaleSocketIsReplaced(t *testing.T) {
+	path := socketPath(t)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dead, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.SetUnlinkOnClose(false)
+	dead.Close() // the socket file stays, nobody answers on it
+
+	cfg := testConfig(newFakeBackend(), nil)
+	cfg.Socket = path
+	mustRun(t, mustNew(t, cfg))
+	req, _ := http.NewRequest(http.MethodGet, "http://staticpod/healthz", nil)
+	if code, body := get(t, unixClient(t, path), req); code != http.StatusOK {
+		t.Errorf("GET /healthz on the replaced socket = %d %s", code, body)
+	}
+}
+
+func TestSocketOfALiveServerOrNotASocketIsRefused(t *testing.T) {
+	cfg := testConfig(newFakeBackend(), nil)
+	cfg.Socket = socketPath(t)
+	mustRun(t, mustNew(t, cfg))
+	err := mustNew(t, cfg).Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "another server answers") {
+		t.Errorf("second server on a live socket: Run = %v, want another server answers", err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://staticpod/healthz", nil)
+	if code, _ := get(t, unixClient(t, cfg.Socket), req); code != http.StatusOK {
+		t.Errorf("the first server stopped answering: %d", code)
+	}
+
+	file := filepath.Join(t.TempDir(), "not-a-socket")
+	os.WriteFile(file, []byte("keep me"), 0o600)
+	cfg.Socket = file
+	err = mustNew(t, cfg).Run(context.Background())
+	if data, _ := os.ReadFile(file); err == nil || !strings.Contains(err.Error(), "not a socket") || string(data) != "keep me" {
+		t.Errorf("socket path on a regular file: Run = %v, file %q; want not a socket and the file kept", err, data)
+	}
+}
+
+// tcpServer runs a server on the socket and 127.0.0.1 with the token (none when empty)
+// and returns the TCP base URL and the socket path.
+func tcpServer(t *testing.T, token string) (base, socket string) {
+	t.Helper()
+	cfg := testConfig(newFakeBackend(runnerPods()...), newFakeStore())
+	cfg.Socket = socketPath(t)
+	cfg.Listen = "127.0.0.1:0"
+	if token != "" {
+		cfg.TokenFile = filepath.Join(t.TempDir(), "token")
+		if err := os.WriteFile(cfg.TokenFile, []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := mustNew(t, cfg)
+	mustRun(t, s)
+	return "http://" + s.tcpAddr.String(), cfg.Socket
+}
+
+func request(t *testing.T, method, url, token, body string) *http.Request {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return req
+}
+
+func TestTCPNeedsTheToken(t *testing.T) {
+	base, socket := tcpServer(t, "s3cret")
+	c := &http.Client{Timeout: 10 * time.Second}
+	tests := []struct {
+		name, method, path, token string
+		code                      int
+	}{
+		{"no token", http.MethodGet, "/pods", "", http.StatusUnauthorized},
+		{"wrong token", http.MethodGet, "/pods", "s3cre", http.StatusUnauthorized},
+		{"no token, health", http.MethodGet, "/healthz", "", http.StatusUnauthorized},
+		{"right token", http.MethodGet, "/pods", "s3cret", http.StatusOK},
+		{"right token, write", http.MethodPut, "/manifests/web", "s3cret", http.StatusOK},
+		{"wrong token, write", http.MethodDelete, "/manifests/web", "nope", http.StatusUnauthorized},
+	}
+	for _, tt := range tests {
+		code, body := get(t, c, request(t, tt.method, base+tt.path, tt.token, validManifest))
+		if code != tt.code {
+			t.Errorf("%s: %s %s = %d %s, want %d", tt.name, tt.method, tt.path, code, body, tt.code)
+		}
+		if code == http.StatusUnauthorized {
+			var st metav1.Status
+			decodeJSON(t, body, &st)
+			if st.Reason != metav1.StatusReasonUnauthorized {
+				t.Errorf("%s: 401 body = %s, want a Status of reason Unauthorized", tt.name, body)
+			}
+		}
+	}
+	code, body := get(t, unixClient(t, socket), request(t, http.MethodGet, "http://staticpod/pods", "", ""))
+	if code != http.StatusOK {
+		t.Errorf("the socket asks for no token: GET /pods = %d %s", code, body)
+	}
+}
+
+func TestTCPWithoutTokenIsReadOnly(t *testing.T) {
+	base, socket := tcpServer(t, "")
+	c := &http.Client{Timeout: 10 * time.Second}
+	if code, body := get(t, c, request(t, http.MethodGet, base+"/pods", "", "")); code != http.StatusOK {
+		t.Errorf("GET /pods over TCP = %d %s, want 200", code, body)
+	}
+	for _, method := range []string{http.MethodPut, http.MethodDelete} {
+		code, body := get(t, c, request(t, method, base+"/manifests/web", "", validManifest))
+		if code != http.StatusForbidden || !strings.Contains(string(body), "--api-token-file") {
+			t.Errorf("%s over TCP without a token file = %d %s, want 403 naming --api-token-file", method, code, body)
+		}
+	}
+	code, body := get(t, unixClient(t, socket), request(t, http.MethodPut, "http://staticpod/manifests/web", "", validManifest))
+	if code != http.StatusOK {
+		t.Errorf("PUT over the socket = %d %s, want 200", code, body)
+	}
+}
+
+func TestStreamsOutliveTimeoutsAndEndAtShutdown(t *testing.T) {
+	b := newFakeBackend()
+	cfg := testConfig(b, nil)
+	cfg.Socket = socketPath(t)
+	s := mustNew(t, cfg)
+	s.timeouts.read, s.timeouts.write = 200*time.Millisecond, 200*time.Millisecond
+	stop := mustRun(t, s)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://staticpod/events?follow=true", nil)
+	resp, err := unixClient(t, cfg.Socket).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := readLines(resp.Body)
+
+	// The stream must outlast the connection's read and write timeouts, so this waits
+	// past them: a time, not a state, is what is tested.
+	<-time.After(3 * s.timeouts.write)
+	b.events.Add(runner.Record{Type: runner.EventNormal, Reason: "Late"})
+	awaitEvent(t, lines, "Late", 1)
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(shutdownGrace / 2):
+		t.Fatal("Run did not return promptly with a follow stream open")
+	}
+	for range lines { // the stream ends
+	}
+}
