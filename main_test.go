@@ -132,8 +132,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"validate", "-o", "xml", "examples"},
 		{"validate", "/does/not/exist"},
 		{"validate", "--no-such-flag", "examples"},
-		{"ps"},
-		{"run"},
+		{"run", "--no-such-flag"},
+		{"run", "--log-level", "loud"},
 	} {
 		if out, code := runStaticpod(t, args...); code != 2 {
 			t.Errorf("staticpod %v: exit %d, want 2\n%s", args, code, out)

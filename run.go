@@ -8,13 +8,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
-	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/staticpod/staticpod/api"
 	"github.com/staticpod/staticpod/containerdrt"
 	"github.com/staticpod/staticpod/httpsource"
 	"github.com/staticpod/staticpod/internal/ctrd"
@@ -33,9 +33,21 @@ func runCommand() *cli.Command {
 	}
 }
 
-// runDaemon wires flags -> logger -> containerd -> runtime -> runner -> sources, under
-// one context that SIGTERM and SIGINT cancel. On the way out the pods keep running
-// (an upgrade of staticpod must not take a control plane down), unless
+// daemon is staticpod run's parts, wired from the flags.
+type daemon struct {
+	c    *cli.Context
+	log  *slog.Logger
+	node string
+	root string
+	rt   *containerdrt.Runtime
+	r    *runner.Runner
+	api  *api.Server
+	push *httpsource.Push
+}
+
+// runDaemon wires flags -> logger -> containerd -> runtime -> runner -> API -> sources,
+// under one context that SIGTERM and SIGINT cancel. On the way out the pods keep
+// running (an upgrade of staticpod must not take a control plane down), unless
 // --stop-pods-on-exit.
 func runDaemon(c *cli.Context) error {
 	log, err := newLogger(c.String("log-level"), c.String("log-format"))
@@ -48,59 +60,17 @@ func runDaemon(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	root := c.String("root-dir")
-	if c.Bool("start-containerd") {
-		if err := superviseContainerd(ctx, c, root, log); err != nil {
-			return err
-		}
-	}
-	rt, err := containerdrt.New(ctx, runtimeConfig(c, root, log))
-	if err != nil {
-		return fmt.Errorf("%w (is containerd running? --start-containerd starts one)", err)
-	}
-	defer rt.Close()
-	r, err := runner.New(runner.Options{
-		Runtime:      rt,
-		Logger:       log,
-		RelistPeriod: c.Duration("pleg-relist-period"),
-		HostIP:       rt.HostIP(),
-		ResultsDir:   filepath.Join(root, "results"),
-	})
-	if err != nil {
+	d := &daemon{c: c, log: log, node: node, root: c.String("root-dir")}
+	if err := d.setup(ctx); err != nil {
 		return err
 	}
-	log.Info("staticpod started", "version", version, "node", node, "manifests", c.String("pod-manifest-path"), "containerd", c.String("containerd-address"))
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return rt.Images().Run(ctx) })
-	select { // pods start once the images shipped in --image-dir are in
-	case <-rt.Images().Imported():
-	case <-ctx.Done():
-	}
-	g.Go(func() error { return r.Run(ctx) })
-	g.Go(func() error { return watchExits(ctx, rt, r, log) })
-	files := &watcher.Watcher{Path: c.String("pod-manifest-path"), Node: node, Period: c.Duration("file-check-frequency"), Log: log}
-	g.Go(func() error { return files.Run(ctx, fileSource(r)) })
-	if url := c.String("manifest-url"); url != "" {
-		src, err := urlSource(c, url, node, r, log)
-		if err != nil {
-			return cli.Exit(err.Error(), exitUsage)
-		}
-		g.Go(func() error { return src.Run(ctx, sourceUpdates(r, "http")) })
-	}
-	push, err := httpsource.NewPush(filepath.Join(root, "manifests"), node, log)
-	if err != nil {
-		return err
-	}
-	g.Go(func() error { return push.Run(ctx, sourceUpdates(r, "api")) })
-	if c.Bool("start-containerd") {
-		g.Go(func() error { return containerdSupervisor(c, root, log).Run(ctx) })
-	}
-	err = g.Wait()
+	defer d.rt.Close()
+	log.Info("staticpod started", "version", version, "node", node, "manifests", c.String("pod-manifest-path"),
+		"containerd", c.String("containerd-address"), "api", c.String("api-socket"))
+	err = d.run(ctx)
 	if c.Bool("stop-pods-on-exit") {
 		log.Info("stopping every pod (--stop-pods-on-exit)")
-		err = errors.Join(err, r.StopAll(context.WithoutCancel(ctx)))
-	}
-	if c.Bool("stop-pods-on-exit") {
+		err = errors.Join(err, d.r.StopAll(context.WithoutCancel(ctx)))
 		log.Info("staticpod stopped, and its pods")
 	} else {
 		log.Info("staticpod stopped; its pods keep running")
@@ -108,62 +78,83 @@ func runDaemon(c *cli.Context) error {
 	return err
 }
 
-// fileSource turns the watcher's snapshots into runner updates, and its failures into
-// events on the pods they concern.
-func fileSource(r *runner.Runner) func(context.Context, watcher.Update) error {
-	return func(ctx context.Context, u watcher.Update) error {
-		for _, f := range u.Failures {
-			msg := strings.Join(f.Problems, "; ")
-			r.Events().Add(runner.Record{Type: runner.EventWarning, Reason: "InvalidManifest", Message: msg, Source: "file"})
-			for _, uid := range f.Kept {
-				r.Events().Add(runner.Record{UID: uid, Type: runner.EventWarning, Reason: "InvalidManifest",
-					Message: "manifest is invalid; the pod keeps running on its last good spec: " + msg, Source: "file"})
-			}
+// setup connects to containerd (starting one with --start-containerd) and makes the
+// runtime, the runner, the push store and the API server.
+func (d *daemon) setup(ctx context.Context) error {
+	c := d.c
+	if c.Bool("start-containerd") {
+		if err := containerdSupervisor(c, d.root, d.log).Ensure(ctx); err != nil {
+			return err
 		}
-		return r.Update(ctx, runner.Update{Source: "file", Pods: u.Pods})
 	}
-}
-
-// watchExits wakes the runner's PLEG when containerd reports a task exit, so a
-// crashed container restarts without waiting for the next relist. Polling stays the
-// correctness path: a broken subscription is retried, and never stops staticpod.
-func watchExits(ctx context.Context, rt *containerdrt.Runtime, r *runner.Runner, log *slog.Logger) error {
-	for ctx.Err() == nil {
-		if err := rt.WatchExits(ctx, r.Wake); err != nil {
-			log.Debug("task exit events interrupted; relisting still polls", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(5 * time.Second):
-			}
-		}
+	rt, err := containerdrt.New(ctx, runtimeConfig(c, d.root, d.log))
+	if err != nil {
+		return fmt.Errorf("%w (is containerd running? --start-containerd starts one)", err)
+	}
+	d.rt = rt
+	reg := prometheus.NewRegistry()
+	d.r, err = runner.New(runner.Options{
+		Runtime: rt, Logger: d.log, RelistPeriod: c.Duration("pleg-relist-period"), HostIP: rt.HostIP(),
+		ResultsDir: filepath.Join(d.root, "results"), Registry: reg,
+	})
+	if err != nil {
+		return errors.Join(err, rt.Close())
+	}
+	if d.push, err = httpsource.NewPush(filepath.Join(d.root, "manifests"), d.node, d.log); err != nil {
+		return errors.Join(err, rt.Close())
+	}
+	d.api, err = api.New(api.Config{
+		Backend: d.r, Store: pushStore{d.push}, Sources: d.sources(), PodLogDir: c.String("pod-log-dir"),
+		IsInvalidName: func(err error) bool { return errors.Is(err, httpsource.ErrInvalidName) },
+		IsNotFound:    func(err error) bool { return errors.Is(err, httpsource.ErrNotFound) },
+		RuntimeHealthy: func(ctx context.Context) error {
+			_, err := rt.Client().Version(ctx)
+			return err
+		},
+		Registry: reg, Log: d.log,
+		Socket: c.String("api-socket"), Listen: c.String("listen"), TokenFile: c.String("api-token-file"),
+	})
+	if err != nil {
+		return errors.Join(err, rt.Close())
 	}
 	return nil
 }
 
-// sourceUpdates hands an HTTP source's snapshots to the runner.
-func sourceUpdates(r *runner.Runner, source string) func(context.Context, httpsource.Update) error {
-	return func(ctx context.Context, u httpsource.Update) error {
-		return r.Update(ctx, runner.Update{Source: source, Pods: u.Pods})
+// sources are the manifest sources switched on; /readyz waits for each.
+func (d *daemon) sources() []string {
+	if d.c.String("manifest-url") != "" {
+		return []string{"file", "http", "api"}
 	}
+	return []string{"file", "api"}
 }
 
-// urlSource is the --manifest-url source; its failures become events.
-func urlSource(c *cli.Context, url, node string, r *runner.Runner, log *slog.Logger) (*httpsource.URLSource, error) {
-	headers, err := httpsource.ParseHeaders(c.StringSlice("manifest-url-header"))
-	if err != nil {
-		return nil, fmt.Errorf("--manifest-url-header: %w", err)
+// run runs every part until ctx is done or one fails. Pods start once the images
+// shipped in --image-dir are in.
+func (d *daemon) run(ctx context.Context) error {
+	c := d.c
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return d.rt.Images().Run(ctx) })
+	g.Go(func() error { return d.api.Run(ctx) })
+	select {
+	case <-d.rt.Images().Imported():
+	case <-ctx.Done():
 	}
-	return &httpsource.URLSource{
-		URL: url, Headers: headers, Period: c.Duration("http-check-frequency"), Node: node,
-		CAFile: c.String("manifest-url-ca-file"), Log: log,
-		OnError: func(err error) {
-			if err == nil {
-				r.Events().Add(runner.Record{Type: runner.EventNormal, Reason: "SourceRecovered", Message: "manifest URL answers again", Source: "http"})
-				return
-			}
-			r.Events().Add(runner.Record{Type: runner.EventWarning, Reason: "SourceFailed", Message: err.Error() + "; the last good manifests stay in force", Source: "http"})
-		},
-	}, nil
+	g.Go(func() error { return d.r.Run(ctx) })
+	g.Go(func() error { return watchExits(ctx, d.rt, d.r, d.log) })
+	files := &watcher.Watcher{Path: c.String("pod-manifest-path"), Node: d.node, Period: c.Duration("file-check-frequency"), Log: d.log}
+	g.Go(func() error { return files.Run(ctx, fileSource(d.r, d.api)) })
+	if url := c.String("manifest-url"); url != "" {
+		src, err := urlSource(c, url, d.node, d.r, d.api, d.log)
+		if err != nil {
+			return cli.Exit(err.Error(), exitUsage)
+		}
+		g.Go(func() error { return src.Run(ctx, sourceUpdates(d.r, "http")) })
+	}
+	g.Go(func() error { return d.push.Run(ctx, sourceUpdates(d.r, "api")) })
+	if c.Bool("start-containerd") {
+		g.Go(func() error { return containerdSupervisor(c, d.root, d.log).Run(ctx) })
+	}
+	return g.Wait()
 }
 
 func runtimeConfig(c *cli.Context, root string, log *slog.Logger) containerdrt.Config {
@@ -198,12 +189,6 @@ func containerdSupervisor(c *cli.Context, root string, log *slog.Logger) *ctrd.S
 		LogPath:    filepath.Join(dir, "containerd.log"),
 		Log:        log,
 	}
-}
-
-// superviseContainerd starts a private containerd under the root dir unless one
-// answers at --containerd-address.
-func superviseContainerd(ctx context.Context, c *cli.Context, root string, log *slog.Logger) error {
-	return containerdSupervisor(c, root, log).Ensure(ctx)
 }
 
 // newLogger returns the daemon's structured logger on stderr.
