@@ -1,0 +1,297 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/runner"
+)
+
+// socketClient talks HTTP to staticpod's unix socket.
+func socketClient(socket string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}}}
+}
+
+// apiGet fetches path from the node's daemon and returns status and body.
+func (n *node) apiGet(path string) (int, []byte) {
+	n.t.Helper()
+	var resp *http.Response
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err = socketClient(n.path("staticpod.sock")).Get("http://staticpod" + path); err == nil {
+			break
+		}
+		if time.Now().After(deadline) { // the daemon may still be starting
+			n.t.Fatalf("GET %s: %v", path, err)
+		}
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, body
+}
+
+// pods returns GET /pods decoded with k8s.io/api.
+func (n *node) pods() map[string]corev1.Pod {
+	n.t.Helper()
+	code, body := n.apiGet("/pods")
+	var list corev1.PodList
+	if code != http.StatusOK || json.Unmarshal(body, &list) != nil || list.Kind != "PodList" {
+		n.t.Fatalf("GET /pods = %d %s", code, body)
+	}
+	out := map[string]corev1.Pod{}
+	for _, p := range list.Items {
+		out[p.Name] = p
+	}
+	return out
+}
+
+// awaitPhase waits until the named pod reports phase through the API.
+func (n *node) awaitPhase(name string, phase corev1.PodPhase) corev1.Pod {
+	n.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if p, ok := n.pods()[name]; ok && p.Status.Phase == phase {
+			return p
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("pod %s not %s after 1m: %v", name, phase, n.pods()[name].Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestAPIServesPodsLogsMetricsAndPushes(t *testing.T) {
+	n := newNode(t)
+	sp := n.start()
+	n.write("job.yaml", podManifest("job", "Never", "echo one; echo two; echo three; exit 3"))
+	n.write("ok.yaml", podManifest("ok", "OnFailure", "echo fine"))
+	job := n.awaitPhase("job-node1", corev1.PodFailed)
+	if st := job.Status.ContainerStatuses[0].State.Terminated; st == nil || st.ExitCode != 3 || st.Reason != "Error" {
+		t.Errorf("job's container state = %+v, want terminated with exit code 3", job.Status.ContainerStatuses[0].State)
+	}
+	n.awaitPhase("ok-node1", corev1.PodSucceeded)
+
+	code, body := n.apiGet("/containerLogs/default/job-node1/main?tailLines=2")
+	if code != http.StatusOK || string(body) != "two\nthree\n" {
+		t.Errorf("logs tail 2 = %d %q, want the last two lines", code, body)
+	}
+	code, body = n.apiGet("/metrics")
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if code != http.StatusOK || err != nil {
+		t.Fatalf("/metrics = %d, parse: %v", code, err)
+	}
+	if f := families["staticpod_pods"]; f == nil || gaugeFor(f.GetMetric(), "phase", "Failed") != 1 {
+		t.Errorf("staticpod_pods{phase=Failed} missing or wrong: %v", f)
+	}
+	if families["staticpod_pleg_relist_duration_seconds"] == nil || families["staticpod_pod_start_duration_seconds"] == nil {
+		t.Error("/metrics lacks the runner's relist and pod start metrics")
+	}
+
+	// Push a manifest, restart staticpod, and it is still there; DELETE removes it.
+	put := func(name, body string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPut, "http://staticpod/manifests/"+name, strings.NewReader(body))
+		resp, err := socketClient(n.path("staticpod.sock")).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := put("pushed", podManifest("pushed", "Always", "sleep 3600")); code != http.StatusOK {
+		t.Fatalf("PUT = %d %s", code, body)
+	}
+	n.await("the pushed pod", time.Minute, running("pushed-node1/main/0"))
+	if code, body := put("broken", strings.Replace(podManifest("broken", "Always", "sleep 1"), "image:", "imagen:", 1)); code != http.StatusUnprocessableEntity || !strings.Contains(body, "spec.containers[0].image") {
+		t.Errorf("PUT of an invalid manifest = %d %s, want 422 naming the field", code, body)
+	}
+	before := n.containers()["pushed-node1/main/0"]
+	sp.stop()
+	n.start()
+	n.awaitPhase("pushed-node1", corev1.PodRunning)
+	if after := n.containers()["pushed-node1/main/0"]; after.PID != before.PID {
+		t.Errorf("the pushed pod was restarted across a restart of staticpod (pid %d -> %d)", before.PID, after.PID)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, "http://staticpod/manifests/pushed", nil)
+	if resp, err := socketClient(n.path("staticpod.sock")).Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE = %v %v", resp, err)
+	}
+	n.await("the pushed pod gone", time.Minute, func(cs map[string]runner.Container) bool {
+		_, ok := cs["pushed-node1/main/0"]
+		return !ok
+	})
+	info, err := os.Stat(n.path("staticpod.sock"))
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("API socket mode = %v (%v), want 0600", info.Mode(), err)
+	}
+}
+
+func gaugeFor(ms []*dto.Metric, label, value string) float64 {
+	for _, m := range ms {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label && l.GetValue() == value {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
+}
+
+func TestAPIOverTCPNeedsTheToken(t *testing.T) {
+	n := newNode(t)
+	token := n.path("token")
+	if err := os.WriteFile(token, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	sp := n.start("--listen", addr, "--api-token-file", token)
+	awaitText(t, sp.out, "staticpod started")
+	get := func(auth string) int {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/pods", nil)
+			if auth != "" {
+				req.Header.Set("Authorization", auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			if time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+		}
+	}
+	if code := get(""); code != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want 401", code)
+	}
+	if code := get("Bearer wrong"); code != http.StatusUnauthorized {
+		t.Errorf("wrong token: %d, want 401", code)
+	}
+	if code := get("Bearer s3cret"); code != http.StatusOK {
+		t.Errorf("right token: %d, want 200", code)
+	}
+}
+
+// manifestServer serves a body that the test changes, counts requests and 304s, and
+// records the headers it got.
+type manifestServer struct {
+	mu      sync.Mutex // guards body and header
+	body    string
+	header  http.Header
+	garbage atomic.Bool
+	polls   atomic.Int32
+	unmod   atomic.Int32
+}
+
+func (m *manifestServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m.polls.Add(1)
+	m.mu.Lock()
+	body := m.body
+	m.header = r.Header.Clone()
+	m.mu.Unlock()
+	if m.garbage.Load() {
+		fmt.Fprint(w, "{{{ not yaml")
+		return
+	}
+	etag := fmt.Sprintf("\"%x\"", sha256.Sum256([]byte(body)))
+	if r.Header.Get("If-None-Match") == etag {
+		m.unmod.Add(1)
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("ETag", etag)
+	fmt.Fprint(w, body)
+}
+
+func (m *manifestServer) set(body string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.body = body
+}
+
+func TestManifestURLDrivesPods(t *testing.T) {
+	n := newNode(t)
+	ms := &manifestServer{body: podManifest("fleet", "Always", "sleep 3600")}
+	srv := httptest.NewServer(ms)
+	defer srv.Close()
+	sp := n.start("--manifest-url", srv.URL, "--manifest-url-header", "X-Fleet:blue", "--http-check-frequency", "200ms")
+	first := n.await("the URL's pod", time.Minute, running("fleet-node1/main/0"))["fleet-node1/main/0"]
+	ms.mu.Lock()
+	if got := ms.header.Get("X-Fleet"); got != "blue" {
+		t.Errorf("header X-Fleet = %q, want blue", got)
+	}
+	ms.mu.Unlock()
+	time.Sleep(time.Second)
+	if ms.unmod.Load() == 0 {
+		t.Error("an unchanged body was never answered 304")
+	}
+
+	ms.garbage.Store(true) // garbage for a while: the pod keeps running
+	time.Sleep(time.Second)
+	srv.CloseClientConnections()
+	ms.garbage.Store(false)
+	if now := n.containers()["fleet-node1/main/0"]; now.PID != first.PID || now.State != runner.StateRunning {
+		t.Fatalf("a failing URL disturbed its pod: %+v", now)
+	}
+	awaitText(t, sp.out, "manifest URL")
+
+	ms.set(podManifest("fleet", "Always", "sleep 7200")) // changed
+	n.await("the changed pod", time.Minute, func(cs map[string]runner.Container) bool {
+		c := cs["fleet-node1/main/0"]
+		return c.ID != first.ID && c.State == runner.StateRunning
+	})
+	ms.set("") // removed
+	n.await("the pod removed", time.Minute, func(cs map[string]runner.Container) bool { return len(cs) == 0 })
+}
+
+func TestFileSourceWorksWhileTheURLNeverAnswers(t *testing.T) {
+	n := newNode(t)
+	lis, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	n.write("web.yaml", podManifest("web", "Always", "sleep 3600"))
+	sp := n.start("--manifest-url", "http://"+lis.Addr().String()+"/pods", "--http-check-frequency", "1s")
+	n.await("web running", time.Minute, running("web-node1/main/0"))
+	sp.stop()
+	// After a restart, with the URL still silent, the file source alone is ready, and a
+	// file pod deleted meanwhile is an orphan of that source: it is stopped.
+	if err := os.Remove(filepath.Join(n.manifests, "web.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	n.start("--manifest-url", "http://"+lis.Addr().String()+"/pods", "--http-check-frequency", "1s")
+	n.await("web stopped", time.Minute, func(cs map[string]runner.Container) bool {
+		_, ok := cs["web-node1/main/0"]
+		return !ok
+	})
+}
