@@ -24,9 +24,9 @@ const sandboxBinary = "/staticpod"
 
 var sandboxMountPoints = []string{"proc", "dev", "sys", "run", "tmp", "etc"}
 
-// installSandboxRoot prepares the sandbox's root: a directory holding only a copy of
-// the staticpod binary. The copy is replaced by rename, so that a running sandbox keeps
-// the binary it started with when staticpod is upgraded.
+// installSandboxRoot prepares the sandbox's root: a directory holding only the
+// staticpod binary (a hard link to it, or a copy). It is replaced by rename, so that a
+// running sandbox keeps the binary it started with when staticpod is upgraded.
 func installSandboxRoot(self, dir string) error {
 	rootfs := filepath.Join(dir, "rootfs")
 	for _, d := range sandboxMountPoints {
@@ -37,6 +37,13 @@ func installSandboxRoot(self, dir string) error {
 	dst := filepath.Join(rootfs, sandboxBinary)
 	if same, err := sameContent(self, dst); err != nil || same {
 		return err
+	}
+	// A hard link shares the page cache with the running binary, so every sandbox
+	// costs only its private memory; a copy is the fallback across filesystems.
+	link := filepath.Join(rootfs, ".staticpod-link")
+	os.Remove(link)
+	if err := os.Link(self, link); err == nil {
+		return os.Rename(link, dst)
 	}
 	src, err := os.Open(self)
 	if err != nil {
