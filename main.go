@@ -35,12 +35,12 @@ func newApp() *cli.App {
 		OnUsageError: usageError,
 		Commands: []*cli.Command{
 			runCommand(),
-			notBuilt("once", "run manifests to completion, stream their logs, exit with their code", nil),
+			onceCommand(),
 			validateCommand(),
-			notBuilt("ps", "list the pods and their status", nil),
-			notBuilt("logs", "print a container's logs", nil),
-			notBuilt("describe", "show a pod's source, containers, state and events", nil),
-			notBuilt("exec", "run a command in a container", nil),
+			psCommand(),
+			logsCommand(),
+			describeCommand(),
+			execCommand(),
 			versionCommand(),
 			{
 				Name:   "pause",
@@ -60,23 +60,4 @@ func newApp() *cli.App {
 // usageError makes a wrong command line exit 2, as scripts expect of a CLI.
 func usageError(c *cli.Context, err error, _ bool) error {
 	return cli.Exit(fmt.Sprintf("%v (see 'staticpod %s --help')", err, c.Command.Name), exitUsage)
-}
-
-// notBuilt registers a command of the contract that does not work yet. It says so and
-// exits 2 instead of pretending.
-func notBuilt(name, usage string, flags []cli.Flag) *cli.Command {
-	return &cli.Command{
-		Name:            name,
-		Usage:           usage,
-		Flags:           flags,
-		SkipFlagParsing: flags == nil,
-		Action: func(*cli.Context) error {
-			return cli.Exit(fmt.Sprintf("staticpod %s is not built yet in this version (%s)", name, version), exitUsage)
-		},
-	}
-}
-
-func hidden(c *cli.Command) *cli.Command {
-	c.Hidden = true
-	return c
 }

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func logsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "logs",
+		Usage:     "print a container's logs",
+		ArgsUsage: "POD",
+		Description: "POD is the pod's full static name (web-node1) or namespace/name. -c may be left out when\n" +
+			"the pod has one container. Flags may follow POD, as with kubectl.",
+		Flags: append(clientFlags(),
+			containerFlag(),
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new lines, across rotations, until interrupted"},
+			&cli.BoolFlag{Name: "previous", Aliases: []string{"p"}, Usage: "print the logs of the container's previous run"},
+			&cli.IntFlag{Name: "tail", Value: -1, Usage: "print only the last `N` lines (-1: all)"},
+			&cli.BoolFlag{Name: "timestamps", Usage: "prefix each line with its time (RFC3339 with nanoseconds)"},
+		),
+		Action: runLogs,
+	}
+}
+
+func containerFlag() cli.Flag {
+	return &cli.StringFlag{Name: "container", Aliases: []string{"c"}, Usage: "the container's `NAME`; optional when the pod has one container"}
+}
+
+func runLogs(c *cli.Context) error {
+	args, rest, err := splitArgs(c)
+	if err != nil {
+		return err
+	}
+	if len(args) != 1 || len(rest) > 0 {
+		return cli.Exit("logs takes one POD (see 'staticpod logs --help')", exitUsage)
+	}
+	ref, err := parsePodRef(args[0])
+	if err != nil {
+		return err
+	}
+	client, err := newAPIClient(c)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	pod, err := client.pod(ctx, ref)
+	if err != nil {
+		return exitError("logs", err)
+	}
+	container, err := pickContainer(pod, c.String("container"))
+	if err != nil {
+		return err
+	}
+	path := "/containerLogs/" + url.PathEscape(ref.Namespace) + "/" + url.PathEscape(ref.Name) + "/" + url.PathEscape(container)
+	resp, err := client.get(ctx, path, logsQuery(c))
+	if err != nil {
+		return exitError("logs", err)
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(c.App.Writer, resp.Body)
+	if ctx.Err() != nil || errors.Is(err, io.ErrUnexpectedEOF) && c.Bool("follow") {
+		return nil // interrupted, or the daemon went away while following
+	}
+	return exitError("logs", err)
+}
+
+// logsQuery is the query of GET /containerLogs for the command's flags.
+func logsQuery(c *cli.Context) url.Values {
+	q := url.Values{}
+	for _, flag := range []string{"follow", "previous", "timestamps"} {
+		if c.Bool(flag) {
+			q.Set(flag, "1")
+		}
+	}
+	if n := c.Int("tail"); n >= 0 {
+		q.Set("tailLines", strconv.Itoa(n))
+	}
+	return q
+}
+
+// pickContainer returns the container named, checked against the pod, or the
+// pod's only app container when name is empty.
+func pickContainer(pod *corev1.Pod, name string) (string, error) {
+	if name != "" {
+		for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+			if c.Name == name {
+				return name, nil
+			}
+		}
+		return "", cli.Exit(fmt.Sprintf("pod %s has no container %q; %s", displayName(pod.Namespace, pod.Name), name, listContainers(pod)), exitUsage)
+	}
+	if len(pod.Spec.Containers) == 1 {
+		return pod.Spec.Containers[0].Name, nil
+	}
+	return "", cli.Exit(fmt.Sprintf("pod %s has %d containers: choose one with -c; %s", displayName(pod.Namespace, pod.Name), len(pod.Spec.Containers), listContainers(pod)), exitUsage)
+}
+
+// listContainers names a pod's containers, for errors: "its containers: a, b (init: c)".
+func listContainers(pod *corev1.Pod) string {
+	var apps, inits []string
+	for _, c := range pod.Spec.Containers {
+		apps = append(apps, c.Name)
+	}
+	for _, c := range pod.Spec.InitContainers {
+		inits = append(inits, c.Name)
+	}
+	out := "its containers: " + strings.Join(apps, ", ")
+	if len(inits) > 0 {
+		out += " (init: " + strings.Join(inits, ", ") + ")"
+	}
+	return out
+}
