@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -294,4 +295,26 @@ func TestFileSourceWorksWhileTheURLNeverAnswers(t *testing.T) {
 		_, ok := cs["web-node1/main/0"]
 		return !ok
 	})
+}
+
+func TestPreviousLogsAfterACrash(t *testing.T) {
+	n := newNode(t)
+	n.start()
+	n.write("crash.yaml", podManifest("crash", "Always", "echo started at $(cat /proc/uptime); sleep 3600"))
+	first := n.await("running", time.Minute, running("crash-node1/main/0"))["crash-node1/main/0"]
+	awaitFile(t, first.LogPath, "started at")
+	if err := syscall.Kill(int(first.PID), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	second := n.await("restarted", time.Minute, running("crash-node1/main/1"))["crash-node1/main/1"]
+	awaitFile(t, second.LogPath, "started at")
+	time.Sleep(3 * e2eRelist) // housekeeping runs: the last exit must survive it
+	code, body := n.apiGet("/containerLogs/default/crash-node1/main?previous=1")
+	if code != http.StatusOK || !strings.HasPrefix(string(body), "started at ") || strings.Count(string(body), "\n") != 1 {
+		t.Errorf("previous logs = %d %q, want the first attempt's output", code, body)
+	}
+	pod := n.pods()["crash-node1"]
+	if last := pod.Status.ContainerStatuses[0].LastTerminationState.Terminated; last == nil || last.ExitCode != 137 {
+		t.Errorf("lastState = %+v, want the SIGKILL exit", pod.Status.ContainerStatuses[0].LastTerminationState)
+	}
 }

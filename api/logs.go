@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -82,6 +83,9 @@ func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
 		attempt--
 	}
 	path := logs.ContainerPath(s.cfg.PodLogDir, pod.Namespace, pod.Name, string(pod.UID), container, attempt)
+	if p, ok := s.logPathOf(status, lq.previous); ok {
+		path = p // attempts may skip numbers (a start that failed): the container's own file
+	}
 	if _, err := os.Stat(path); err != nil {
 		s.noLog(w, pod, status, attempt, err)
 		return
@@ -159,3 +163,32 @@ func containerNames(pod *corev1.Pod) string {
 }
 
 func podRef(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
+
+// LogPather is what a Backend may offer to find a container's log by its runtime ID,
+// as the kubelet does for lastState, rather than by restart count.
+type LogPather interface {
+	LogPath(containerID string) (string, bool)
+}
+
+// logPathOf is the log file of the container a status names (its last terminated one
+// with previous), when the backend knows it and it lies under the pod log dir.
+func (s *Server) logPathOf(status corev1.ContainerStatus, previous bool) (string, bool) {
+	lp, ok := s.cfg.Backend.(LogPather)
+	if !ok {
+		return "", false
+	}
+	id := status.ContainerID
+	if previous {
+		if t := status.LastTerminationState.Terminated; t != nil {
+			id = t.ContainerID
+		} else {
+			return "", false
+		}
+	}
+	path, ok := lp.LogPath(strings.TrimPrefix(id, "containerd://"))
+	root := filepath.Clean(s.cfg.PodLogDir) + string(filepath.Separator)
+	if !ok || !strings.HasPrefix(filepath.Clean(path), root) {
+		return "", false
+	}
+	return path, true
+}

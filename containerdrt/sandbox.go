@@ -113,6 +113,9 @@ func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int
 		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
 	}
 	if err := r.startTask(ctx, c, cio.NullIO); err != nil {
+		if derr := c.Delete(ctx); derr != nil { // a sandbox that never ran holds nothing worth keeping
+			r.log.Warn("delete sandbox that failed to start", "id", id, "err", derr)
+		}
 		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
 	return r.inspect(ctx, id)

@@ -3,22 +3,25 @@ package runner
 import "k8s.io/apimachinery/pkg/types"
 
 // Garbage returns the exited containers and sandboxes that can be removed: for each
-// container of each pod, every exited attempt but the latest (kept, as on the kubelet,
-// for its logs and its last state), and every exited sandbox but the pod's latest. Pods
-// whose UID is not in keep (pods no longer wanted) lose every exited container and
-// sandbox. Running containers are never garbage: stopping them is the sync loop's
-// decision, not the collector's.
+// container of each pod, every exited attempt but the latest one and the latest one
+// that exited (kept, as on the kubelet, for `logs --previous` and lastState), and every
+// exited sandbox but the pod's latest. Pods whose UID is not in keep (pods no longer
+// wanted) lose every exited container and sandbox. Running containers are never
+// garbage: stopping them is the sync loop's decision, not the collector's.
 func Garbage(all []Container, keep map[types.UID]bool) []Container {
 	type key struct {
 		uid  types.UID
 		kind Kind
 		name string
 	}
-	latest := map[key]int{}
+	latest, latestExited := map[key]int{}, map[key]int{}
 	for _, c := range all {
 		k := key{c.PodUID, c.Kind, c.Name}
 		if a, ok := latest[k]; !ok || c.Attempt > a {
 			latest[k] = c.Attempt
+		}
+		if a, ok := latestExited[k]; c.State == StateExited && (!ok || c.Attempt > a) {
+			latestExited[k] = c.Attempt
 		}
 	}
 	var out []Container
@@ -26,7 +29,9 @@ func Garbage(all []Container, keep map[types.UID]bool) []Container {
 		if c.State != StateExited {
 			continue
 		}
-		if !keep[c.PodUID] || c.Attempt < latest[key{c.PodUID, c.Kind, c.Name}] {
+		k := key{c.PodUID, c.Kind, c.Name}
+		lastExit := c.Kind == KindContainer && c.Attempt == latestExited[k] // sandboxes have no logs
+		if !keep[c.PodUID] || c.Attempt < latest[k] && !lastExit {
 			out = append(out, c)
 		}
 	}

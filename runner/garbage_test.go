@@ -27,7 +27,7 @@ func TestGarbage(t *testing.T) {
 	for _, g := range Garbage(all, keep) {
 		got = append(got, g.ID)
 	}
-	want := []string{"web-sb0", "web-c0", "web-c1", "old-c3"}
+	want := []string{"web-sb0", "web-c0", "old-c3"} // web-c1 stays: the last exit of c, for logs --previous
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Garbage (-want +got):\n%s", diff)
 	}

@@ -286,3 +286,38 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func TestFailedSandboxBacksOff(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, "sb", "true", corev1.RestartPolicyAlways)
+	h.f.fail["StartSandbox"] = errors.New("runc said no")
+	w := newWorker(h.r, pod.UID, pod)
+	h.sync(w)
+	h.sync(w)
+	h.sync(w)
+	if n := h.f.count("StartSandbox"); n != 1 {
+		t.Fatalf("StartSandbox called %d times in a row, want 1 then a back-off", n)
+	}
+	delete(h.f.fail, "StartSandbox")
+	h.tick(pullBackoffInitial)
+	h.sync(w)
+	if n := h.f.count("StartSandbox"); n != 2 || h.f.byName(pod.UID)["c/0"].State != StateRunning {
+		t.Fatalf("after the back-off: %d sandbox starts, containers %v", n, h.f.byName(pod.UID))
+	}
+}
+
+func TestFailedStartBacksOffAndIsRemoved(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, "st", "true", corev1.RestartPolicyAlways)
+	pod.Spec.HostNetwork = true
+	h.f.fail["StartContainer"] = errors.New("exec format error")
+	w := newWorker(h.r, pod.UID, pod)
+	h.sync(w)
+	h.sync(w)
+	if n := h.f.count("CreateContainer"); n != 1 || len(h.f.byName(pod.UID)) != 0 {
+		t.Fatalf("%d creates and containers %v; want one try, removed, then a back-off", n, h.f.byName(pod.UID))
+	}
+	if r := w.obs.Waiting["c"].Reason; r != ReasonRunContainerError {
+		t.Errorf("waiting reason %q, want RunContainerError", r)
+	}
+}

@@ -184,3 +184,16 @@ func (r *Runner) StopAll(ctx context.Context) error {
 
 // Wake asks for a relist now: a runtime event (a task exited) says something changed.
 func (r *Runner) Wake() { r.requestRelist("") }
+
+// LogPath is the CRI log file of the container with the runtime ID id, as the runtime
+// reported it in the last relist.
+func (r *Runner) LogPath(id string) (string, bool) {
+	for _, pr := range r.pleg.Pods() {
+		for _, c := range pr.Containers {
+			if c.ID == id && c.LogPath != "" {
+				return c.LogPath, true
+			}
+		}
+	}
+	return "", false
+}

@@ -47,11 +47,16 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, rt PodRuntime, a 
 	}
 	sandbox := rt.Sandbox()
 	if a.CreateSandbox {
+		if w.waiting(w.starts, "") {
+			return acted // the last sandbox failed: wait out its back-off
+		}
 		sb, err := w.r.rt.StartSandbox(ctx, pod, a.SandboxAttempt)
 		if err != nil {
+			w.failed(w.starts, "")
 			w.warn("", "FailedCreatePodSandBox", fmt.Sprintf("Failed to create pod sandbox: %v", err))
 			return true
 		}
+		delete(w.starts, "")
 		sandbox = &sb
 		acted = true
 	}
@@ -130,6 +135,9 @@ func (w *worker) stop(ctx context.Context, c Container, grace time.Duration, rea
 // could not be started.
 func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *Container) bool {
 	c := s.Container
+	if w.waiting(w.starts, c.Name) {
+		return false // its last start failed: wait out the back-off
+	}
 	img, ok := w.pull(ctx, c)
 	if !ok {
 		return false
@@ -146,6 +154,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *C
 		}
 		w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: reason, Message: err.Error()}
 		w.warn(c.Name, "Failed", fmt.Sprintf("Error: %v", err))
+		w.failed(w.starts, c.Name)
 		return false
 	}
 	if s.Attempt > 0 {
@@ -155,8 +164,14 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *C
 	if err := w.r.rt.StartContainer(ctx, created.ID); err != nil {
 		w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: ReasonRunContainerError, Message: err.Error()}
 		w.warn(c.Name, "Failed", fmt.Sprintf("Error: %v", err))
+		w.failed(w.starts, c.Name)
+		// A container that never started is of no use for logs or status.
+		if err := w.r.rt.RemoveContainer(ctx, created.ID); err != nil {
+			w.log.Warn("remove container that failed to start", "container", c.Name, "id", created.ID, "err", err)
+		}
 		return false
 	}
+	delete(w.starts, c.Name)
 	delete(w.obs.Waiting, c.Name)
 	w.normal(c.Name, "Started", "Started container "+c.Name)
 	w.log.Info("container started", "container", c.Name, "attempt", s.Attempt, "id", created.ID)
@@ -199,8 +214,7 @@ func (w *worker) containerSpec(name string) *corev1.Container {
 
 // pull makes the container's image present, backing off after failures.
 func (w *worker) pull(ctx context.Context, c *corev1.Container) (Image, bool) {
-	now := w.r.now()
-	if b, ok := w.pulls[c.Image]; ok && now.Before(b.until) {
+	if w.waiting(w.pulls, c.Image) {
 		w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: ReasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q", c.Image)}
 		return Image{}, false
 	}
@@ -208,10 +222,7 @@ func (w *worker) pull(ctx context.Context, c *corev1.Container) (Image, bool) {
 	img, err := w.r.rt.EnsureImage(ctx, c.Image, c.ImagePullPolicy)
 	w.r.metrics.pullDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
-		b := w.pulls[c.Image]
-		b.delay = min(max(2*b.delay, pullBackoffInitial), pullBackoffMax)
-		b.until = w.r.now().Add(b.delay)
-		w.pulls[c.Image] = b
+		w.failed(w.pulls, c.Image)
 		reason := ReasonErrImagePull
 		if errors.Is(err, ErrImageNeverPull) {
 			reason = ReasonErrImageNeverPull

@@ -30,23 +30,40 @@ type worker struct {
 	spec          *corev1.Pod // the last spec it synced, kept for the grace period of a kill
 	sandbox       *Container  // the pod's running sandbox at the last sync, for hooks
 	obs           Observed
-	synced        uint64                 // PLEG generation when its last actions ended
-	pulls         map[string]pullBackoff // by image
-	startRecorded bool                   // the pod's start latency was observed
-	killReasons   map[string]string      // container ID -> why staticpod killed it (a failed probe)
+	synced        uint64            // PLEG generation when its last actions ended
+	pulls         map[string]retry  // by image
+	starts        map[string]retry  // by container name, and "" for the sandbox
+	startRecorded bool              // the pod's start latency was observed
+	killReasons   map[string]string // container ID -> why staticpod killed it (a failed probe)
 }
 
-type pullBackoff struct {
+// retry is the back-off of an operation that failed: a pull, a sandbox, a start.
+type retry struct {
 	until time.Time
 	delay time.Duration
+}
+
+// failed doubles the back-off of key (10 s to 5 min) from now.
+func (w *worker) failed(retries map[string]retry, key string) {
+	b := retries[key]
+	b.delay = min(max(2*b.delay, pullBackoffInitial), pullBackoffMax)
+	b.until = w.r.now().Add(b.delay)
+	retries[key] = b
+}
+
+// waiting reports whether key is still backing off.
+func (w *worker) waiting(retries map[string]retry, key string) bool {
+	b, ok := retries[key]
+	return ok && w.r.now().Before(b.until)
 }
 
 func newWorker(r *Runner, uid types.UID, pod *corev1.Pod) *worker {
 	w := &worker{
 		uid: uid, r: r, pod: pod, spec: pod,
-		log:   r.log.With("uid", uid),
-		inbox: make(chan struct{}, 1),
-		pulls: map[string]pullBackoff{},
+		log:    r.log.With("uid", uid),
+		inbox:  make(chan struct{}, 1),
+		pulls:  map[string]retry{},
+		starts: map[string]retry{},
 
 		killReasons: map[string]string{},
 		obs:         Observed{Waiting: map[string]corev1.ContainerStateWaiting{}, StartTime: r.now()},
