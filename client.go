@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"syscall"
@@ -394,4 +395,41 @@ func setFlag(c *cli.Context, f cli.Flag, value string) error {
 		}
 	}
 	return nil
+}
+
+// podRequest is a client command's one POD argument, found through the API, with the
+// context (cancelled by SIGINT and SIGTERM) its requests run under.
+type podRequest struct {
+	ctx    context.Context
+	stop   context.CancelFunc
+	client *apiClient
+	ref    podRef
+	pod    *corev1.Pod
+}
+
+// lookupPod parses a command's one POD argument and fetches the pod; the caller must
+// call stop.
+func lookupPod(c *cli.Context, command string) (*podRequest, error) {
+	args, rest, err := splitArgs(c)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) != 1 || len(rest) > 0 {
+		return nil, cli.Exit(fmt.Sprintf("%s takes one POD (see 'staticpod %s --help')", command, command), exitUsage)
+	}
+	ref, err := parsePodRef(args[0])
+	if err != nil {
+		return nil, err
+	}
+	client, err := newAPIClient(c)
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
+	pod, err := client.pod(ctx, ref)
+	if err != nil {
+		stop()
+		return nil, exitError(command, err)
+	}
+	return &podRequest{ctx: ctx, stop: stop, client: client, ref: ref, pod: pod}, nil
 }

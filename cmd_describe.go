@@ -5,10 +5,8 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"os/signal"
 	"sort"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -33,29 +31,13 @@ func describeCommand() *cli.Command {
 }
 
 func runDescribe(c *cli.Context) error {
-	args, rest, err := splitArgs(c)
+	req, err := lookupPod(c, "describe")
 	if err != nil {
 		return err
 	}
-	if len(args) != 1 || len(rest) > 0 {
-		return cli.Exit("describe takes one POD (see 'staticpod describe --help')", exitUsage)
-	}
-	ref, err := parsePodRef(args[0])
-	if err != nil {
-		return err
-	}
-	client, err := newAPIClient(c)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	pod, err := client.pod(ctx, ref)
-	if err != nil {
-		return exitError("describe", err)
-	}
-	events, evErr := client.events(ctx, ref)
-	return exitError("describe", describePod(c.App.Writer, pod, events, evErr, time.Now()))
+	defer req.stop()
+	events, evErr := req.client.events(req.ctx, req.ref)
+	return exitError("describe", describePod(c.App.Writer, req.pod, events, evErr, time.Now()))
 }
 
 // prefixWriter writes describe's lines, indented two spaces per level, to a tab

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -38,27 +36,12 @@ func containerFlag() cli.Flag {
 }
 
 func runLogs(c *cli.Context) error {
-	args, rest, err := splitArgs(c)
+	req, err := lookupPod(c, "logs")
 	if err != nil {
 		return err
 	}
-	if len(args) != 1 || len(rest) > 0 {
-		return cli.Exit("logs takes one POD (see 'staticpod logs --help')", exitUsage)
-	}
-	ref, err := parsePodRef(args[0])
-	if err != nil {
-		return err
-	}
-	client, err := newAPIClient(c)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	pod, err := client.pod(ctx, ref)
-	if err != nil {
-		return exitError("logs", err)
-	}
+	defer req.stop()
+	ctx, client, ref, pod := req.ctx, req.client, req.ref, req.pod
 	container, err := pickContainer(pod, c.String("container"))
 	if err != nil {
 		return err
