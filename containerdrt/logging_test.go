@@ -29,7 +29,7 @@ import (
 
 const (
 	logTestImage = "docker.io/library/busybox:log-test"
-	// logCreatorEnv holds a logTaskSpec for TestLogCreatorHelper, run as a process of
+	// logCreatorEnv holds a logTaskSpec for runLogCreator, run as a process of
 	// its own by TestShimLogOutlivesItsCreator.
 	logCreatorEnv = "STATICPOD_TEST_LOG_CREATOR"
 	logAwait      = 20 * time.Second // bound of every wait on a container or its log
@@ -175,28 +175,26 @@ func TestShimLogOutlivesItsCreator(t *testing.T) {
 	}
 }
 
-// TestLogCreatorHelper is not a test: run with logCreatorEnv set, as its own process, it
-// creates and starts a logged task, prints "started", and waits to be killed.
-func TestLogCreatorHelper(t *testing.T) {
-	raw := os.Getenv(logCreatorEnv)
-	if raw == "" {
-		t.Skip("helper process of TestShimLogOutlivesItsCreator")
-	}
+// runLogCreator is the helper process of TestShimLogOutlivesItsCreator: TestMain runs it
+// instead of the tests when logCreatorEnv is set. It creates and starts a logged task,
+// prints "started", and waits to be killed.
+func runLogCreator(raw string) error {
 	var spec logTaskSpec
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	c, err := client.New(spec.Address)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	ctx := namespaces.WithNamespace(context.Background(), spec.Namespace)
 	task, _, err := startLoggedTask(ctx, c, spec)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	fmt.Printf("started %d\n", task.Pid())
 	io.Copy(io.Discard, os.Stdin) // until killed, or until the test that started it ends
+	return nil
 }
 
 // logEnv is a containerd namespace with the busybox image and the staticpod binary, and
@@ -220,16 +218,10 @@ func newLogEnv(t *testing.T) *logEnv {
 	return &logEnv{d: d, ns: ns, ctx: d.Context(t, ns), bin: bin, dir: dir, image: image}
 }
 
-// mustLoggerBinary returns the staticpod binary, or skips t while main.go does not
-// register the logger command yet.
+// mustLoggerBinary returns the staticpod binary, which runs as the logger.
 func mustLoggerBinary(t *testing.T) string {
 	t.Helper()
-	bin := testBinary(t)
-	out, _ := exec.Command(bin, logs.Command).CombinedOutput()
-	if strings.Contains(string(out), "not built yet") {
-		t.Skipf("main.go does not register loggerCommand() yet: %s", out)
-	}
-	return bin
+	return testBinary(t)
 }
 
 // logTaskSpec is a container whose output goes to the staticpod logger, complete enough
@@ -395,7 +387,7 @@ func assertContiguousLines(t *testing.T, dir string, files []string) {
 	}
 }
 
-// startCreator runs TestLogCreatorHelper as a process of its own and returns once it has
+// startCreator runs runLogCreator as a process of its own and returns once it has
 // started spec's task.
 func startCreator(t *testing.T, spec logTaskSpec) *exec.Cmd {
 	t.Helper()
@@ -403,7 +395,7 @@ func startCreator(t *testing.T, spec logTaskSpec) *exec.Cmd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLogCreatorHelper$")
+	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), logCreatorEnv+"="+string(raw))
 	stdin, err := cmd.StdinPipe() // kept open: the helper waits for its end
 	if err != nil {

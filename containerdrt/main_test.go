@@ -1,6 +1,7 @@
 package containerdrt
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -11,6 +12,13 @@ import (
 var ctd testenv.Shared
 
 func TestMain(m *testing.M) {
+	if raw := os.Getenv(logCreatorEnv); raw != "" { // a helper process, not a test run
+		if err := runLogCreator(raw); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := ctd.Main(m)
 	removeTestBinary()
 	os.Exit(code)
