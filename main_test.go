@@ -134,6 +134,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"validate", "--no-such-flag", "examples"},
 		{"run", "--no-such-flag"},
 		{"run", "--log-level", "loud"},
+		{"run", "--manifest-url", "http://127.0.0.1:1/", "--manifest-url-header", "no-colon", "--containerd-address", "/nonexistent.sock"},
 	} {
 		if out, code := runStaticpod(t, args...); code != 2 {
 			t.Errorf("staticpod %v: exit %d, want 2\n%s", args, code, out)

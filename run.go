@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -43,6 +44,9 @@ type daemon struct {
 	r    *runner.Runner
 	api  *api.Server
 	push *httpsource.Push
+	url  *httpsource.URLSource // nil without --manifest-url
+
+	headers http.Header // --manifest-url-header
 }
 
 // runDaemon wires flags -> logger -> containerd -> runtime -> runner -> API -> sources,
@@ -58,9 +62,13 @@ func runDaemon(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("node name: %v", err), exitUsage)
 	}
+	headers, err := httpsource.ParseHeaders(c.StringSlice("manifest-url-header"))
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("--manifest-url-header: %v", err), exitUsage)
+	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	d := &daemon{c: c, log: log, node: node, root: c.String("root-dir")}
+	d := &daemon{c: c, log: log, node: node, root: c.String("root-dir"), headers: headers}
 	if err := d.setup(ctx); err != nil {
 		return err
 	}
@@ -117,6 +125,9 @@ func (d *daemon) setup(ctx context.Context) error {
 	if err != nil {
 		return errors.Join(err, rt.Close())
 	}
+	if url := c.String("manifest-url"); url != "" {
+		d.url = urlSource(c, url, d.node, d.headers, d.r, d.api, d.log)
+	}
 	return nil
 }
 
@@ -143,12 +154,8 @@ func (d *daemon) run(ctx context.Context) error {
 	g.Go(func() error { return watchExits(ctx, d.rt, d.r, d.log) })
 	files := &watcher.Watcher{Path: c.String("pod-manifest-path"), Node: d.node, Period: c.Duration("file-check-frequency"), Log: d.log}
 	g.Go(func() error { return files.Run(ctx, fileSource(d.r, d.api)) })
-	if url := c.String("manifest-url"); url != "" {
-		src, err := urlSource(c, url, d.node, d.r, d.api, d.log)
-		if err != nil {
-			return cli.Exit(err.Error(), exitUsage)
-		}
-		g.Go(func() error { return src.Run(ctx, sourceUpdates(d.r, "http")) })
+	if d.url != nil {
+		g.Go(func() error { return d.url.Run(ctx, sourceUpdates(d.r, "http")) })
 	}
 	g.Go(func() error { return d.push.Run(ctx, sourceUpdates(d.r, "api")) })
 	if c.Bool("start-containerd") {

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -58,11 +58,7 @@ func sourceUpdates(r *runner.Runner, source string) func(context.Context, httpso
 }
 
 // urlSource is the --manifest-url source; its failures become events.
-func urlSource(c *cli.Context, url, node string, r *runner.Runner, srv *api.Server, log *slog.Logger) (*httpsource.URLSource, error) {
-	headers, err := httpsource.ParseHeaders(c.StringSlice("manifest-url-header"))
-	if err != nil {
-		return nil, fmt.Errorf("--manifest-url-header: %w", err)
-	}
+func urlSource(c *cli.Context, url, node string, headers http.Header, r *runner.Runner, srv *api.Server, log *slog.Logger) *httpsource.URLSource {
 	return &httpsource.URLSource{
 		URL: url, Headers: headers, Period: c.Duration("http-check-frequency"), Node: node,
 		CAFile: c.String("manifest-url-ca-file"), Log: log,
@@ -77,7 +73,7 @@ func urlSource(c *cli.Context, url, node string, r *runner.Runner, srv *api.Serv
 			}
 			r.Events().Add(runner.Record{Type: runner.EventWarning, Reason: "SourceFailed", Message: err.Error() + "; the last good manifests stay in force", Source: "http"})
 		},
-	}, nil
+	}
 }
 
 // pushStore adapts the push store to the API's view of it.

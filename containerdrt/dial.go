@@ -59,9 +59,10 @@ func dialInNetns(ctx context.Context, path, network, address string) (net.Conn, 
 		runtime.UnlockOSThread()
 		return nil, fmt.Errorf("dial %s in pod: enter network namespace: %w", address, err)
 	}
-	// DialContext may hand the connect to another thread, but the socket it creates
-	// first belongs to this thread's namespace.
-	var d net.Dialer
+	// The socket is created on this thread, so it belongs to the pod's namespace. No
+	// parallel dial of a second address family: its socket would be made by another
+	// goroutine, on a thread in the host's namespace.
+	d := net.Dialer{FallbackDelay: -1}
 	conn, dialErr := d.DialContext(ctx, network, address)
 	if err := unix.Setns(host, unix.CLONE_NEWNET); err != nil {
 		// Leave the thread locked: it dies with this goroutine.

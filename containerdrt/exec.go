@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"syscall"
+	"time"
 
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
@@ -45,7 +46,7 @@ func (r *Runtime) Exec(ctx context.Context, id string, req runner.ExecRequest) (
 		return -1, fmt.Errorf("exec in %s: %w", id, convertErr(err))
 	}
 	defer p.Delete(context.WithoutCancel(ctx))
-	exited, err := p.Wait(ctx)
+	exited, err := p.Wait(context.WithoutCancel(ctx)) // still read after a timeout
 	if err != nil {
 		return -1, fmt.Errorf("exec in %s: %w", id, convertErr(err))
 	}
@@ -58,10 +59,20 @@ func (r *Runtime) Exec(ctx context.Context, id string, req runner.ExecRequest) (
 		code, _, err := st.Result()
 		return int(code), err
 	case <-ctx.Done():
+		// A process still running cannot be deleted: kill it and let it go before the
+		// deferred Delete, or every timed-out probe would leave one behind in the shim.
 		_ = p.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
+		select {
+		case <-exited:
+		case <-time.After(execKillWait):
+		}
+		p.IO().Cancel()
 		return -1, ctx.Err()
 	}
 }
+
+// execKillWait bounds the wait for a timed-out exec to die after SIGKILL.
+const execKillWait = 5 * time.Second
 
 func execID() string {
 	b := make([]byte, 6)

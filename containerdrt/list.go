@@ -58,6 +58,9 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 			continue
 		}
 		proc := procs[info.ID]
+		if proc == nil && started(info) {
+			info, proc = r.missingTask(ctx, info)
+		}
 		if proc != nil && proc.Status == task.Status_STOPPED && !awaitingLogs(info, proc) {
 			if reaped, err := r.reap(ctx, info, proc); err != nil {
 				r.log.Warn("record container exit", "id", info.ID, "err", err)
@@ -73,6 +76,45 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 	}
 	return out, nil
 }
+
+// started reports whether a container was started and has no exit recorded: it should
+// have a task.
+func started(info containers.Container) bool {
+	return info.Labels[labelStartedAt] != "" && info.Labels[labelFinishedAt] == ""
+}
+
+// missingTask looks again, alone, for the task of a started container that ListTasks
+// did not return. containerd leaves out tasks whose shim does not answer in time (a
+// slow disk), and those must not be taken for dead: such a container is reported with
+// an UNKNOWN task, which the runner waits on. A task that is really gone (the machine
+// rebooted, the shim was killed) is recorded as exited with code 255 and reason
+// Unknown, as containerd's CRI does, so its pod restarts it.
+func (r *Runtime) missingTask(ctx context.Context, info containers.Container) (containers.Container, *task.Process) {
+	resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: info.ID})
+	switch {
+	case err == nil:
+		return info, resp.Process
+	case !errdefs.IsNotFound(convertErr(err)) && ignoreNotFound(convertErr(err)) != nil:
+		return info, &task.Process{ID: info.ID, Status: task.Status_UNKNOWN}
+	}
+	c, err := r.client.LoadContainer(ctx, info.ID)
+	if err != nil {
+		return info, &task.Process{ID: info.ID, Status: task.Status_UNKNOWN}
+	}
+	labels, err := c.SetLabels(ctx, map[string]string{
+		labelExitCode:   strconv.Itoa(lostTaskExitCode),
+		labelFinishedAt: time.Now().UTC().Format(time.RFC3339Nano),
+		labelReason:     "Unknown",
+	})
+	if err != nil {
+		return info, &task.Process{ID: info.ID, Status: task.Status_UNKNOWN}
+	}
+	info.Labels = labels
+	return info, nil
+}
+
+// lostTaskExitCode is the exit code of a container whose task vanished, as on the CRI.
+const lostTaskExitCode = 255
 
 // taskContainer is the container a task belongs to. containerd 1.6 leaves
 // ContainerID empty in ListTasks and names the task (its init process) by the

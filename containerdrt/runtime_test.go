@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -547,4 +549,38 @@ spec:
 	if got := r.awaitState(t, cs["writes"].ID, runner.StateExited).Message; got != "own message\n" {
 		t.Errorf("message = %q, want the termination-message file first", got)
 	}
+}
+
+func TestLostTaskIsReportedExited(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: lost}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
+	cs := r.mustRunPod(t, pod)
+	r.awaitState(t, cs["c"].ID, runner.StateRunning)
+	shim := shimOf(t, cs["c"].ID)
+	if err := syscall.Kill(shim, syscall.SIGKILL); err != nil { // what a reboot or a crashed shim leaves
+		t.Fatal(err)
+	}
+	got := r.awaitState(t, cs["c"].ID, runner.StateExited)
+	if got.ExitCode != 255 || got.Reason != "Unknown" {
+		t.Errorf("a container whose task vanished: exit %d reason %q, want 255 Unknown", got.ExitCode, got.Reason)
+	}
+}
+
+// shimOf finds the PID of the shim that runs container id.
+func shimOf(t *testing.T, id string) int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if len(args) > 0 && strings.Contains(args[0], "containerd-shim") && slices.Contains(args, id) {
+			pid, _ := strconv.Atoi(e.Name())
+			return pid
+		}
+	}
+	t.Fatalf("no shim for %s", id)
+	return 0
 }

@@ -42,6 +42,7 @@ func newLoop(r *Runner, wg *sync.WaitGroup) *loop {
 func (r *Runner) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	defer r.prober.stopAll() // after the workers: nothing probes a closed runtime
 	defer wg.Wait()
 	defer cancel()
 	wg.Add(1)
@@ -59,7 +60,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		case u := <-r.updates:
 			l.apply(ctx, u)
 		case res := <-r.plegOut:
-			l.relisted(res)
+			l.relisted(ctx, res)
 		case <-housekeeping.C:
 			l.housekeeping(ctx)
 		case uid := <-r.done:
@@ -141,19 +142,53 @@ func (l *loop) apply(ctx context.Context, u Update) {
 }
 
 // want makes sure a worker syncs pod, unless another pod with its name still holds it:
-// then pod waits until the old one is gone (one instance per name at a time).
+// then pod waits until the old one is gone (one instance per name at a time). Before
+// the first relist nothing is known of what runs, so pods wait for it.
 func (l *loop) want(ctx context.Context, uid types.UID, pod *corev1.Pod) {
+	name := pod.Namespace + "/" + pod.Name
 	if w, ok := l.workers[uid]; ok {
+		if w.killed() {
+			l.pending[name] = pod // wanted again while being removed: it comes back after
+			return
+		}
 		w.update(pod)
 		return
 	}
-	name := pod.Namespace + "/" + pod.Name
+	if _, gen := l.r.pleg.Pod(uid); gen == 0 {
+		l.pending[name] = pod
+		return
+	}
 	if holder, ok := l.names[name]; ok && holder != uid {
 		l.pending[name] = pod
 		return
 	}
+	if old, ok := l.runningNamesake(pod); ok {
+		// Another instance of this name still runs with no worker: staticpod restarted
+		// after its manifest changed. It goes first.
+		l.names[name] = old
+		l.pending[name] = pod
+		l.r.log.Info("stopping the previous instance of an edited pod first", "pod", name, "uid", old)
+		l.startWorker(ctx, old, nil)
+		return
+	}
 	l.names[name] = uid
 	l.startWorker(ctx, uid, pod)
+}
+
+// runningNamesake finds a pod in the runtime with pod's namespace and name but another
+// UID, with no worker, and something still running.
+func (l *loop) runningNamesake(pod *corev1.Pod) (types.UID, bool) {
+	for uid, pr := range l.r.pleg.Pods() {
+		if uid == pod.UID || l.workers[uid] != nil || len(pr.Running()) == 0 && !sandboxRunning(pr) {
+			continue
+		}
+		for _, c := range append(append([]Container{}, pr.Containers...), pr.Sandboxes...) {
+			if c.PodName == pod.Name && c.PodNamespace == pod.Namespace {
+				return uid, true
+			}
+		}
+	}
+	return "", false
 }
 
 func (l *loop) startWorker(ctx context.Context, uid types.UID, pod *corev1.Pod) {
@@ -179,7 +214,7 @@ func (l *loop) runWorker(ctx context.Context, w *worker) {
 
 // relisted wakes every worker after a relist: their pod may have changed, back-offs may
 // have expired, and workers waiting for a newer cache have one now.
-func (l *loop) relisted(res relistDone) {
+func (l *loop) relisted(ctx context.Context, res relistDone) {
 	if res.err != nil {
 		if msg := res.err.Error(); msg != l.plegErr {
 			l.r.log.Warn("relist failed", "err", res.err)
@@ -193,6 +228,12 @@ func (l *loop) relisted(res relistDone) {
 	}
 	for _, w := range l.workers {
 		w.signal()
+	}
+	for name, pod := range l.pending {
+		if _, held := l.names[name]; !held { // waited for the first relist
+			delete(l.pending, name)
+			l.want(ctx, pod.UID, pod)
+		}
 	}
 }
 

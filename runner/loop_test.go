@@ -172,6 +172,9 @@ func TestEditWaitsForTheOldPod(t *testing.T) {
 	if old.UID == edited.UID {
 		t.Fatal("an edit kept the UID")
 	}
+	if _, err := h.r.pleg.Relist(h.ctx); err != nil { // pods wait for the first relist
+		t.Fatal(err)
+	}
 	l.apply(h.ctx, Update{Source: "file", Pods: []*corev1.Pod{old}})
 	h.sync(spawned[0]) // the old pod runs
 
@@ -319,5 +322,65 @@ func TestFailedStartBacksOffAndIsRemoved(t *testing.T) {
 	}
 	if r := w.obs.Waiting["c"].Reason; r != ReasonRunContainerError {
 		t.Errorf("waiting reason %q, want RunContainerError", r)
+	}
+}
+
+func TestPodsWaitForTheFirstRelist(t *testing.T) {
+	h := newHarness(t)
+	l := newLoop(h.r, &sync.WaitGroup{})
+	var spawned []*worker
+	l.spawn = func(_ context.Context, w *worker) { spawned = append(spawned, w) }
+	pod := testPod(t, "early", "sleep 1", corev1.RestartPolicyAlways)
+	l.apply(h.ctx, Update{Source: "file", Pods: []*corev1.Pod{pod}})
+	if len(spawned) != 0 {
+		t.Fatal("a pod started before anything was known of what runs")
+	}
+	res, err := h.r.pleg.Relist(h.ctx)
+	l.relisted(h.ctx, relistDone{res, err})
+	if len(spawned) != 1 || spawned[0].uid != pod.UID {
+		t.Fatalf("after the first relist %d workers, want the pod's", len(spawned))
+	}
+}
+
+func TestReAddedWhileKilledComesBack(t *testing.T) {
+	h := newHarness(t)
+	l := newLoop(h.r, &sync.WaitGroup{})
+	var spawned []*worker
+	l.spawn = func(_ context.Context, w *worker) { spawned = append(spawned, w) }
+	h.r.pleg.Relist(h.ctx)
+	pod := testPod(t, "etcd", "etcd", corev1.RestartPolicyAlways)
+	l.apply(h.ctx, Update{Source: "file", Pods: []*corev1.Pod{pod}})
+	h.sync(spawned[0])
+	l.apply(h.ctx, Update{Source: "file"})                           // mv etcd.yaml /tmp
+	l.apply(h.ctx, Update{Source: "file", Pods: []*corev1.Pod{pod}}) // mv /tmp/etcd.yaml .
+	for i := 0; i < 3 && !h.sync(spawned[0]); i++ {
+	}
+	l.workerGone(h.ctx, pod.UID)
+	if len(spawned) != 2 || spawned[1].uid != pod.UID || spawned[1].killed() {
+		t.Fatalf("a pod wanted again while it was being removed did not come back (%d workers)", len(spawned))
+	}
+}
+
+func TestEditedWhileDownStopsTheOldInstanceFirst(t *testing.T) {
+	h := newHarness(t)
+	l := newLoop(h.r, &sync.WaitGroup{})
+	var spawned []*worker
+	l.spawn = func(_ context.Context, w *worker) { spawned = append(spawned, w) }
+	old := testPod(t, "api", "v1", corev1.RestartPolicyAlways)
+	edited := testPod(t, "api", "v2", corev1.RestartPolicyAlways)
+	h.f.put(Container{ID: "old", Kind: KindContainer, PodUID: old.UID, PodName: old.Name, PodNamespace: old.Namespace, Name: "c", State: StateRunning, Source: "file"})
+	h.r.pleg.Relist(h.ctx)
+	l.apply(h.ctx, Update{Source: "file", Pods: []*corev1.Pod{edited}}) // staticpod restarted after the edit
+	if len(spawned) != 1 || spawned[0].uid != old.UID || !spawned[0].killed() {
+		t.Fatalf("workers %d; want the old instance's killer first and the edited pod waiting", len(spawned))
+	}
+	for i := 0; i < 3 && !h.sync(spawned[0]); i++ {
+		if len(h.f.byName(edited.UID)) != 0 {
+			t.Fatal("the edited pod started while the old instance still ran")
+		}
+	}
+	l.workerGone(h.ctx, old.UID)
+	if len(spawned) != 2 || spawned[1].uid != edited.UID {
+		t.Fatalf("the edited pod did not start after the old instance went (%d workers)", len(spawned))
 	}
 }

@@ -85,6 +85,9 @@ func Plan(pod *corev1.Pod, rt PodRuntime, backoff Backoff, now time.Time) Action
 		// nothing will run again: stop what is left (sidecars, the sandbox)
 		return Actions{KillPod: len(rt.Running()) > 0 || sandboxRunning(rt), Done: true}
 	}
+	if sb := rt.Sandbox(); sb != nil && sb.State == StateUnknown {
+		return Actions{} // containerd could not tell (a slow shim): wait, never tear a pod down on a guess
+	}
 	if NeedsSandbox(pod) && !sandboxRunning(rt) {
 		return planSandbox(pod, rt)
 	}
@@ -213,6 +216,8 @@ func (p *planner) init() bool {
 			}
 		case last.State == StateExited && !sidecar && last.ExitCode == 0:
 			// done
+		case last.State == StateUnknown:
+			return false // containerd could not tell: wait for it
 		case last.State == StateExited && !sidecar && pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
 			a.KillPod, a.Done = true, true // a failed init container fails a Never pod
 			return false
@@ -266,7 +271,9 @@ func (p *planner) apps() {
 			finished = false
 		case last.State == StateRunning && last.Hash == manifests.ContainerHash(c):
 			finished = false
-		case last.State == StateRunning || last.State == StateCreated || last.State == StateUnknown:
+		case last.State == StateUnknown:
+			finished = false // containerd could not tell: wait for it
+		case last.State == StateRunning || last.State == StateCreated:
 			// adopted with another spec, or left half-made: replace it
 			a.Kill = append(a.Kill, *last)
 			a.Start = append(a.Start, Start{Container: c, Attempt: nextAttempt(p.all, c.Name)})

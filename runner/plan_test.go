@@ -156,6 +156,12 @@ func TestPlan(t *testing.T) {
 		{"sidecars stop when the app containers are done", planPod(never, true, []string{"side"}, "a"), func(p *corev1.Pod) []Container {
 			return []Container{ctr(p, "side/0/running", 1), ctr(p, "a/0/exited/0", 2)}
 		}, noBackoff, "killpod, done"},
+		{"a container containerd cannot tell about is waited on", planPod(always, true, nil, "a"), func(p *corev1.Pod) []Container {
+			return []Container{ctr(p, "a/3/unknown", 1)}
+		}, noBackoff, ""},
+		{"a sandbox containerd cannot tell about is waited on", planPod(always, false, nil, "a"), func(p *corev1.Pod) []Container {
+			return []Container{sandbox(0, StateUnknown, 0), ctr(p, "a/0/running", 1)}
+		}, noBackoff, ""},
 		{"a removed pod is killed", nil, func(*corev1.Pod) []Container {
 			return []Container{sandbox(0, StateRunning, 0)}
 		}, noBackoff, "killpod, done"},

@@ -109,6 +109,17 @@ func (p *prober) stopPod(uid types.UID) {
 	}
 }
 
+// stopAll stops every probe.
+func (p *prober) stopAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for key, pw := range p.workers {
+		pw.stop()
+		delete(p.workers, key)
+		delete(p.results, key)
+	}
+}
+
 // result returns a probe's current verdict for the container with id, and whether
 // there is one.
 func (p *prober) result(uid types.UID, container string, kind ProbeType, id string) (probeResult, bool) {

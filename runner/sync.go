@@ -64,10 +64,11 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, rt PodRuntime, a 
 		sandbox = nil
 	}
 	for _, s := range a.Start {
-		if !w.start(ctx, pod, s, sandbox) {
+		started, changed := w.start(ctx, pod, s, sandbox)
+		acted = acted || changed
+		if !started {
 			break // later containers (the next init container, say) wait for the next sync
 		}
-		acted = true
 	}
 	return acted
 }
@@ -131,16 +132,16 @@ func (w *worker) stop(ctx context.Context, c Container, grace time.Duration, rea
 	}
 }
 
-// start pulls, creates and starts one container. It returns false when the container
-// could not be started.
-func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *Container) bool {
+// start pulls, creates and starts one container. It reports whether the container
+// started, and whether the runtime changed (a container was created) either way.
+func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *Container) (started, changed bool) {
 	c := s.Container
 	if w.waiting(w.starts, c.Name) {
-		return false // its last start failed: wait out the back-off
+		return false, false // its last start failed: wait out the back-off
 	}
 	img, ok := w.pull(ctx, c)
 	if !ok {
-		return false
+		return false, false
 	}
 	w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}
 	created, err := w.r.rt.CreateContainer(ctx, CreateRequest{
@@ -155,7 +156,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *C
 		w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: reason, Message: err.Error()}
 		w.warn(c.Name, "Failed", fmt.Sprintf("Error: %v", err))
 		w.failed(w.starts, c.Name)
-		return false
+		return false, false
 	}
 	if s.Attempt > 0 {
 		w.r.backoffs.Restarted(pod.UID, c.Name)
@@ -169,16 +170,16 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *C
 		if err := w.r.rt.RemoveContainer(ctx, created.ID); err != nil {
 			w.log.Warn("remove container that failed to start", "container", c.Name, "id", created.ID, "err", err)
 		}
-		return false
+		return false, true
 	}
 	delete(w.starts, c.Name)
 	delete(w.obs.Waiting, c.Name)
 	w.normal(c.Name, "Started", "Started container "+c.Name)
 	w.log.Info("container started", "container", c.Name, "attempt", s.Attempt, "id", created.ID)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
-		return w.postStart(ctx, pod, c, created, sandbox)
+		return w.postStart(ctx, pod, c, created, sandbox), true
 	}
-	return true
+	return true, true
 }
 
 // postStart runs the container's postStart hook; the container does not count as

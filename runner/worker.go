@@ -87,6 +87,13 @@ func (w *worker) update(pod *corev1.Pod) {
 	w.signal()
 }
 
+// killed reports whether the worker's pod is being removed.
+func (w *worker) killed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.kill
+}
+
 // terminate tells the worker to stop and remove its pod. A pending kill is never
 // overwritten by a later update.
 func (w *worker) terminate() {
@@ -177,20 +184,20 @@ func (w *worker) syncOnce(ctx context.Context) (gone bool) {
 	return false
 }
 
-// finishKill removes everything of a killed pod once nothing of it runs any more.
+// finishKill removes everything of a killed pod once nothing of it runs any more. The
+// pod counts as gone even if a removal fails, so that a pod waiting for its name is not
+// held up: what is left is exited, and housekeeping tries again as for any orphan.
 func (w *worker) finishKill(ctx context.Context, rt PodRuntime, acted bool) bool {
 	if acted || len(rt.Running()) > 0 || sandboxRunning(rt) {
 		return false // wait for the relist that shows it stopped
 	}
 	for _, c := range append(append([]Container{}, rt.Containers...), rt.Sandboxes...) {
 		if err := w.r.rt.RemoveContainer(ctx, c.ID); err != nil {
-			w.log.Warn("remove container", "container", c.Name, "id", c.ID, "err", err)
-			return false
+			w.log.Warn("remove container; housekeeping retries", "container", c.Name, "id", c.ID, "err", err)
 		}
 	}
 	if err := w.r.rt.RemovePodData(ctx, w.uid); err != nil {
 		w.log.Warn("remove pod data", "err", err)
-		return false
 	}
 	w.r.backoffs.Forget(w.uid)
 	w.r.results.Forget(w.uid)
