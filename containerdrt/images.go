@@ -89,7 +89,9 @@ func (i *images) ensure(ctx context.Context, ref string, policy corev1.PullPolic
 	if err != nil {
 		return runner.Image{}, err
 	}
-	return describe(ctx, img)
+	out, err := describe(ctx, img)
+	out.Pulled = true
+	return out, err
 }
 
 // config returns the image's OCI config (Entrypoint, Cmd, Env, WorkingDir, User,

@@ -60,6 +60,10 @@ func TestEnsureIfNotPresentPullsOnce(t *testing.T) {
 	if got := reg.take(); len(got.all) != 0 {
 		t.Errorf("second ensure made requests %v, want none", got.all)
 	}
+	if !first.Pulled || second.Pulled {
+		t.Errorf("Pulled = %v then %v, want a pull then the local image", first.Pulled, second.Pulled)
+	}
+	second.Pulled = true
 	if first != second || first.Ref != ref || !strings.HasPrefix(first.ID, "sha256:") || !strings.HasPrefix(first.Digest, "sha256:") {
 		t.Errorf("ensure = %+v then %+v, want the same image named %s with digests", first, second, ref)
 	}
@@ -132,6 +136,7 @@ func TestEnsureNever(t *testing.T) {
 	}
 	reg.take()
 	got, err := imgs.ensure(ctx, ref, corev1.PullNever)
+	pulled.Pulled = false // present, not pulled again
 	if err != nil || got != pulled {
 		t.Errorf("ensure(present, Never) = %+v, %v, want %+v", got, err, pulled)
 	}

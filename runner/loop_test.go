@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -85,6 +86,13 @@ func TestWorkerStartsPodAndReportsStatus(t *testing.T) {
 	}
 	if n := h.f.count("CreateContainer"); n != 1 {
 		t.Errorf("CreateContainer called %d times, want 1: a synced pod is left alone", n)
+	}
+	var reasons []string
+	for _, e := range h.r.events.Pod(pod.UID) {
+		reasons = append(reasons, e.Reason)
+	}
+	if strings.Join(reasons, " ") != "Pulled Created Started" {
+		t.Errorf("events %v, want Pulled Created Started", reasons)
 	}
 }
 

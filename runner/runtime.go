@@ -82,6 +82,7 @@ type Image struct {
 	Ref    string // the reference the pod asked for, normalized
 	ID     string // image id (config digest)
 	Digest string // manifest digest, the repo digest the kubelet reports as imageID
+	Pulled bool   // EnsureImage went to the registry (a local image is not pulled)
 }
 
 // CreateRequest says which container of which pod to create.

@@ -233,6 +233,11 @@ func (w *worker) pull(ctx context.Context, c *corev1.Container) (Image, bool) {
 		return Image{}, false
 	}
 	delete(w.pulls, c.Image)
+	if img.Pulled {
+		w.normal(c.Name, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v", c.Image, time.Since(start).Round(time.Millisecond)))
+	} else {
+		w.normal(c.Name, "Pulled", fmt.Sprintf("Container image %q already present on machine", c.Image))
+	}
 	return img, true
 }
 
