@@ -4,20 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 
-	"github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/pkg/cio"
-	"github.com/containerd/containerd/v2/pkg/namespaces"
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
@@ -134,145 +128,62 @@ func execTarget(ctx context.Context, client *apiClient, ref podRef, name string)
 	return "", fmt.Errorf("container %s of pod %s has not started yet", name, displayName(pod.Namespace, pod.Name))
 }
 
-// execIn runs the command in the container. Without -i and -t it goes through
-// Runtime.Exec; with them it talks to containerd's client directly (execDirect).
+// execIn runs the command in the container through the runtime. With -t the local
+// terminal is put in raw mode and the remote one follows its size; without it, Ctrl-C
+// kills the command.
 func execIn(ctx context.Context, c *cli.Context, rt *containerdrt.Runtime, id string, command []string) (int, error) {
-	s := execStreams{out: c.App.Writer, errOut: c.App.ErrWriter}
+	req := runner.ExecRequest{Command: command, Stdout: c.App.Writer, Stderr: c.App.ErrWriter}
 	if c.Bool("stdin") {
-		s.in = c.App.Reader
+		req.Stdin = c.App.Reader
 	}
+	var tty *os.File
 	if c.Bool("tty") {
-		f, ok := c.App.Reader.(*os.File)
-		if s.tty = ok && term.IsTerminal(int(f.Fd())); s.tty {
-			s.term = f
+		if f, ok := c.App.Reader.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			tty, req.TTY = f, true
 		} else {
 			fmt.Fprintln(c.App.ErrWriter, "Unable to use a TTY - input is not a terminal")
 		}
 	}
-	if !s.tty {
+	if tty == nil {
 		var stop context.CancelFunc
 		ctx, stop = signal.NotifyContext(ctx, syscall.SIGINT) // Ctrl-C kills the command
 		defer stop()
+		return rt.Exec(ctx, id, req)
 	}
-	if s.in == nil && !s.tty {
-		return rt.Exec(ctx, id, runner.ExecRequest{Command: command, Stdout: s.out, Stderr: s.errOut})
+	if w, h, err := term.GetSize(int(tty.Fd())); err == nil {
+		req.Size = &runner.TermSize{Width: uint16(w), Height: uint16(h)}
 	}
-	return execDirect(ctx, rt.Client(), c.String("containerd-namespace"), id, command, s)
-}
-
-// execStreams are exec's standard streams, and the local terminal for -t.
-type execStreams struct {
-	in          io.Reader // nil without -i
-	out, errOut io.Writer
-	tty         bool
-	term        *os.File // the local terminal, with tty
-}
-
-// execDirect runs the command through containerd's client: runner.ExecRequest can
-// neither resize the terminal nor close the command's input when ours ends (CloseIO),
-// without which `exec -i cat` never ends. With a terminal, the local one is put in raw
-// mode while input is passed, and the remote one follows its size.
-func execDirect(ctx context.Context, cl *client.Client, ns, id string, command []string, s execStreams) (int, error) {
-	ctx = namespaces.WithNamespace(ctx, ns)
-	task, pspec, err := execTask(ctx, cl, id)
-	if err != nil {
-		return -1, err
-	}
-	pspec.Args, pspec.Terminal = command, s.tty
-	opts := []cio.Opt{cio.WithStreams(nil, s.out, s.errOut)}
-	var eof chan struct{} // with a terminal, the end of input does not end the command's
-	if s.in != nil && !s.tty {
-		eof = make(chan struct{})
-		opts[0] = cio.WithStreams(&eofReader{r: s.in, eof: eof}, s.out, s.errOut)
-	} else if s.in != nil {
-		opts[0] = cio.WithStreams(s.in, s.out, nil)
-	}
-	if s.tty {
-		opts = append(opts, cio.WithTerminal) // stderr goes to the terminal too
-		if w, h, err := term.GetSize(int(s.term.Fd())); err == nil {
-			pspec.ConsoleSize = &specs.Box{Width: uint(w), Height: uint(h)}
-		}
-	}
-	proc, err := task.Exec(ctx, execID(), pspec, cio.NewCreator(opts...))
-	if err != nil {
-		return -1, fmt.Errorf("exec in %s: %w", id, err)
-	}
-	defer proc.Delete(context.WithoutCancel(ctx))
-	exited, err := proc.Wait(ctx)
-	if err != nil {
-		return -1, fmt.Errorf("exec in %s: %w", id, err)
-	}
-	if s.tty && s.in != nil {
-		if state, err := term.MakeRaw(int(s.term.Fd())); err == nil {
-			defer term.Restore(int(s.term.Fd()), state)
-		}
-	}
-	if err := proc.Start(ctx); err != nil {
-		return -1, fmt.Errorf("exec in %s: %w", id, err)
-	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends followSize with the command
+	resize := make(chan runner.TermSize, 1)
+	req.Resize = resize
 	winch := make(chan os.Signal, 1)
-	if s.tty {
-		signal.Notify(winch, syscall.SIGWINCH)
-		defer signal.Stop(winch)
+	signal.Notify(winch, syscall.SIGWINCH)
+	defer signal.Stop(winch)
+	go followSize(ctx, tty, winch, resize)
+	if req.Stdin != nil {
+		if state, err := term.MakeRaw(int(tty.Fd())); err == nil {
+			defer term.Restore(int(tty.Fd()), state)
+		}
 	}
+	return rt.Exec(ctx, id, req)
+}
+
+// followSize sends the terminal's size each time it changes, until ctx is done.
+func followSize(ctx context.Context, tty *os.File, winch <-chan os.Signal, resize chan<- runner.TermSize) {
 	for {
 		select {
-		case <-eof:
-			eof = nil
-			if err := proc.CloseIO(ctx, client.WithStdinCloser); err != nil {
-				return -1, fmt.Errorf("exec in %s: close input: %w", id, err)
-			}
-		case <-winch:
-			if w, h, err := term.GetSize(int(s.term.Fd())); err == nil {
-				_ = proc.Resize(ctx, uint32(w), uint32(h))
-			}
-		case st := <-exited:
-			proc.IO().Wait()
-			code, _, err := st.Result()
-			return int(code), err
 		case <-ctx.Done():
-			_ = proc.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
-			return -1, ctx.Err()
+			return
+		case <-winch:
+		}
+		if w, h, err := term.GetSize(int(tty.Fd())); err == nil {
+			select {
+			case resize <- runner.TermSize{Width: uint16(w), Height: uint16(h)}:
+			default: // a size is pending already; the next change sends the newest
+			}
 		}
 	}
-}
-
-// execTask returns the running task of container id and a copy of its process spec,
-// which an exec starts from: the container's user, environment and capabilities.
-func execTask(ctx context.Context, cl *client.Client, id string) (client.Task, *specs.Process, error) {
-	ctr, err := cl.LoadContainer(ctx, id)
-	if err != nil {
-		return nil, nil, fmt.Errorf("exec in %s: %w", id, err)
-	}
-	spec, err := ctr.Spec(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("exec in %s: %w", id, err)
-	}
-	task, err := ctr.Task(ctx, nil)
-	if err != nil {
-		return nil, nil, fmt.Errorf("exec in %s: %w", id, err)
-	}
-	pspec := *spec.Process
-	return task, &pspec, nil
-}
-
-// eofReader closes eof when r is at its end.
-type eofReader struct {
-	r    io.Reader
-	eof  chan struct{}
-	once sync.Once
-}
-
-func (e *eofReader) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err != nil {
-		e.once.Do(func() { close(e.eof) })
-	}
-	return n, err
-}
-
-func execID() string {
-	return "exec-cli-" + randomHex(6)
 }
 
 // execError exits with 127 when the command does not exist in the container, 126 when

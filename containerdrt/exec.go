@@ -5,18 +5,24 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/staticpod/staticpod/runner"
 )
 
 // Exec runs a command in a running container, in its namespaces and with its process
 // settings (user, env, capabilities), and returns the command's exit code. ctx bounds
-// the command: when it is done the command is killed.
+// the command: when it is done the command is killed. Without a terminal the end of
+// Stdin closes the command's input (so `exec -i cat` ends); with one, Resize follows the
+// local terminal's size.
 func (r *Runtime) Exec(ctx context.Context, id string, req runner.ExecRequest) (int, error) {
 	ctx = namespaces.WithNamespace(ctx, r.cfg.Namespace)
 	c, err := r.client.LoadContainer(ctx, id)
@@ -32,11 +38,18 @@ func (r *Runtime) Exec(ctx context.Context, id string, req runner.ExecRequest) (
 		return -1, fmt.Errorf("exec in %s: %w", id, convertErr(err))
 	}
 	pspec := *spec.Process
-	pspec.Args = req.Command
-	pspec.Terminal = req.TTY
-	opts := []cio.Opt{cio.WithStreams(req.Stdin, req.Stdout, req.Stderr)}
+	pspec.Args, pspec.Terminal = req.Command, req.TTY
+	if req.TTY && req.Size != nil {
+		pspec.ConsoleSize = &specs.Box{Width: uint(req.Size.Width), Height: uint(req.Size.Height)}
+	}
+	in, eof := req.Stdin, (chan struct{})(nil)
+	if in != nil && !req.TTY {
+		eof = make(chan struct{})
+		in = &eofReader{r: in, eof: eof}
+	}
+	opts := []cio.Opt{cio.WithStreams(in, req.Stdout, req.Stderr)}
 	if req.TTY {
-		opts = append(opts, cio.WithTerminal)
+		opts = []cio.Opt{cio.WithStreams(in, req.Stdout, nil), cio.WithTerminal}
 	}
 	if r.cfg.FIFODir != "" {
 		opts = append(opts, cio.WithFIFODir(r.cfg.FIFODir))
@@ -53,22 +66,51 @@ func (r *Runtime) Exec(ctx context.Context, id string, req runner.ExecRequest) (
 	if err := p.Start(ctx); err != nil {
 		return -1, fmt.Errorf("exec in %s: %w", id, convertErr(err))
 	}
-	select {
-	case st := <-exited:
-		p.IO().Wait() // all output is copied before the exit code is returned
-		code, _, err := st.Result()
-		return int(code), err
-	case <-ctx.Done():
-		// A process still running cannot be deleted: kill it and let it go before the
-		// deferred Delete, or every timed-out probe would leave one behind in the shim.
-		_ = p.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
+	return waitExec(ctx, p, exited, eof, req.Resize)
+}
+
+// waitExec passes input's end and terminal resizes to a started exec until it exits.
+func waitExec(ctx context.Context, p client.Process, exited <-chan client.ExitStatus, eof <-chan struct{}, resize <-chan runner.TermSize) (int, error) {
+	for {
 		select {
-		case <-exited:
-		case <-time.After(execKillWait):
+		case <-eof:
+			eof = nil
+			if err := p.CloseIO(ctx, client.WithStdinCloser); err != nil {
+				return -1, fmt.Errorf("exec %s: close input: %w", p.ID(), convertErr(err))
+			}
+		case size := <-resize:
+			_ = p.Resize(ctx, uint32(size.Width), uint32(size.Height))
+		case st := <-exited:
+			p.IO().Wait() // all output is copied before the exit code is returned
+			code, _, err := st.Result()
+			return int(code), err
+		case <-ctx.Done():
+			// A process still running cannot be deleted: kill it and let it go before the
+			// deferred Delete, or every timed-out probe would leave one behind in the shim.
+			_ = p.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
+			select {
+			case <-exited:
+			case <-time.After(execKillWait):
+			}
+			p.IO().Cancel()
+			return -1, ctx.Err()
 		}
-		p.IO().Cancel()
-		return -1, ctx.Err()
 	}
+}
+
+// eofReader closes eof once r is at its end.
+type eofReader struct {
+	r    io.Reader
+	eof  chan struct{}
+	once sync.Once
+}
+
+func (e *eofReader) Read(b []byte) (int, error) {
+	n, err := e.r.Read(b)
+	if err != nil {
+		e.once.Do(func() { close(e.eof) })
+	}
+	return n, err
 }
 
 // execKillWait bounds the wait for a timed-out exec to die after SIGKILL.

@@ -361,6 +361,11 @@ spec:
 	if code != 4 || out.String() != "hello execd-node1\n" || errOut.String() != "oops\n" {
 		t.Errorf("Exec = %d, stdout %q, stderr %q; want 4, the container's env and hostname, and its stderr", code, out.String(), errOut.String())
 	}
+	var echoed strings.Builder
+	code, err = r.Exec(r.ctx, cs["c"].ID, runner.ExecRequest{Command: []string{"cat"}, Stdin: strings.NewReader("piped\n"), Stdout: &echoed})
+	if err != nil || code != 0 || echoed.String() != "piped\n" {
+		t.Errorf("cat with stdin = %d, %v, %q; want the input echoed and cat ended by its end", code, err, echoed.String())
+	}
 }
 
 func TestRemoveLeavesNothing(t *testing.T) {

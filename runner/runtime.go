@@ -124,11 +124,16 @@ type Container struct {
 // ExecRequest is a command to run in a container.
 type ExecRequest struct {
 	Command []string
-	Stdin   io.Reader
+	Stdin   io.Reader // its end closes the command's input (without TTY)
 	Stdout  io.Writer
-	Stderr  io.Writer
+	Stderr  io.Writer // unused with TTY: the terminal carries both streams
 	TTY     bool
+	Size    *TermSize       // the terminal's size at start, with TTY
+	Resize  <-chan TermSize // the terminal's later sizes, with TTY
 }
+
+// TermSize is a terminal's size in characters.
+type TermSize struct{ Width, Height uint16 }
 
 // NeedsSandbox reports whether a pod needs a sandbox process: to hold a network
 // namespace (any pod not on the host network) or a shared PID namespace.
