@@ -47,9 +47,10 @@ func (r *Runtime) Exec(ctx context.Context, id string, req runner.ExecRequest) (
 		eof = make(chan struct{})
 		in = &eofReader{r: in, eof: eof}
 	}
-	opts := []cio.Opt{cio.WithStreams(in, req.Stdout, req.Stderr)}
+	out, errOut := orDiscard(req.Stdout), orDiscard(req.Stderr) // the shim needs every pipe
+	opts := []cio.Opt{cio.WithStreams(in, out, errOut)}
 	if req.TTY {
-		opts = []cio.Opt{cio.WithStreams(in, req.Stdout, nil), cio.WithTerminal}
+		opts = []cio.Opt{cio.WithStreams(in, out, nil), cio.WithTerminal}
 	}
 	if r.cfg.FIFODir != "" {
 		opts = append(opts, cio.WithFIFODir(r.cfg.FIFODir))
@@ -96,6 +97,13 @@ func waitExec(ctx context.Context, p client.Process, exited <-chan client.ExitSt
 			return -1, ctx.Err()
 		}
 	}
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
 }
 
 // eofReader closes eof once r is at its end.
