@@ -53,6 +53,7 @@ func newNode(t testing.TB) *node {
 	d.MustImportImage(t, ns, testenv.ImageOptions{Ref: e2eImage})
 	rt, err := containerdrt.New(n.ctx, containerdrt.Config{
 		Address: d.Address, Namespace: ns, RootDir: filepath.Join(n.dir, "observer"), PodLogDir: n.path("log/pods"), Self: binary,
+		Observe: true, // the daemon under test owns the namespace: look, never reap
 	})
 	if err != nil {
 		t.Fatal(err)

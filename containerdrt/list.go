@@ -58,10 +58,10 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 			continue
 		}
 		proc := procs[info.ID]
-		if proc == nil && started(info) {
+		if proc == nil && started(info) && !r.cfg.Observe {
 			info, proc = r.missingTask(ctx, info)
 		}
-		if proc != nil && proc.Status == task.Status_STOPPED && !awaitingLogs(info, proc) {
+		if proc != nil && proc.Status == task.Status_STOPPED && !awaitingLogs(info, proc) && !r.cfg.Observe {
 			if reaped, err := r.reap(ctx, info, proc); err != nil {
 				r.log.Warn("record container exit", "id", info.ID, "err", err)
 			} else {
@@ -96,6 +96,10 @@ func (r *Runtime) missingTask(ctx context.Context, info containers.Container) (c
 		return info, resp.Process
 	case !errdefs.IsNotFound(convertErr(err)) && ignoreNotFound(convertErr(err)) != nil:
 		return info, &task.Process{ID: info.ID, Status: task.Status_UNKNOWN}
+	}
+	// The task may have been reaped between the two lists: its exit is recorded then.
+	if fresh, err := r.client.ContainerService().Get(ctx, info.ID); err == nil && !started(fresh) {
+		return fresh, nil
 	}
 	c, err := r.client.LoadContainer(ctx, info.ID)
 	if err != nil {

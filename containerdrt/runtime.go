@@ -27,15 +27,19 @@ const (
 
 // Config configures a Runtime.
 type Config struct {
-	Address     string        // containerd's socket
-	Namespace   string        // the containerd namespace staticpod owns
-	RootDir     string        // pods/<uid> (volumes, /etc files) and the sandbox root
-	PodLogDir   string        // CRI log files: <dir>/<namespace>_<name>_<uid>/<container>/<attempt>.log
-	Self        string        // the staticpod binary, run as sandbox and log writer; "" = this one
-	Log         LogConfig     // rotation of container logs and their /var/log/containers links
-	Images      ImageConfig   // pulls and imports
-	SeccompDir  string        // Localhost seccomp profiles
-	FIFODir     string        // where exec's FIFOs are made; "" = containerd's default
+	Address    string      // containerd's socket
+	Namespace  string      // the containerd namespace staticpod owns
+	RootDir    string      // pods/<uid> (volumes, /etc files) and the sandbox root
+	PodLogDir  string      // CRI log files: <dir>/<namespace>_<name>_<uid>/<container>/<attempt>.log
+	Self       string      // the staticpod binary, run as sandbox and log writer; "" = this one
+	Log        LogConfig   // rotation of container logs and their /var/log/containers links
+	Images     ImageConfig // pulls and imports
+	SeccompDir string      // Localhost seccomp profiles
+	FIFODir    string      // where exec's FIFOs are made; "" = containerd's default
+	// Observe makes List only report: it records no exit and deletes no task. For a
+	// second Runtime that watches a namespace a daemon owns (tests, tools); two
+	// reapers of one namespace would race.
+	Observe     bool
 	HostIP      string        // the node's IP; "" = the first global unicast address
 	CallTimeout time.Duration // bound of every containerd call; 0 = DefaultCallTimeout
 	Logger      *slog.Logger
