@@ -560,7 +560,10 @@ func TestLostTaskIsReportedExited(t *testing.T) {
 	r := newTestRuntime(t)
 	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: lost}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
 	cs := r.mustRunPod(t, pod)
-	r.awaitState(t, cs["c"].ID, runner.StateRunning)
+	running := r.awaitState(t, cs["c"].ID, runner.StateRunning)
+	// Without its shim nobody kills the container's process: containerd only forgets
+	// the task. End it when the test ends, and the log writer with it.
+	t.Cleanup(func() { syscall.Kill(int(running.PID), syscall.SIGKILL) })
 	shim := shimOf(t, cs["c"].ID)
 	if err := syscall.Kill(shim, syscall.SIGKILL); err != nil { // what a reboot or a crashed shim leaves
 		t.Fatal(err)
