@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
@@ -100,6 +101,9 @@ func (r *Runtime) missingTask(ctx context.Context, info containers.Container) (c
 	// The task may have been reaped between the two lists: its exit is recorded then.
 	if fresh, err := r.client.ContainerService().Get(ctx, info.ID); err == nil && !started(fresh) {
 		return fresh, nil
+	}
+	if n := killOrphans(info); n > 0 {
+		r.log.Warn("killed the processes of a container whose shim is gone", "id", info.ID, "processes", n)
 	}
 	c, err := r.client.LoadContainer(ctx, info.ID)
 	if err != nil {
@@ -236,11 +240,10 @@ func (r *Runtime) reap(ctx context.Context, info containers.Container, proc *tas
 // oomKilled reports whether the kernel's OOM killer killed a process of the
 // container's cgroup (cgroup v1 memory.oom_control or v2 memory.events).
 func oomKilled(info containers.Container) bool {
-	var spec specs.Spec
-	if info.Spec == nil || json.Unmarshal(info.Spec.GetValue(), &spec) != nil || spec.Linux == nil {
+	path, ok := cgroupPath(info)
+	if !ok {
 		return false
 	}
-	path := spec.Linux.CgroupsPath
 	for _, file := range []string{
 		filepath.Join("/sys/fs/cgroup/memory", path, "memory.oom_control"),
 		filepath.Join("/sys/fs/cgroup", path, "memory.events"),
@@ -250,6 +253,42 @@ func oomKilled(info containers.Container) bool {
 		}
 	}
 	return false
+}
+
+// cgroupPath is the container's cgroup, from its spec.
+func cgroupPath(info containers.Container) (string, bool) {
+	var spec specs.Spec
+	if info.Spec == nil || json.Unmarshal(info.Spec.GetValue(), &spec) != nil || spec.Linux == nil || spec.Linux.CgroupsPath == "" {
+		return "", false
+	}
+	return spec.Linux.CgroupsPath, true
+}
+
+// killOrphans kills what still runs in the cgroup of a container whose task containerd
+// has forgotten (its shim died: nobody else will), so that the restart the runner
+// plans does not run beside it.
+func killOrphans(info containers.Container) int {
+	path, ok := cgroupPath(info)
+	if !ok {
+		return 0
+	}
+	killed := 0
+	for _, file := range []string{
+		filepath.Join("/sys/fs/cgroup/pids", path, "cgroup.procs"), // cgroup v1
+		filepath.Join("/sys/fs/cgroup", path, "cgroup.procs"),      // cgroup v2
+	} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		for _, field := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(field); err == nil && pid > 1 && syscall.Kill(pid, syscall.SIGKILL) == nil {
+				killed++
+			}
+		}
+		break
+	}
+	return killed
 }
 
 // readKey reads "key N" from a cgroup file of such lines.

@@ -3,6 +3,7 @@ package containerdrt
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -562,7 +563,7 @@ func TestLostTaskIsReportedExited(t *testing.T) {
 	cs := r.mustRunPod(t, pod)
 	running := r.awaitState(t, cs["c"].ID, runner.StateRunning)
 	// Without its shim nobody kills the container's process: containerd only forgets
-	// the task. End it when the test ends, and the log writer with it.
+	// the task. The runtime must (checked below); the cleanup is a safety net.
 	t.Cleanup(func() { syscall.Kill(int(running.PID), syscall.SIGKILL) })
 	shim := shimOf(t, cs["c"].ID)
 	if err := syscall.Kill(shim, syscall.SIGKILL); err != nil { // what a reboot or a crashed shim leaves
@@ -571,6 +572,16 @@ func TestLostTaskIsReportedExited(t *testing.T) {
 	got := r.awaitState(t, cs["c"].ID, runner.StateExited)
 	if got.ExitCode != 255 || got.Reason != "Unknown" {
 		t.Errorf("a container whose task vanished: exit %d reason %q, want 255 Unknown", got.ExitCode, got.Reason)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(int(running.PID), 0) == nil { // gone, or a zombie of init's
+		if stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", running.PID)); strings.Contains(string(stat), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the container's process %d still runs after its shim died; it would run beside the restart", running.PID)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
