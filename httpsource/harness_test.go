@@ -227,8 +227,14 @@ func (r *running) awaitFreshPoll(t *testing.T) {
 
 func (r *running) awaitUpdate(t *testing.T, what string) Update {
 	t.Helper()
+	return awaitUpdate(t, r.updates, what)
+}
+
+// awaitUpdate returns the next snapshot a source sends, or fails t after awaitUp.
+func awaitUpdate(t *testing.T, updates <-chan Update, what string) Update {
+	t.Helper()
 	select {
-	case u := <-r.updates:
+	case u := <-updates:
 		return u
 	case <-time.After(awaitUp):
 		t.Fatalf("no snapshot after %s", what)

@@ -58,13 +58,7 @@ func mustRunPush(t *testing.T, dir string) (*pushing, Update) {
 
 func (ps *pushing) awaitUpdate(t *testing.T, what string) Update {
 	t.Helper()
-	select {
-	case u := <-ps.updates:
-		return u
-	case <-time.After(awaitUp):
-		t.Fatalf("no snapshot after %s", what)
-		return Update{}
-	}
+	return awaitUpdate(t, ps.updates, what)
 }
 
 // noUpdate asserts that nothing has been sent. Put and Delete wake Run before they
