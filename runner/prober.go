@@ -54,22 +54,17 @@ func newProber(r *Runner) *prober {
 // worker, signalled when a result changes.
 func (p *prober) sync(w *worker, pod *corev1.Pod, rt PodRuntime) {
 	want := map[probeKey]probeTarget{}
-	sandbox := rt.Sandbox()
-	if sandbox != nil && sandbox.State != StateRunning {
-		sandbox = nil
-	}
-	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			c := &list[i]
-			last := rt.sinceSandbox().Latest(c.Name)
-			if last == nil || last.State != StateRunning {
-				continue
-			}
-			t := target{pod: pod, container: c, id: last.ID, sandbox: sandbox}
-			for kind, probe := range map[ProbeType]*corev1.Probe{Liveness: c.LivenessProbe, Readiness: c.ReadinessProbe, Startup: c.StartupProbe} {
-				if probe != nil {
-					want[probeKey{pod.UID, c.Name, kind}] = probeTarget{target: t, probe: probe, started: last.StartedAt}
-				}
+	sandbox := runningSandbox(rt)
+	cur := rt.sinceSandbox()
+	for _, c := range allContainers(pod) {
+		last := cur.Latest(c.Name)
+		if last == nil || last.State != StateRunning {
+			continue
+		}
+		t := target{pod: pod, container: c, id: last.ID, sandbox: sandbox}
+		for kind, probe := range map[ProbeType]*corev1.Probe{Liveness: c.LivenessProbe, Readiness: c.ReadinessProbe, Startup: c.StartupProbe} {
+			if probe != nil {
+				want[probeKey{pod.UID, c.Name, kind}] = probeTarget{target: t, probe: probe, started: last.StartedAt}
 			}
 		}
 	}
