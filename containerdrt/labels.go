@@ -24,5 +24,8 @@ const (
 	labelExitCode   = labelPrefix + "exit-code"
 	labelReason     = labelPrefix + "reason"
 	labelMessage    = labelPrefix + "message"
-	labelImageID    = labelPrefix + "image-id" // the image's digest, reported as imageID
+	// labelMessagePending marks an exit recorded before its message, which comes from
+	// the log once the task is deleted (see reap).
+	labelMessagePending = labelPrefix + "message-pending"
+	labelImageID        = labelPrefix + "image-id" // the image's digest, reported as imageID
 )

@@ -59,15 +59,8 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 			continue
 		}
 		proc := procs[info.ID]
-		if proc == nil && started(info) && !r.cfg.Observe {
-			info, proc = r.missingTask(ctx, info)
-		}
-		if proc != nil && proc.Status == task.Status_STOPPED && !awaitingLogs(info, proc) && !r.cfg.Observe {
-			if reaped, err := r.reap(ctx, info, proc); err != nil {
-				r.log.Warn("record container exit", "id", info.ID, "err", err)
-			} else {
-				info, proc = reaped, nil
-			}
+		if !r.cfg.Observe {
+			info, proc = r.settle(ctx, info, proc)
 		}
 		c, err := toContainer(info, proc)
 		if err != nil {
@@ -76,6 +69,32 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// settle brings what containerd holds of a container up to date before it is reported:
+// a stopped task is reaped, a started container whose task vanished is marked lost, and
+// a message left pending by an interrupted reap is recorded. A failure is logged and the
+// next List tries again; the container is reported as it is meanwhile.
+func (r *Runtime) settle(ctx context.Context, info containers.Container, proc *task.Process) (containers.Container, *task.Process) {
+	var err error
+	switch {
+	case proc == nil && started(info):
+		return r.missingTask(ctx, info)
+	case proc != nil && proc.Status == task.Status_STOPPED:
+		var reaped containers.Container
+		if reaped, err = r.reap(ctx, info, proc); err == nil {
+			return reaped, nil
+		}
+	case proc == nil && info.Labels[labelMessagePending] != "":
+		var recorded containers.Container
+		if recorded, err = r.recordLogMessage(ctx, info); err == nil {
+			return recorded, nil
+		}
+	}
+	if err != nil {
+		r.log.Warn("record container exit", "id", info.ID, "err", err)
+	}
+	return info, proc
 }
 
 // started reports whether a container was started and has no exit recorded: it should
@@ -105,11 +124,7 @@ func (r *Runtime) missingTask(ctx context.Context, info containers.Container) (c
 	if n := killOrphans(info); n > 0 {
 		r.log.Warn("killed the processes of a container whose shim is gone", "id", info.ID, "processes", n)
 	}
-	c, err := r.client.LoadContainer(ctx, info.ID)
-	if err != nil {
-		return info, &task.Process{ID: info.ID, Status: task.Status_UNKNOWN}
-	}
-	labels, err := c.SetLabels(ctx, map[string]string{
+	labels, err := r.setLabels(ctx, info.ID, map[string]string{
 		labelExitCode:   strconv.Itoa(lostTaskExitCode),
 		labelFinishedAt: time.Now().UTC().Format(time.RFC3339Nano),
 		labelReason:     "Unknown",
@@ -169,6 +184,10 @@ func toContainer(info containers.Container, proc *task.Process) (runner.Containe
 			c.FinishedAt = proc.ExitedAt.AsTime()
 			c.Reason = exitReason(c.ExitCode, false)
 		}
+	case info.Labels[labelMessagePending] != "":
+		// The exit is recorded but its message is not yet: the terminated state is
+		// reported once, whole, so until then the container's state is not known.
+		c.State = runner.StateUnknown
 	case info.Labels[labelFinishedAt] != "":
 		c.State = runner.StateExited
 		code, _ := strconv.Atoi(info.Labels[labelExitCode])
@@ -210,31 +229,68 @@ func parseTime(s string) time.Time {
 
 // reap records the exit of a stopped task in its container's labels, then deletes the
 // task. The OOM kill count is read from the task's cgroup before the delete removes it.
+//
+// The termination message is read from the container's termination-message file at
+// once. Only a failed FallbackToLogsOnError container with no such message needs its
+// log's end, and the log is complete only once the task is deleted: the shim holds the
+// write ends of the output pipes until then, and on delete closes them and waits for the
+// log writer to drain them and exit. Such a container's exit is recorded first with its
+// message marked pending, so that neither a crash nor a failed call between the steps
+// loses the exit code, and the message follows once the task is gone. A pending
+// container is reported as unknown, never as exited without its message.
 func (r *Runtime) reap(ctx context.Context, info containers.Container, proc *task.Process) (containers.Container, error) {
 	code := int32(proc.ExitStatus)
 	msg := readTerminationMessage(info.Labels[LabelTermination])
-	if msg == "" && code != 0 && info.Labels[LabelTermPolicy] == string(corev1.TerminationMessageFallbackToLogsOnError) {
-		msg = logTail(ctx, info.Labels[LabelLogPath])
-	}
+	fromLog := msg == "" && code != 0 && info.Labels[LabelTermPolicy] == string(corev1.TerminationMessageFallbackToLogsOnError)
 	labels := map[string]string{
 		labelExitCode:   strconv.Itoa(int(code)),
 		labelFinishedAt: proc.ExitedAt.AsTime().UTC().Format(time.RFC3339Nano),
 		labelReason:     exitReason(code, oomKilled(info)),
 		labelMessage:    msg,
 	}
-	c, err := r.client.LoadContainer(ctx, info.ID)
-	if err != nil {
-		return info, convertErr(err)
+	if fromLog {
+		labels[labelMessagePending] = "log"
 	}
-	all, err := c.SetLabels(ctx, labels)
+	all, err := r.setLabels(ctx, info.ID, labels)
 	if err != nil {
-		return info, convertErr(err)
+		return info, err
 	}
 	if _, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: info.ID}); ignoreNotFound(convertErr(err)) != nil {
 		return info, convertErr(err)
 	}
 	info.Labels = all
+	if fromLog {
+		return r.recordLogMessage(ctx, info)
+	}
 	return info, nil
+}
+
+// recordLogMessage records the end of a reaped container's log as its termination
+// message. Its task is gone, so its log writer has finished.
+func (r *Runtime) recordLogMessage(ctx context.Context, info containers.Container) (containers.Container, error) {
+	all, err := r.setLabels(ctx, info.ID, map[string]string{
+		labelMessage:        logTail(ctx, info.Labels[LabelLogPath]),
+		labelMessagePending: "", // an empty value removes the label
+	})
+	if err != nil {
+		return info, err
+	}
+	info.Labels = all
+	return info, nil
+}
+
+// setLabels sets (or, with an empty value, removes) labels of a container and returns
+// all of its labels.
+func (r *Runtime) setLabels(ctx context.Context, id string, labels map[string]string) (map[string]string, error) {
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return nil, convertErr(err)
+	}
+	all, err := c.SetLabels(ctx, labels)
+	if err != nil {
+		return nil, convertErr(err)
+	}
+	return all, nil
 }
 
 // oomKilled reports whether the kernel's OOM killer killed a process of the
@@ -312,18 +368,7 @@ func readKey(path, key string) (int64, bool) {
 const (
 	fallbackLines = 80
 	fallbackBytes = 2048
-	// logFlush is how long after a failed exit its log may still be written: the
-	// logger drains the pipes after the process is gone.
-	logFlush = time.Second
 )
-
-// awaitingLogs reports whether a stopped task should not be reaped yet because its
-// termination message will come from the end of its log, which the logger may still
-// be writing.
-func awaitingLogs(info containers.Container, proc *task.Process) bool {
-	return proc.ExitStatus != 0 && info.Labels[LabelTermPolicy] == string(corev1.TerminationMessageFallbackToLogsOnError) &&
-		time.Since(proc.ExitedAt.AsTime()) < logFlush
-}
 
 // logTail is the end of a container's log: its last 80 lines, at most 2048 bytes.
 func logTail(ctx context.Context, path string) string {

@@ -536,12 +536,9 @@ spec:
     command: ["sh", "-c", "echo noise; echo 'own message' > /dev/termination-log; exit 2"]
 `)
 	cs := r.mustRunPod(t, pod)
-	r.awaitState(t, cs["fails"].ID, runner.StateExited)
-	var got string
-	for deadline := time.Now().Add(10 * time.Second); got == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		c, _ := r.find(t, cs["fails"].ID)
-		got = c.Message
-	}
+	// The first List that reports the exit must report it whole: the runner copies a
+	// terminated state into lastState at first sight and never reads it again.
+	got := r.awaitState(t, cs["fails"].ID, runner.StateExited).Message
 	// stdout and stderr are separate pipes: where "boom" lands in the log depends on
 	// which the log writer read first, as on the kubelet. The message is the log's end.
 	var want strings.Builder
@@ -550,10 +547,33 @@ spec:
 	}
 	lines := strings.Split(strings.TrimSpace(got), "\n")
 	if got != want.String() || len(lines) != 80 || !slices.Contains(lines, "line 100") {
-		t.Errorf("message of a failed container with FallbackToLogsOnError: %d lines, %q ... %q; want the last 80 lines of its log", len(lines), lines[0], lines[len(lines)-1])
+		t.Errorf("message of a failed container with FallbackToLogsOnError at first sight: %d lines, %q ... %q; want the last 80 lines of its log", len(lines), lines[0], lines[len(lines)-1])
 	}
 	if got := r.awaitState(t, cs["writes"].ID, runner.StateExited).Message; got != "own message\n" {
 		t.Errorf("message = %q, want the termination-message file first", got)
+	}
+
+	// An exit recorded with its message pending (staticpod stopped between the steps of
+	// a reap) is not reported as terminated until the message is recorded, and the next
+	// List records it.
+	c, err := r.client.LoadContainer(r.ctx, cs["fails"].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels, err := c.SetLabels(r.ctx, map[string]string{labelMessage: "", labelMessagePending: "log"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info.Labels = labels
+	if pending, err := toContainer(info, nil); err != nil || pending.State != runner.StateUnknown || pending.ExitCode != 0 {
+		t.Errorf("a container whose message is pending = %s (exit %d, err %v), want unknown", pending.State, pending.ExitCode, err)
+	}
+	if again, _ := r.find(t, cs["fails"].ID); again.State != runner.StateExited || again.ExitCode != 2 || again.Message != want.String() {
+		t.Errorf("after an interrupted reap: %s exit %d with a %d-byte message, want exited 2 with the log's end", again.State, again.ExitCode, len(again.Message))
 	}
 }
 
