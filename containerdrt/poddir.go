@@ -223,27 +223,36 @@ func podHostnameFile(pod *corev1.Pod) (string, error) {
 	return name, nil
 }
 
+// localhostEntries are the first lines of a pod's own /etc/hosts, as the kubelet's
+// managedHostsFileContent writes them.
+const localhostEntries = "127.0.0.1\tlocalhost\n" +
+	"::1\tlocalhost ip6-localhost ip6-loopback\n" +
+	"fe00::0\tip6-localnet\n" +
+	"fe00::0\tip6-mcastprefix\n" +
+	"fe00::1\tip6-allnodes\n" +
+	"fe00::2\tip6-allrouters\n"
+
 // hostsFileContent is the pod's /etc/hosts as the kubelet writes it (kubelet_pods.go,
 // managedHostsFileContent and nodeHostsFileContent): on its own network, localhost
 // entries and the pod's IP with its names; on the host's network, the host's
-// /etc/hosts; then the hostAliases.
+// /etc/hosts; then the hostAliases. A host without /etc/hosts (a minimal appliance
+// image) counts as one holding only the localhost entries: the kubelet would fail
+// every host-network pod there.
 func hostsFileContent(pod *corev1.Pod, podIP string) ([]byte, error) {
 	var b bytes.Buffer
 	if pod.Spec.HostNetwork {
 		host, err := os.ReadFile(hostHostsFile)
-		if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			host = []byte(localhostEntries)
+		case err != nil:
 			return nil, fmt.Errorf("read host's hosts file: %w", err)
 		}
 		b.WriteString(managedHostsHeaderHostNetwork)
 		b.Write(host)
 	} else {
 		b.WriteString(managedHostsHeader)
-		b.WriteString("127.0.0.1\tlocalhost\n")
-		b.WriteString("::1\tlocalhost ip6-localhost ip6-loopback\n")
-		b.WriteString("fe00::0\tip6-localnet\n")
-		b.WriteString("fe00::0\tip6-mcastprefix\n")
-		b.WriteString("fe00::1\tip6-allnodes\n")
-		b.WriteString("fe00::2\tip6-allrouters\n")
+		b.WriteString(localhostEntries)
 		if name, domain := podHostnameAndDomain(pod); podIP != "" && domain != "" {
 			fmt.Fprintf(&b, "%s\t%s.%s\t%s\n", podIP, name, domain, name)
 		} else if podIP != "" {

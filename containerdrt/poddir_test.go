@@ -135,6 +135,28 @@ func TestHostsFileHostNetwork(t *testing.T) {
 	}
 }
 
+// A host without /etc/hosts (a minimal appliance image) gives a host-network pod the
+// localhost entries, not a pod that cannot start.
+func TestHostsFileHostNetworkWithoutHostsFile(t *testing.T) {
+	fakeHostFiles(t, "", "nameserver 192.0.2.53\n") // no hosts file
+	pod := testPod("etcd-node1")
+	pod.Spec.HostNetwork = true
+	pod.Spec.HostAliases = testAliases[:1]
+	podDir := mustPreparePod(t, pod, "192.0.2.10")
+	want := "# Kubernetes-managed hosts file (host network).\n" +
+		"127.0.0.1\tlocalhost\n" +
+		"::1\tlocalhost ip6-localhost ip6-loopback\n" +
+		"fe00::0\tip6-localnet\n" +
+		"fe00::0\tip6-mcastprefix\n" +
+		"fe00::1\tip6-allnodes\n" +
+		"fe00::2\tip6-allrouters\n" +
+		"\n# Entries added by HostAliases.\n" +
+		"10.1.2.3\tfoo.local\tbar.local\n"
+	if diff := cmp.Diff(want, mustReadFile(t, filepath.Join(podDir, etcHostsFile))); diff != "" {
+		t.Errorf("etc-hosts (-want +got):\n%s", diff)
+	}
+}
+
 // A pod's containers share one /etc/hosts: an update rewrites the file in place, so
 // that containers already running, which have its inode bind-mounted, see it too.
 func TestEtcFilesRewrittenInPlace(t *testing.T) {
