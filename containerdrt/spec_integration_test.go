@@ -401,3 +401,37 @@ func TestSpecSeccompInContainer(t *testing.T) {
 		})
 	}
 }
+
+// Each container gets the kubelet's oom_score_adj for its QoS class, never below
+// staticpod's own (here the test's): a container no longer inherits its shim's score,
+// and a Guaranteed one starts although lowering a score needs CAP_SYS_RESOURCE.
+func TestSpecOOMScoreInContainer(t *testing.T) {
+	own, err := ownOOMScoreAdj()
+	if err != nil {
+		t.Fatal(err)
+	}
+	capacity, err := memTotal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name             string
+		requests, limits corev1.ResourceList
+		want             int
+	}{
+		{name: "best effort", want: max(bestEffortOOMScoreAdj, own)},
+		{name: "burstable", requests: specResourceList("", "64Mi"), limits: specResourceList("", "128Mi"),
+			want: max(int(1000-1000*(64<<20)/capacity), own)},
+		{name: "guaranteed", requests: specResourceList("100m", "64Mi"), limits: specResourceList("100m", "64Mi"),
+			want: max(guaranteedOOMScoreAdj, own)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newSpecRun(t, testenv.ImageOptions{}, `echo "oom_score_adj=$(cat /proc/self/oom_score_adj)"`)
+			r.in.Container.Resources = corev1.ResourceRequirements{Requests: tc.requests, Limits: tc.limits}
+			out := r.mustSucceed("oom")
+			if got := specKeyValues(out)["oom_score_adj"]; got != strconv.Itoa(tc.want) {
+				t.Errorf("oom_score_adj in the container = %q, want %d (staticpod's own: %d)", got, tc.want, own)
+			}
+		})
+	}
+}

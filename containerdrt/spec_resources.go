@@ -38,15 +38,16 @@ const (
 // resourceOpts turns the container's requests and limits into cgroup settings as the
 // kubelet does (kuberuntime calculateLinuxResources): cpu.shares from the CPU request
 // (from the limit when only a limit is set), a CFS quota from the CPU limit, and the
-// memory limit, with swap held to that limit where the kernel accounts swap.
-//
-// The OOM score is left alone on purpose. The kubelet sets one per QoS class, but a
-// score below the shim's needs CAP_SYS_RESOURCE, which staticpod may not have; a
-// container that inherits the shim's score (at or above staticpod's) always starts.
+// memory limit, with swap held to that limit where the kernel accounts swap; and the
+// OOM score of the container's QoS class, never below staticpod's own (oomScoreOpts).
 func resourceOpts(in specInput) ([]oci.SpecOpts, error) {
+	opts, err := oomScoreOpts(in, memTotal, ownOOMScoreAdj)
+	if err != nil {
+		return nil, err
+	}
 	res := in.Container.Resources
 	cpuRequest, cpuLimit := res.Requests.Cpu().MilliValue(), res.Limits.Cpu().MilliValue()
-	opts := []oci.SpecOpts{oci.WithCPUShares(cpuShares(cpuRequest, cpuLimit))}
+	opts = append(opts, oci.WithCPUShares(cpuShares(cpuRequest, cpuLimit)))
 	if cpuLimit > 0 {
 		opts = append(opts, oci.WithCPUCFS(cpuQuota(cpuLimit), quotaPeriod))
 	}
