@@ -57,6 +57,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	labels[LabelTermPolicy] = string(c.TerminationMessagePolicy)
 	labels[client.StopSignalLabel] = stopSignal(in)
 	labels[labelImageID] = req.Image.Digest
+	stopLabels(labels, pod, c)
 	newOpts := []client.NewContainerOpts{client.WithImage(img)}
 	if r.cfg.Images.Snapshotter != "" {
 		newOpts = append(newOpts, client.WithSnapshotter(r.cfg.Images.Snapshotter))
@@ -105,6 +106,22 @@ func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Cre
 	}
 	_, err = c.SetLabels(ctx, map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)})
 	return convertErr(err)
+}
+
+// BeginStop records the deadline of a stop that begins, unless one began already.
+func (r *Runtime) BeginStop(ctx context.Context, id string, deadline time.Time) error {
+	ctx, cancel := r.call(ctx)
+	defer cancel()
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return ignoreNotFound(convertErr(err))
+	}
+	labels, err := c.Labels(ctx)
+	if err != nil || labels[labelStopDeadline] != "" {
+		return ignoreNotFound(convertErr(err))
+	}
+	_, err = c.SetLabels(ctx, map[string]string{labelStopDeadline: deadline.UTC().Format(time.RFC3339Nano)})
+	return ignoreNotFound(convertErr(err))
 }
 
 // StopContainer sends the container's stop signal (the image's, else SIGTERM), waits up

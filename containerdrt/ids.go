@@ -1,9 +1,11 @@
 package containerdrt
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -76,5 +78,35 @@ func fromLabels(c *runner.Container, labels map[string]string) error {
 	c.Hash = labels[LabelHash]
 	c.Source = labels[LabelSource]
 	c.LogPath = labels[LabelLogPath]
+	if secs, err := strconv.ParseInt(labels[LabelPodGrace], 10, 64); err == nil {
+		grace := time.Duration(secs) * time.Second
+		c.PodGrace = &grace
+	}
+	if data := labels[LabelPreStop]; data != "" {
+		var spec corev1.Container
+		if json.Unmarshal([]byte(data), &spec) == nil {
+			c.PreStop = &spec
+		}
+	}
+	c.StopDeadline = parseTime(labels[labelStopDeadline])
 	return nil
+}
+
+// stopLabels records in labels what stopping container c needs once its pod's spec
+// is gone: the pod's grace period and, where it has one, the preStop hook with the
+// ports it may name. A hook too large for a label is left out, with the effect that
+// an orphan of it stops without its hook.
+func stopLabels(labels map[string]string, pod *corev1.Pod, c *corev1.Container) {
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		labels[LabelPodGrace] = strconv.FormatInt(*g, 10)
+	}
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+		return
+	}
+	data, err := json.Marshal(corev1.Container{
+		Name: c.Name, Ports: c.Ports, Lifecycle: &corev1.Lifecycle{PreStop: c.Lifecycle.PreStop},
+	})
+	if err == nil && len(LabelPreStop)+len(data) <= maxLabelSize {
+		labels[LabelPreStop] = string(data)
+	}
 }

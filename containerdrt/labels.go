@@ -16,6 +16,9 @@ const (
 	LabelLogPath      = labelPrefix + "log-path"                 // its CRI log file
 	LabelTermination  = labelPrefix + "termination-message-path" // host path of the termination log
 	LabelTermPolicy   = labelPrefix + "termination-message-policy"
+	// What stopping a container needs once its pod's spec is gone (see runner.Container).
+	LabelPodGrace = labelPrefix + "pod.termination-grace-period" // seconds
+	LabelPreStop  = labelPrefix + "container.prestop"            // JSON: name, ports, lifecycle.preStop
 
 	// Set when the task starts and when its exit is recorded (see reap): containerd
 	// keeps neither once a task is deleted.
@@ -28,4 +31,9 @@ const (
 	// the log once the task is deleted (see reap).
 	labelMessagePending = labelPrefix + "message-pending"
 	labelImageID        = labelPrefix + "image-id" // the image's digest, reported as imageID
+	// labelStopDeadline is set when a stop begins: when its grace period ends.
+	labelStopDeadline = labelPrefix + "stop-deadline"
 )
+
+// maxLabelSize is the most containerd keeps in one label, key and value together.
+const maxLabelSize = 4096

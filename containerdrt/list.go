@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/api/types/task"
@@ -246,7 +247,7 @@ func (r *Runtime) reap(ctx context.Context, info containers.Container, proc *tas
 		labelExitCode:   strconv.Itoa(int(code)),
 		labelFinishedAt: proc.ExitedAt.AsTime().UTC().Format(time.RFC3339Nano),
 		labelReason:     exitReason(code, oomKilled(info)),
-		labelMessage:    msg,
+		labelMessage:    fitLabel(labelMessage, msg),
 	}
 	if fromLog {
 		labels[labelMessagePending] = "log"
@@ -269,7 +270,7 @@ func (r *Runtime) reap(ctx context.Context, info containers.Container, proc *tas
 // message. Its task is gone, so its log writer has finished.
 func (r *Runtime) recordLogMessage(ctx context.Context, info containers.Container) (containers.Container, error) {
 	all, err := r.setLabels(ctx, info.ID, map[string]string{
-		labelMessage:        logTail(ctx, info.Labels[LabelLogPath]),
+		labelMessage:        fitLabel(labelMessage, logTail(ctx, info.Labels[LabelLogPath])),
 		labelMessagePending: "", // an empty value removes the label
 	})
 	if err != nil {
@@ -277,6 +278,22 @@ func (r *Runtime) recordLogMessage(ctx context.Context, info containers.Containe
 	}
 	info.Labels = all
 	return info, nil
+}
+
+// fitLabel makes value fit in a containerd label named key: valid UTF-8 (gRPC refuses
+// anything else) and cut, at a character's start, to what containerd keeps in a label.
+// A termination message of the kubelet's 4096 bytes, or of bytes that are not text,
+// would otherwise make recording the exit fail at every try.
+func fitLabel(key, value string) string {
+	value = strings.ToValidUTF8(value, "\uFFFD")
+	n := maxLabelSize - len(key)
+	if len(value) <= n {
+		return value
+	}
+	for n > 0 && !utf8.RuneStart(value[n]) {
+		n--
+	}
+	return value[:n]
 }
 
 // setLabels sets (or, with an empty value, removes) labels of a container and returns

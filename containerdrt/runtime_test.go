@@ -534,6 +534,9 @@ spec:
     image: `+testImage+`
     terminationMessagePolicy: FallbackToLogsOnError
     command: ["sh", "-c", "echo noise; echo 'own message' > /dev/termination-log; exit 2"]
+  - name: long
+    image: `+testImage+`
+    command: ["sh", "-c", "for i in $(seq 500); do printf 'message \\xff' ; done > /dev/termination-log; exit 1"]
 `)
 	cs := r.mustRunPod(t, pod)
 	// The first List that reports the exit must report it whole: the runner copies a
@@ -551,6 +554,10 @@ spec:
 	}
 	if got := r.awaitState(t, cs["writes"].ID, runner.StateExited).Message; got != "own message\n" {
 		t.Errorf("message = %q, want the termination-message file first", got)
+	}
+	// 5000 bytes, not all text: the kubelet keeps 4096, containerd's label a little less.
+	if got := r.awaitState(t, cs["long"].ID, runner.StateExited); got.ExitCode != 1 || !strings.HasPrefix(got.Message, "message \uFFFDmessage") || len(got.Message) < 4000 {
+		t.Errorf("long message: exit %d, %d bytes %.20q...; want exit 1 with about 4 KiB of the message", got.ExitCode, len(got.Message), got.Message)
 	}
 
 	// An exit recorded with its message pending (staticpod stopped between the steps of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,11 +25,13 @@ type fakeRuntime struct {
 	gate       map[string]chan struct{} // operation -> closed when it may proceed
 	fail       map[string]error         // operation -> error to return
 	panicOn    string
-	execCode   map[string]int // container ID -> exit code of every exec in it
+	execCode   map[string]int           // container ID -> exit code of every exec in it
+	execs      []string                 // "ID: command" of every exec, in order
+	graces     map[string]time.Duration // container ID -> grace of its last StopContainer
 }
 
 func newFakeRuntime(now func() time.Time) *fakeRuntime {
-	return &fakeRuntime{now: now, containers: map[string]*Container{}, removedPod: map[types.UID]bool{}, gate: map[string]chan struct{}{}, fail: map[string]error{}, execCode: map[string]int{}}
+	return &fakeRuntime{now: now, containers: map[string]*Container{}, removedPod: map[types.UID]bool{}, gate: map[string]chan struct{}{}, fail: map[string]error{}, execCode: map[string]int{}, graces: map[string]time.Duration{}}
 }
 
 // enter records a call, waits at its gate if one is set, and returns the failure set
@@ -84,10 +87,25 @@ func (f *fakeRuntime) StartContainer(_ context.Context, id string) error {
 	return f.change(id, func(c *Container) { c.State, c.PID, c.StartedAt = StateRunning, 200, f.now() })
 }
 
-func (f *fakeRuntime) StopContainer(_ context.Context, id string, _ time.Duration) error {
+func (f *fakeRuntime) BeginStop(_ context.Context, id string, deadline time.Time) error {
+	if err := f.enter("BeginStop"); err != nil {
+		return err
+	}
+	f.change(id, func(c *Container) {
+		if c.StopDeadline.IsZero() {
+			c.StopDeadline = deadline
+		}
+	})
+	return nil // idempotent: what is gone needs no stop
+}
+
+func (f *fakeRuntime) StopContainer(_ context.Context, id string, grace time.Duration) error {
 	if err := f.enter("StopContainer"); err != nil {
 		return err
 	}
+	f.mu.Lock()
+	f.graces[id] = grace
+	f.mu.Unlock()
 	err := f.change(id, func(c *Container) {
 		if c.State != StateExited {
 			c.State, c.ExitCode, c.Reason, c.FinishedAt, c.PID = StateExited, 137, "Error", f.now(), 0
@@ -125,6 +143,7 @@ func (f *fakeRuntime) Exec(ctx context.Context, id string, req ExecRequest) (int
 	}
 	f.mu.Lock()
 	code := f.execCode[id]
+	f.execs = append(f.execs, id+": "+strings.Join(req.Command, " "))
 	f.mu.Unlock()
 	return code, nil
 }

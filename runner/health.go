@@ -73,7 +73,7 @@ func probeGrace(p *corev1.Probe, pod *corev1.Pod) time.Duration {
 	if p != nil && p.TerminationGracePeriodSeconds != nil {
 		return time.Duration(*p.TerminationGracePeriodSeconds) * time.Second
 	}
-	return gracePeriod(pod)
+	return podGrace(pod)
 }
 
 func allContainers(pod *corev1.Pod) []*corev1.Container {

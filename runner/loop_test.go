@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -232,6 +233,45 @@ func TestOrphansWaitForTheirSource(t *testing.T) {
 	}
 	if len(h.f.byName("gone")) != 0 {
 		t.Fatalf("orphan not removed: %v", h.f.byName("gone"))
+	}
+}
+
+// An orphan (its pod's spec is gone: staticpod restarted after its manifest went) is
+// stopped as its pod asked, from what the runtime recorded: its grace period and its
+// preStop hook. One whose stop an earlier staticpod began gets what is left of that
+// grace period, and its hook, which ran then, does not run again.
+func TestOrphansStopAsTheirPodAsked(t *testing.T) {
+	h := newHarness(t)
+	l := newLoop(h.r, &sync.WaitGroup{})
+	var spawned []*worker
+	l.spawn = func(_ context.Context, w *worker) { spawned = append(spawned, w) }
+	grace := 10 * time.Second
+	hook := &corev1.Container{Name: "c", Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"drain"}}}}}
+	h.f.put(Container{ID: "fresh", Kind: KindContainer, PodUID: "gone", Name: "c", State: StateRunning, Source: "file", PodGrace: &grace, PreStop: hook})
+	h.f.put(Container{ID: "halfway", Kind: KindContainer, PodUID: "going", Name: "c", State: StateRunning, Source: "file", PodGrace: &grace, PreStop: hook,
+		StopDeadline: h.clock().Add(4 * time.Second)})
+	if _, err := h.r.pleg.Relist(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	l.apply(h.ctx, Update{Source: "file"})
+	l.housekeeping(h.ctx)
+	if len(spawned) != 2 {
+		t.Fatalf("%d orphan workers, want 2", len(spawned))
+	}
+	for _, w := range spawned {
+		h.sync(w)
+	}
+	if want := []string{"fresh: drain"}; !slices.Equal(h.f.execs, want) {
+		t.Errorf("hooks run: %q, want %q", h.f.execs, want)
+	}
+	if got := h.f.graces["fresh"]; got > grace || got < grace-time.Second { // less the hook's time
+		t.Errorf("an orphan stopped with grace %v, want its pod's %v", got, grace)
+	}
+	if got := h.f.graces["halfway"]; got != 4*time.Second {
+		t.Errorf("an orphan whose stop was under way stopped with grace %v, want the 4s left", got)
+	}
+	if n := strings.Count(strings.Join(h.f.calls, " "), "BeginStop"); n != 1 {
+		t.Errorf("BeginStop called %d times, want once (for the stop that began now)", n)
 	}
 }
 

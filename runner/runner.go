@@ -174,7 +174,7 @@ func (r *Runner) StopAll(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.killPod(ctx, pr, gracePeriod(w.spec))
+			w.killPod(ctx, pr)
 		}()
 	}
 	wg.Wait()

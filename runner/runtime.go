@@ -28,6 +28,10 @@ type Runtime interface {
 	CreateContainer(ctx context.Context, req CreateRequest) (Container, error)
 	// StartContainer starts a created container.
 	StartContainer(ctx context.Context, id string) error
+	// BeginStop records that stopping a container began and must be over by deadline, so
+	// that a staticpod restarted meanwhile finishes the stop in the time that is left
+	// (reported as Container.StopDeadline) instead of starting it over.
+	BeginStop(ctx context.Context, id string, deadline time.Time) error
 	// StopContainer sends the container's stop signal, waits up to grace for it to exit,
 	// then kills it. A grace of 0 kills at once. It applies to sandboxes too.
 	StopContainer(ctx context.Context, id string, grace time.Duration) error
@@ -119,6 +123,12 @@ type Container struct {
 	StartedAt    time.Time
 	FinishedAt   time.Time
 	LogPath      string
+
+	// What stopping the container needs when its pod's spec is gone (an orphan found
+	// after a restart), recorded when it was created, as the kubelet records them.
+	PodGrace     *time.Duration    // the pod's terminationGracePeriodSeconds
+	PreStop      *corev1.Container // its name, ports and lifecycle.preStop; nil without a hook
+	StopDeadline time.Time         // set once a stop began: when the grace period ends
 }
 
 // ExecRequest is a command to run in a container.

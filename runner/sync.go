@@ -30,13 +30,12 @@ const (
 // they never stop the worker.
 func (w *worker) execute(ctx context.Context, pod *corev1.Pod, rt PodRuntime, a Actions) bool {
 	acted := false
-	grace := gracePeriod(w.spec)
 	if a.KillPod {
-		w.killPod(ctx, rt, grace)
+		w.killPod(ctx, rt)
 		acted = true
 	}
 	for _, c := range a.Kill {
-		w.stop(ctx, c, grace, "Killing", "Stopping container "+c.Name)
+		w.stop(ctx, c, w.gracePeriod(c), "Killing", "Stopping container "+c.Name)
 		acted = true
 	}
 	for name, reason := range a.Waiting {
@@ -75,7 +74,7 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, rt PodRuntime, a 
 
 // killPod stops app containers first, then init containers and sidecars in reverse
 // order, then the sandbox, as the kubelet terminates a pod.
-func (w *worker) killPod(ctx context.Context, rt PodRuntime, grace time.Duration) {
+func (w *worker) killPod(ctx context.Context, rt PodRuntime) {
 	running := rt.Running()
 	isApp := map[string]bool{}
 	if w.spec != nil {
@@ -96,12 +95,12 @@ func (w *worker) killPod(ctx context.Context, rt PodRuntime, grace time.Duration
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.stop(ctx, c, grace, "Killing", "Stopping container "+c.Name)
+			w.stop(ctx, c, w.gracePeriod(c), "Killing", "Stopping container "+c.Name)
 		}()
 	}
 	wg.Wait()
 	for i := len(others) - 1; i >= 0; i-- {
-		w.stop(ctx, others[i], grace, "Killing", "Stopping container "+others[i].Name)
+		w.stop(ctx, others[i], w.gracePeriod(others[i]), "Killing", "Stopping container "+others[i].Name)
 	}
 	for _, sb := range rt.Sandboxes {
 		if sb.State == StateRunning || sb.State == StateCreated {
@@ -115,12 +114,26 @@ func (w *worker) killPod(ctx context.Context, rt PodRuntime, grace time.Duration
 // stop stops a container: its preStop hook first (within the grace period, which the
 // hook's time counts against, leaving the kubelet's minimum of 2 s for the signal),
 // then the stop signal, then SIGKILL once the grace period is over.
+//
+// The start of a stop is recorded with the runtime first. A container whose stop an
+// earlier staticpod began (it was stopped or killed meanwhile) gets what is left of
+// that grace period, and its hook, which ran then, does not run twice.
 func (w *worker) stop(ctx context.Context, c Container, grace time.Duration, reason, msg string) {
 	w.normal(c.Name, reason, msg)
-	if spec := w.containerSpec(c.Name); spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil && c.State == StateRunning && grace > 0 {
+	hook := w.preStop(c)
+	switch {
+	case !c.StopDeadline.IsZero():
+		grace = max(min(grace, c.StopDeadline.Sub(w.r.now())), 0)
+		hook = nil
+	case grace > 0 && c.State == StateRunning:
+		if err := w.r.rt.BeginStop(ctx, c.ID, w.r.now().Add(grace)); err != nil {
+			w.log.Warn("record the start of a stop", "container", c.Name, "err", err)
+		}
+	}
+	if hook != nil && c.State == StateRunning && grace > 0 {
 		start := time.Now()
 		hctx, cancel := context.WithTimeout(ctx, grace)
-		err := w.r.run(hctx, target{pod: w.spec, container: spec, id: c.ID, sandbox: w.sandbox}, hookAction(spec.Lifecycle.PreStop))
+		err := w.r.run(hctx, target{pod: w.spec, container: hook, id: c.ID, sandbox: w.sandbox}, hookAction(hook.Lifecycle.PreStop))
 		cancel()
 		if err != nil {
 			w.warn(c.Name, "FailedPreStopHook", fmt.Sprintf("PreStopHook failed: %v", err))
@@ -130,6 +143,19 @@ func (w *worker) stop(ctx context.Context, c Container, grace time.Duration, rea
 	if err := w.r.rt.StopContainer(ctx, c.ID, grace); err != nil {
 		w.warn(c.Name, "FailedKillContainer", fmt.Sprintf("Failed to stop container %s: %v", c.Name, err))
 	}
+}
+
+// preStop is the container's spec if it has a preStop hook: from the pod's spec, else
+// as the runtime recorded it (the pod's spec is gone), else nil.
+func (w *worker) preStop(c Container) *corev1.Container {
+	spec := w.containerSpec(c.Name)
+	if spec == nil {
+		spec = c.PreStop
+	}
+	if spec == nil || spec.Lifecycle == nil || spec.Lifecycle.PreStop == nil {
+		return nil
+	}
+	return spec
 }
 
 // start pulls, creates and starts one container. It reports whether the container
@@ -186,7 +212,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *C
 // started until it returns, and a failure kills it (the restart policy decides what
 // follows).
 func (w *worker) postStart(ctx context.Context, pod *corev1.Pod, c *corev1.Container, created Container, sandbox *Container) bool {
-	hctx, cancel := context.WithTimeout(ctx, gracePeriod(pod)+time.Minute)
+	hctx, cancel := context.WithTimeout(ctx, podGrace(pod)+time.Minute)
 	defer cancel()
 	err := w.r.run(hctx, target{pod: pod, container: c, id: created.ID, sandbox: sandbox}, hookAction(c.Lifecycle.PostStart))
 	if err == nil {
@@ -196,7 +222,7 @@ func (w *worker) postStart(ctx context.Context, pod *corev1.Pod, c *corev1.Conta
 	w.warn(c.Name, "FailedPostStartHook", msg)
 	w.killReasons[created.ID] = msg
 	created.State = StateRunning
-	w.stop(ctx, created, gracePeriod(pod), "Killing", fmt.Sprintf("FailedPostStartHook: stopping container %s", c.Name))
+	w.stop(ctx, created, podGrace(pod), "Killing", fmt.Sprintf("FailedPostStartHook: stopping container %s", c.Name))
 	return false
 }
 
@@ -266,9 +292,18 @@ func podRef(pod *corev1.Pod) string {
 	return pod.Namespace + "/" + pod.Name
 }
 
-// gracePeriod is the pod's termination grace period, or orphanGrace when its spec is
-// not known.
-func gracePeriod(pod *corev1.Pod) time.Duration {
+// gracePeriod is how long c may take to stop: its pod's termination grace period, from
+// the pod's spec, else as recorded with the container, else orphanGrace.
+func (w *worker) gracePeriod(c Container) time.Duration {
+	if w.spec == nil && c.PodGrace != nil {
+		return *c.PodGrace
+	}
+	return podGrace(w.spec)
+}
+
+// podGrace is the pod's termination grace period, or orphanGrace when its spec is not
+// known.
+func podGrace(pod *corev1.Pod) time.Duration {
 	if pod == nil || pod.Spec.TerminationGracePeriodSeconds == nil {
 		return orphanGrace
 	}

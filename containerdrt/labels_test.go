@@ -1,0 +1,81 @@
+package containerdrt
+
+import (
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/staticpod/staticpod/runner"
+)
+
+// What stopping a container needs once its pod's spec is gone comes back from its
+// labels as it went in.
+func TestStopLabelsRoundTrip(t *testing.T) {
+	grace := int64(10)
+	pod := &corev1.Pod{Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace}}
+	c := &corev1.Container{
+		Name: "web", Image: "busybox", Command: []string{"httpd"},
+		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+		Lifecycle: &corev1.Lifecycle{
+			PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"not", "kept"}}},
+			PreStop:   &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/drain", Port: intstr.FromString("http")}},
+		},
+	}
+	labels := map[string]string{LabelKind: string(runner.KindContainer)}
+	stopLabels(labels, pod, c)
+	deadline := time.Date(2026, 11, 24, 12, 0, 0, 123, time.UTC)
+	labels[labelStopDeadline] = deadline.Format(time.RFC3339Nano)
+	var got runner.Container
+	if err := fromLabels(&got, labels); err != nil {
+		t.Fatal(err)
+	}
+	if got.PodGrace == nil || *got.PodGrace != 10*time.Second {
+		t.Errorf("PodGrace = %v, want 10s", got.PodGrace)
+	}
+	want := &corev1.Container{Name: "web", Ports: c.Ports, Lifecycle: &corev1.Lifecycle{PreStop: c.Lifecycle.PreStop}}
+	if diff := cmp.Diff(want, got.PreStop); diff != "" {
+		t.Errorf("PreStop (-want +got):\n%s", diff)
+	}
+	if !got.StopDeadline.Equal(deadline) {
+		t.Errorf("StopDeadline = %v, want %v", got.StopDeadline, deadline)
+	}
+
+	// Without a hook nothing is recorded of the container; a hook too large for a
+	// label is left out rather than failing the container's creation.
+	c.Lifecycle.PreStop = &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{strings.Repeat("x", maxLabelSize)}}}
+	labels = map[string]string{}
+	stopLabels(labels, pod, c)
+	if _, ok := labels[LabelPreStop]; ok {
+		t.Errorf("a %d-byte hook was put in a label", maxLabelSize)
+	}
+	c.Lifecycle = nil
+	labels = map[string]string{}
+	stopLabels(labels, pod, c)
+	if _, ok := labels[LabelPreStop]; ok || labels[LabelPodGrace] != "10" {
+		t.Errorf("labels of a container without a hook: %v", labels)
+	}
+}
+
+// A termination message is recorded in a label: whatever the container wrote, the
+// label must be one containerd accepts, or the exit could never be recorded.
+func TestFitLabel(t *testing.T) {
+	for _, tc := range []struct{ name, value string }{
+		{"short", "done\n"},
+		{"the kubelet's 4096 bytes", strings.Repeat("a", maxTerminationMessage)},
+		{"cut inside a character", strings.Repeat("é", maxTerminationMessage/2)},
+		{"not text", "\xff\xfe binary \x00"},
+	} {
+		got := fitLabel(labelMessage, tc.value)
+		if len(labelMessage)+len(got) > maxLabelSize || !utf8.ValidString(got) {
+			t.Errorf("%s: fitLabel gave %d bytes (valid UTF-8: %v); want at most %d, valid", tc.name, len(got), utf8.ValidString(got), maxLabelSize-len(labelMessage))
+		}
+		if len(tc.value) < 100 && utf8.ValidString(tc.value) && got != tc.value {
+			t.Errorf("%s: fitLabel changed %q to %q", tc.name, tc.value, got)
+		}
+	}
+}
