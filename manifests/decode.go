@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
-	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -46,7 +46,8 @@ type Decoding struct {
 // Decode splits data into YAML documents (JSON is YAML) and decodes the pods in them: a
 // Pod, or a PodList or List whose items are pods. Empty and comment-only documents are
 // skipped. Unknown fields are returned as warnings; a document that cannot be decoded is
-// an error that does not stop the other documents from decoding.
+// an error for each value that does not decode, at its field path, and does not stop the
+// other documents from decoding.
 func Decode(data []byte) Decoding {
 	var d Decoding
 	if len(data) > MaxManifestBytes {
@@ -116,7 +117,7 @@ func decodeDocument(doc []byte) (pods []Decoded, warnings, errs []Problem) {
 	}
 	var tm typeMeta
 	if err := json.Unmarshal(js, &tm); err != nil {
-		return nil, nil, []Problem{{Err: invalid(nil, cleanJSONError(err))}}
+		return nil, nil, explain(js, reflect.TypeFor[typeMeta](), nil, err)
 	}
 	switch tm.Kind {
 	case kindPod:
@@ -141,7 +142,7 @@ func decodeList(js []byte, tm typeMeta) (pods []Decoded, warnings, errs []Proble
 	}
 	var l list
 	if err := json.Unmarshal(js, &l); err != nil {
-		return nil, nil, []Problem{{Err: invalid(field.NewPath("items"), cleanJSONError(err))}}
+		return nil, nil, explain(js, reflect.TypeFor[list](), nil, err)
 	}
 	for i, item := range l.Items {
 		path := field.NewPath("items").Index(i)
@@ -166,7 +167,9 @@ func decodeList(js []byte, tm typeMeta) (pods []Decoded, warnings, errs []Proble
 // non-strict mode).
 func decodePod(js []byte, path *field.Path) (*corev1.Pod, []Problem, []Problem) {
 	var tm typeMeta
-	_ = json.Unmarshal(js, &tm)
+	if err := json.Unmarshal(js, &tm); err != nil {
+		return nil, nil, explain(js, reflect.TypeFor[typeMeta](), path, err)
+	}
 	if tm.APIVersion == "" && tm.Kind == "" && path != nil {
 		tm.APIVersion = "v1" // items of a PodList are pods; they may omit their type
 	}
@@ -182,7 +185,7 @@ func decodePod(js []byte, path *field.Path) (*corev1.Pod, []Problem, []Problem) 
 	pod := &corev1.Pod{}
 	strict, err := sigsjson.UnmarshalStrict(js, pod)
 	if err != nil {
-		return nil, nil, []Problem{{Err: decodeError(path, err)}}
+		return nil, nil, explain(js, reflect.TypeFor[corev1.Pod](), path, err)
 	}
 	var warnings []Problem
 	for _, s := range strict {
@@ -225,43 +228,6 @@ func joinPath(prefix *field.Path, name string) string {
 	return prefix.String() + "." + name
 }
 
-// decodeError turns an encoding/json error into a field error. A type mismatch names
-// the field (without list indices, which encoding/json does not track) and drops the Go
-// type names, which mean nothing to someone editing YAML: `cannot unmarshal string into
-// Go struct field Container.spec.containers.ports.containerPort of type int32` becomes
-// `spec.containers.ports.containerPort: Invalid value: "string": expected int32`.
-func decodeError(prefix *field.Path, err error) *field.Error {
-	var te *json.UnmarshalTypeError
-	if !errors.As(err, &te) || te.Field == "" {
-		return invalid(prefix, cleanJSONError(err))
-	}
-	var parts []string
-	for _, p := range strings.Split(te.Field, ".") {
-		if p != "" && !unicode.IsUpper(rune(p[0])) { // Go names of embedded structs
-			parts = append(parts, p)
-		}
-	}
-	f := joinPath(prefix, strings.Join(parts, "."))
-	return &field.Error{Type: field.ErrorTypeInvalid, Field: f, BadValue: te.Value, Detail: "expected " + jsonType(te.Type.String())}
-}
-
-// jsonType names a Go type as the YAML value it decodes from.
-func jsonType(goType string) string {
-	switch {
-	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "uint"):
-		return "an integer"
-	case goType == "string", strings.HasSuffix(goType, "Policy"), strings.HasSuffix(goType, "Protocol"):
-		return "a string"
-	case goType == "bool":
-		return "true or false"
-	case strings.HasPrefix(goType, "[]"):
-		return "a list"
-	case strings.HasPrefix(goType, "map["), strings.HasPrefix(goType, "v1."):
-		return "a mapping"
-	}
-	return goType
-}
-
 func cleanJSONError(err error) string {
 	return strings.TrimPrefix(err.Error(), "json: ")
 }
@@ -271,6 +237,8 @@ func jsonKind(js []byte) string {
 	switch js[0] {
 	case '[':
 		return "a list"
+	case '{':
+		return "a mapping"
 	case '"':
 		return "a string"
 	default:
