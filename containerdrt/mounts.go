@@ -166,7 +166,7 @@ func mountPropagation(c *corev1.Container, vm corev1.VolumeMount) (string, error
 	case corev1.MountPropagationHostToContainer:
 		return propagationSlave, nil
 	case corev1.MountPropagationBidirectional:
-		if sc := c.SecurityContext; sc == nil || sc.Privileged == nil || !*sc.Privileged {
+		if !isPrivileged(c) {
 			return "", errors.New("mount propagation Bidirectional needs a privileged container")
 		}
 		return propagationShared, nil

@@ -8,12 +8,14 @@ import (
 )
 
 // containerSpec assembles a container's OCI spec options, applied after containerd's
-// default spec: process, resources, security, mounts, then namespaces. Each concern
-// lives in its own file and is tested on its own; the integration tests prove the
-// assembled result inside real containers.
+// default spec: process, resources, security, cgroups (before mounts: a volume may
+// replace the cgroupfs), mounts, then namespaces. Each concern lives in its own file
+// and is tested on its own; the integration tests prove the assembled result inside
+// real containers.
 func containerSpec(in specInput) ([]oci.SpecOpts, error) {
+	cgroups := func(in specInput) ([]oci.SpecOpts, error) { return cgroupOpts(in, hostCgroups()), nil }
 	var opts []oci.SpecOpts
-	for _, build := range []func(specInput) ([]oci.SpecOpts, error){processOpts, resourceOpts, securityOpts, mountOpts} {
+	for _, build := range []func(specInput) ([]oci.SpecOpts, error){processOpts, resourceOpts, securityOpts, cgroups, mountOpts} {
 		o, err := build(in)
 		if err != nil {
 			return nil, err

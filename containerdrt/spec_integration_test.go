@@ -17,7 +17,6 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/internal/testenv"
@@ -59,9 +58,10 @@ func newSpecRun(t *testing.T, opts testenv.ImageOptions, script string) *specRun
 	return &specRun{t: t, d: d, ctx: ctx, img: img, in: in}
 }
 
-// mustRun creates the container with processOpts, resourceOpts and securityOpts applied
-// after containerd's default spec and the image's config (then extra), runs it to its
-// exit, deletes it and its snapshot, and returns its output and exit code.
+// mustRun creates the container with processOpts, resourceOpts, securityOpts and
+// cgroupOpts applied after containerd's default spec and the image's config (then
+// extra), runs it to its exit, deletes it and its snapshot, and returns its output and
+// exit code.
 func (r *specRun) mustRun(id string, extra ...oci.SpecOpts) (string, uint32) {
 	t := r.t
 	t.Helper()
@@ -105,7 +105,7 @@ func (r *specRun) mustBuildSpec() []oci.SpecOpts {
 		}
 		opts = append(opts, o...)
 	}
-	return opts
+	return append(opts, cgroupOpts(r.in, hostCgroups())...)
 }
 
 // awaitSpecExit starts task, waits for it to exit and for its output to end with
@@ -214,13 +214,6 @@ func TestSpecProcessInContainer(t *testing.T) {
 	}
 }
 
-// withSpecCgroupfs mounts the container's cgroups read-only at /sys/fs/cgroup, as the CRI
-// does; containerd's default spec has no such mount.
-var withSpecCgroupfs = oci.WithMounts([]specs.Mount{{
-	Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup",
-	Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"},
-}})
-
 // specCgroupScript prints the container's own cgroup settings, for cgroup v1 and v2.
 const specCgroupScript = `cd /sys/fs/cgroup; for f in cpu/cpu.shares cpu/cpu.cfs_quota_us cpu/cpu.cfs_period_us ` +
 	`memory/memory.limit_in_bytes memory/memory.memsw.limit_in_bytes cpu.weight cpu.max memory.max memory.swap.max; ` +
@@ -242,7 +235,7 @@ func TestSpecResourcesInContainer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newSpecRun(t, testenv.ImageOptions{}, specCgroupScript)
 			r.in.Container.Resources = corev1.ResourceRequirements{Requests: specResourceList(tc.cpu, tc.memory), Limits: specResourceList(tc.cpu, tc.memory)}
-			out := r.mustSucceed("resources", withSpecCgroupfs)
+			out := r.mustSucceed("resources")
 			got := specKeyValues(out)
 			want := tc.v1
 			if _, ok := got["cpu.max"]; ok {
@@ -431,6 +424,61 @@ func TestSpecOOMScoreInContainer(t *testing.T) {
 			out := r.mustSucceed("oom")
 			if got := specKeyValues(out)["oom_score_adj"]; got != strconv.Itoa(tc.want) {
 				t.Errorf("oom_score_adj in the container = %q, want %d (staticpod's own: %d)", got, tc.want, own)
+			}
+		})
+	}
+}
+
+// specCgroupfsScript prints the container's memory limit as its cgroupfs shows it, the
+// mounts under /sys/fs/cgroup, and tries to write the limit. On cgroup v1 runc mounts
+// the container's own directory of each hierarchy; on v2 the container's cgroup is
+// the root of its own namespace, or (privileged) its path in the host's.
+const specCgroupfsScript = `f=/sys/fs/cgroup/memory/memory.limit_in_bytes
+[ -f /sys/fs/cgroup/cgroup.controllers ] && f=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)/memory.max
+echo "limit=$(cat $f)"
+grep ' /sys/fs/cgroup' /proc/mounts
+if err=$(cat $f 2>&1 > $f); then echo write=ok; else echo "write=refused: $err"; fi
+exit 0`
+
+// A container sees its own cgroups at /sys/fs/cgroup, read-only unless privileged,
+// so that runtimes that size themselves from their cgroup see their limits.
+func TestSpecCgroupfsInContainer(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		privileged bool
+		write      string
+	}{
+		{name: "read-only", write: "refused: "},
+		{name: "privileged: read-write", privileged: true, write: "ok"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newSpecRun(t, testenv.ImageOptions{}, specCgroupfsScript)
+			r.in.Container.Resources = corev1.ResourceRequirements{Requests: specResourceList("", "64Mi"), Limits: specResourceList("", "64Mi")}
+			if tc.privileged {
+				specContainerSC(r.in).Privileged = new(true)
+			}
+			out := r.mustSucceed("cgroupfs")
+			kv := specKeyValues(out)
+			if kv["limit"] != "67108864" {
+				t.Errorf("memory limit in the container = %q, want 67108864; output:\n%s", kv["limit"], out)
+			}
+			if !strings.HasPrefix(kv["write"], tc.write) || tc.write != "ok" && !strings.Contains(kv["write"], "Read-only file system") {
+				t.Errorf("write to the memory limit: %q, want %q; output:\n%s", kv["write"], tc.write, out)
+			}
+			mode, mounts := rwOption(!tc.privileged), 0
+			for line := range strings.Lines(out) {
+				// /proc/mounts: source, mount point, type, options
+				f := strings.Fields(line)
+				if len(f) < 4 || !strings.HasPrefix(f[1], cgroupRoot) || (f[2] != "cgroup" && f[2] != "cgroup2") {
+					continue
+				}
+				mounts++
+				if opts := strings.Split(f[3], ","); !slices.Contains(opts, mode) {
+					t.Errorf("cgroup mount %q, want it %s", strings.TrimSpace(line), mode)
+				}
+			}
+			if mounts == 0 {
+				t.Errorf("no cgroup mount under /sys/fs/cgroup; output:\n%s", out)
 			}
 		})
 	}

@@ -87,7 +87,7 @@ func cpuQuota(limitMilli int64) int64 {
 // CRI checks before setting swap: memory.memsw.* on cgroup v1, memory.swap.max in our
 // own cgroup on v2. When unsure it says no and swap is left unset.
 var swapAccounted = sync.OnceValue(func() bool {
-	if _, err := os.Stat(unifiedMarker); err != nil {
+	if !hostCgroups().unified {
 		_, err := os.Stat(memswV1)
 		return err == nil
 	}

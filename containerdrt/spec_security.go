@@ -40,10 +40,11 @@ func securityOpts(in specInput) ([]oci.SpecOpts, error) {
 		return nil, err
 	}
 	opts = append(opts, capOpts...)
-	privileged := sc.Privileged != nil && *sc.Privileged
+	privileged := isPrivileged(in.Container)
 	if privileged {
 		// As the CRI: every capability staticpod holds, no masked or read-only paths,
-		// writable /sys and cgroupfs, every host device, no LSM or seccomp confinement.
+		// writable /sys, every host device, no LSM or seccomp confinement. (The
+		// cgroupfs, mounted later, is writable too: cgroupOpts.)
 		opts = append(opts, oci.WithPrivileged, oci.WithHostDevices, oci.WithAllDevicesAllowed)
 	}
 	// containerd's default spec sets no_new_privs; the kubelet sets it only when
@@ -63,6 +64,13 @@ func securityOpts(in specInput) ([]oci.SpecOpts, error) {
 		return nil, err
 	}
 	return append(opts, seccomp), nil
+}
+
+// isPrivileged reports whether the container runs privileged (only a container's
+// securityContext has the field).
+func isPrivileged(c *corev1.Container) bool {
+	sc := c.SecurityContext
+	return sc != nil && sc.Privileged != nil && *sc.Privileged
 }
 
 // effectiveSecurityContext is the container's securityContext with the fields the pod

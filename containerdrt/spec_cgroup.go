@@ -1,0 +1,78 @@
+package containerdrt
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/moby/sys/mountinfo"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// The cgroup filesystem as containerd's CRI mounts it in a container (WithMounts).
+const (
+	cgroupMountType   = "cgroup" // runc mounts the container's own cgroups: cgroup2, or each v1 hierarchy
+	cgroupMountSource = "cgroup"
+)
+
+// cgroupMountOptions are the CRI's options before ro or rw.
+var cgroupMountOptions = []string{"nosuid", "noexec", "nodev", "relatime"}
+
+// sharedCgroupOptions are the options of the host's cgroup2 mount that a mount made in
+// the host's cgroup namespace must repeat: cgroup2 has one superblock, and mounting it
+// without them would clear them for the whole host (systemd relies on nsdelegate).
+// The CRI copies the same two.
+var sharedCgroupOptions = []string{"nsdelegate", "memory_recursiveprot"}
+
+// cgroupHost is what a container's view of its cgroups depends on in the host.
+type cgroupHost struct {
+	unified bool     // cgroup v2 only: cgroupRoot holds cgroup.controllers
+	keep    []string // sharedCgroupOptions the host's mount at cgroupRoot has
+}
+
+// cgroupOpts mounts the container's cgroups at /sys/fs/cgroup, read-only unless the
+// container is privileged, and on a cgroup v2 host gives a container that is not
+// privileged a cgroup namespace of its own, as containerd's CRI does. Runtimes that
+// size themselves from their cgroup (the JVM, Go's GOMAXPROCS) then see their limits:
+// containerd's default spec leaves /sys/fs/cgroup an empty directory. On cgroup v1
+// the CRI keeps the host's namespace, and so does staticpod: runc mounts the
+// container's own directory of each hierarchy at /sys/fs/cgroup/<hierarchy>.
+//
+// The mount is added as a default one, so that a volume mounted at /sys/fs/cgroup
+// replaces it (withMounts).
+func cgroupOpts(in specInput, host cgroupHost) []oci.SpecOpts {
+	privileged := isPrivileged(in.Container)
+	options := append(slices.Clone(cgroupMountOptions), rwOption(!privileged))
+	ownNamespace := host.unified && !privileged
+	if !ownNamespace {
+		options = append(options, host.keep...)
+	}
+	opts := []oci.SpecOpts{oci.WithMounts([]specs.Mount{{
+		Destination: cgroupRoot, Type: cgroupMountType, Source: cgroupMountSource, Options: options,
+	}})}
+	if ownNamespace {
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.CgroupNamespace}))
+	}
+	return opts
+}
+
+// hostCgroups reads the host's cgroup setup, once: it does not change while staticpod
+// runs. A host whose cgroupRoot cannot be read counts as cgroup v1 without options.
+var hostCgroups = sync.OnceValue(func() cgroupHost {
+	var host cgroupHost
+	if _, err := os.Stat(unifiedMarker); err == nil {
+		host.unified = true
+	}
+	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(cgroupRoot))
+	if err != nil || len(mounts) == 0 {
+		return host
+	}
+	for opt := range strings.SplitSeq(mounts[len(mounts)-1].VFSOptions, ",") {
+		if slices.Contains(sharedCgroupOptions, opt) {
+			host.keep = append(host.keep, opt)
+		}
+	}
+	return host
+})
