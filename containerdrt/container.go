@@ -2,6 +2,7 @@ package containerdrt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -63,10 +64,38 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 		newOpts = append(newOpts, client.WithSnapshotter(r.cfg.Images.Snapshotter))
 	}
 	newOpts = append(newOpts, client.WithNewSnapshot(id, img), client.WithNewSpec(opts...), client.WithContainerLabels(labels))
-	if _, err := r.client.NewContainer(ctx, id, newOpts...); err != nil {
+	_, err = r.client.NewContainer(ctx, id, newOpts...)
+	if errdefs.IsAlreadyExists(err) {
+		// A staticpod that stopped while creating this attempt left its snapshot, or
+		// the container, behind: what never started is removed and made anew.
+		if err := r.removeUnstarted(ctx, id); err != nil {
+			return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
+		}
+		_, err = r.client.NewContainer(ctx, id, newOpts...)
+	}
+	if err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, convertErr(err))
 	}
 	return r.inspect(ctx, id)
+}
+
+// removeUnstarted removes what an interrupted creation of container id left: the
+// container (and its task) if it never started, and the snapshot named for it. A
+// container that has started is not touched.
+func (r *Runtime) removeUnstarted(ctx context.Context, id string) error {
+	c, err := r.inspect(ctx, id)
+	switch {
+	case err == nil && (c.State != runner.StateCreated || !c.StartedAt.IsZero()):
+		return fmt.Errorf("container %s exists and has started", id)
+	case err == nil:
+		if err := r.RemoveContainer(ctx, id); err != nil {
+			return err
+		}
+	case !errors.Is(err, runner.ErrNotFound):
+		return err
+	}
+	err = r.client.SnapshotService(r.cfg.Images.Snapshotter).Remove(ctx, id)
+	return ignoreNotFound(convertErr(err))
 }
 
 // StartContainer starts a created container, its output going to staticpod's log

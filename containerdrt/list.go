@@ -73,8 +73,9 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 }
 
 // settle brings what containerd holds of a container up to date before it is reported:
-// a stopped task is reaped, a started container whose task vanished is marked lost, and
-// a message left pending by an interrupted reap is recorded. A failure is logged and the
+// a stopped task is reaped, a started container whose task vanished is marked lost, a
+// running one whose start was not recorded gets a start time, and a message left
+// pending by an interrupted reap is recorded. A failure is logged and the
 // next List tries again; the container is reported as it is meanwhile.
 func (r *Runtime) settle(ctx context.Context, info containers.Container, proc *task.Process) (containers.Container, *task.Process) {
 	var err error
@@ -85,6 +86,14 @@ func (r *Runtime) settle(ctx context.Context, info containers.Container, proc *t
 		var reaped containers.Container
 		if reaped, err = r.reap(ctx, info, proc); err == nil {
 			return reaped, nil
+		}
+	case proc != nil && proc.Status == task.Status_RUNNING && info.Labels[labelStartedAt] == "":
+		// Started by a staticpod that stopped before it recorded the start: the time
+		// of this sighting is the best left.
+		var all map[string]string
+		if all, err = r.setLabels(ctx, info.ID, map[string]string{labelStartedAt: time.Now().UTC().Format(time.RFC3339Nano)}); err == nil {
+			info.Labels = all
+			return info, proc
 		}
 	case proc == nil && info.Labels[labelMessagePending] != "":
 		var recorded containers.Container

@@ -8,6 +8,10 @@ import "k8s.io/apimachinery/pkg/types"
 // exited sandbox but the pod's latest. Pods whose UID is not in keep (pods no longer
 // wanted) lose every exited container and sandbox. Running containers are never
 // garbage: stopping them is the sync loop's decision, not the collector's.
+//
+// A container created but never started (a staticpod stopped between creating and
+// starting it) is garbage once a later attempt exists, or its pod is not wanted: it
+// will never start. Stopped, it has no exit worth keeping either.
 func Garbage(all []Container, keep map[types.UID]bool) []Container {
 	type key struct {
 		uid  types.UID
@@ -20,17 +24,21 @@ func Garbage(all []Container, keep map[types.UID]bool) []Container {
 		if a, ok := latest[k]; !ok || c.Attempt > a {
 			latest[k] = c.Attempt
 		}
-		if a, ok := latestExited[k]; c.State == StateExited && (!ok || c.Attempt > a) {
+		if a, ok := latestExited[k]; c.State == StateExited && !c.StartedAt.IsZero() && (!ok || c.Attempt > a) {
 			latestExited[k] = c.Attempt
 		}
 	}
 	var out []Container
 	for _, c := range all {
+		k := key{c.PodUID, c.Kind, c.Name}
+		if c.State == StateCreated && (!keep[c.PodUID] || c.Attempt < latest[k]) {
+			out = append(out, c)
+		}
 		if c.State != StateExited {
 			continue
 		}
-		k := key{c.PodUID, c.Kind, c.Name}
-		lastExit := c.Kind == KindContainer && c.Attempt == latestExited[k] // sandboxes have no logs
+		a, ok := latestExited[k]
+		lastExit := ok && c.Kind == KindContainer && c.Attempt == a // sandboxes have no logs
 		if !keep[c.PodUID] || c.Attempt < latest[k] && !lastExit {
 			out = append(out, c)
 		}

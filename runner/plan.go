@@ -51,6 +51,18 @@ func (p PodRuntime) Running() []Container {
 	return out
 }
 
+// Live are the containers (not sandboxes) that have a process, or may have one: those
+// created and never started hold none, and stopping them is nothing to wait for.
+func (p PodRuntime) Live() []Container {
+	var out []Container
+	for _, c := range p.Running() {
+		if c.State != StateCreated || c.PID != 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Start is a container to create and start.
 type Start struct {
 	Container *corev1.Container
@@ -79,11 +91,11 @@ type Backoff func(uid types.UID, name string, last Container, now time.Time) tim
 // pod is no longer wanted: everything is killed.
 func Plan(pod *corev1.Pod, rt PodRuntime, backoff Backoff, now time.Time) Actions {
 	if pod == nil {
-		return Actions{KillPod: len(rt.Running()) > 0 || sandboxRunning(rt), Done: true}
+		return Actions{KillPod: len(rt.Live()) > 0 || sandboxRunning(rt), Done: true}
 	}
 	if finished(pod, rt.sinceSandbox()) {
 		// nothing will run again: stop what is left (sidecars, the sandbox)
-		return Actions{KillPod: len(rt.Running()) > 0 || sandboxRunning(rt), Done: true}
+		return Actions{KillPod: len(rt.Live()) > 0 || sandboxRunning(rt), Done: true}
 	}
 	if sb := rt.Sandbox(); sb != nil && sb.State == StateUnknown {
 		return Actions{} // containerd could not tell (a slow shim): wait, never tear a pod down on a guess

@@ -165,6 +165,12 @@ func TestPlan(t *testing.T) {
 		{"a removed pod is killed", nil, func(*corev1.Pod) []Container {
 			return []Container{sandbox(0, StateRunning, 0)}
 		}, noBackoff, "killpod, done"},
+		{"a removed pod's container that never started needs no stop", nil, func(*corev1.Pod) []Container {
+			return []Container{{ID: "a/0", Kind: KindContainer, Name: "a", State: StateCreated}}
+		}, noBackoff, "done"},
+		{"a removed pod's container whose task was created is stopped", nil, func(*corev1.Pod) []Container {
+			return []Container{{ID: "a/0", Kind: KindContainer, Name: "a", State: StateCreated, PID: 42}}
+		}, noBackoff, "killpod, done"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

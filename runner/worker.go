@@ -188,7 +188,7 @@ func (w *worker) syncOnce(ctx context.Context) (gone bool) {
 // pod counts as gone even if a removal fails, so that a pod waiting for its name is not
 // held up: what is left is exited, and housekeeping tries again as for any orphan.
 func (w *worker) finishKill(ctx context.Context, rt PodRuntime, acted bool) bool {
-	if acted || len(rt.Running()) > 0 || sandboxRunning(rt) {
+	if acted || len(rt.Live()) > 0 || sandboxRunning(rt) {
 		return false // wait for the relist that shows it stopped
 	}
 	for _, c := range append(append([]Container{}, rt.Containers...), rt.Sandboxes...) {

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd/v2/pkg/cio"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/containerdrt"
+	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner"
+)
+
+// A staticpod killed while it creates a container leaves a part of the creation behind.
+// Whatever the step it stopped after, the next staticpod runs the pod within seconds and
+// ends up with exactly one app container: what never started is removed or replaced.
+func TestCreationSurvivesACrashAtEveryStep(t *testing.T) {
+	for _, step := range []string{"snapshot prepared", "container created", "task created", "task started"} {
+		t.Run(step, func(t *testing.T) {
+			n := newNode(t)
+			manifest := podManifest("rel", "Always", "sleep 3600")
+			n.leaveHalfCreated(manifest, "rel.yaml", step)
+			n.write("rel.yaml", manifest)
+			restarted := time.Now()
+			n.start()
+			n.await("the pod running", time.Minute, func(cs map[string]runner.Container) bool {
+				for _, c := range cs {
+					if c.PodName == "rel-node1" && c.State == runner.StateRunning && !c.StartedAt.IsZero() {
+						return true
+					}
+				}
+				return false
+			})
+			if took := time.Since(restarted); took > 10*time.Second {
+				t.Errorf("the pod ran %v after the restart; want a few seconds", took.Round(time.Millisecond))
+			}
+			// Housekeeping (every 2 s) removes a replaced attempt that never started.
+			n.await("one app container left", 10*time.Second, func(cs map[string]runner.Container) bool {
+				return len(cs) == 1
+			})
+		})
+	}
+}
+
+// leaveHalfCreated leaves in containerd what a staticpod killed during the creation of
+// the manifest's first container leaves after step.
+func (n *node) leaveHalfCreated(manifest, file, step string) {
+	n.t.Helper()
+	res := manifests.Load([]byte(manifest), manifests.Options{
+		NodeName: e2eNode, Source: manifests.Source{Kind: manifests.SourceFile, Location: filepath.Join(n.manifests, file)},
+	})
+	if len(res.Errors) > 0 {
+		n.t.Fatal(res.Errors)
+	}
+	pod := res.Pods[0]
+	// A runtime configured as the daemon is, to create the container the same way.
+	rt, err := containerdrt.New(n.ctx, containerdrt.Config{
+		Address: n.d.Address, Namespace: n.ns, RootDir: n.path("root"), PodLogDir: n.path("log/pods"), Self: binary,
+		Log: containerdrt.LogConfig{ContainersDir: n.path("log/containers")},
+	})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	defer rt.Close()
+	img, err := rt.EnsureImage(n.ctx, e2eImage, corev1.PullIfNotPresent)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	c := &pod.Spec.Containers[0]
+	created, err := rt.CreateContainer(n.ctx, runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Image: img})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	ctd, err := n.d.Client.LoadContainer(n.ctx, created.ID)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	switch step {
+	case "snapshot prepared": // the container's record is not written yet
+		err = ctd.Delete(n.ctx) // keeps the snapshot
+	case "task created":
+		_, err = ctd.NewTask(n.ctx, cio.NullIO)
+	case "task started": // its start time is not recorded yet
+		if err = rt.StartContainer(n.ctx, created.ID); err == nil {
+			_, err = ctd.SetLabels(n.ctx, map[string]string{"io.staticpod.started-at": ""})
+		}
+	}
+	if err != nil {
+		n.t.Fatalf("leave the state after %q: %v", step, err)
+	}
+}
