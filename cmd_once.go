@@ -259,7 +259,7 @@ func (j *onceJob) run(ctx context.Context) ([]*corev1.Pod, error) {
 	events, unsubscribe := j.r.Events().Subscribe()
 	defer unsubscribe()
 	errs := make(chan error, 2)
-	go func() { errs <- j.rt.Images().Run(runCtx) }()
+	go func() { errs <- j.rt.Images().Run(runCtx, nil) }()
 	go func() { errs <- j.runPods(runCtx) }()
 	streams := newLogStreams(j.logDir, j.c.App.Writer, j.errOut)
 	prog := &progress{w: j.errOut, terminal: isTerminal(j.errOut), start: time.Now(), told: map[types.UID]string{}}

@@ -144,7 +144,9 @@ func (d *daemon) sources() []string {
 func (d *daemon) run(ctx context.Context) error {
 	c := d.c
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return d.rt.Images().Run(ctx) })
+	g.Go(func() error {
+		return d.rt.Images().Run(ctx, func(provides func(string) bool) { d.r.ImagesArrived(ctx, provides) })
+	})
 	g.Go(func() error { return d.api.Run(ctx) })
 	select {
 	case <-d.rt.Images().Imported():

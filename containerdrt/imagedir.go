@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -98,7 +99,11 @@ func ociRefName(name string) string {
 // leftovers are ignored. A file that fails to import is logged once, as a warning with its
 // reason, and retried only when it changes; it never stops Run. Removing an archive
 // leaves its images in containerd.
-func (i *images) Run(ctx context.Context) error {
+//
+// After each import, arrived (when not nil) is told which images came in, as a function
+// that reports whether a pod's image string names one of them, so that pods waiting for
+// them need not wait out a back-off.
+func (i *images) Run(ctx context.Context, arrived func(provides func(image string) bool)) error {
 	defer i.markScanned()
 	dir := i.cfg.ImageDir
 	if dir == "" {
@@ -116,7 +121,7 @@ func (i *images) Run(ctx context.Context) error {
 	if err := w.Add(dir); err != nil {
 		return fmt.Errorf("watch image dir %s: %w", dir, err)
 	}
-	d := &dirImports{images: i, seen: map[string]fileStamp{}, pending: map[string]time.Time{}}
+	d := &dirImports{images: i, arrived: arrived, seen: map[string]fileStamp{}, pending: map[string]time.Time{}}
 	if err := d.scan(ctx, dir); err != nil {
 		return err
 	}
@@ -133,8 +138,9 @@ type fileStamp struct {
 // dirImports is Run's state. It is owned by Run's goroutine and needs no lock.
 type dirImports struct {
 	*images
-	seen    map[string]fileStamp // the version of each file last imported or tried
-	pending map[string]time.Time // files that changed, by when they will have settled
+	arrived func(provides func(image string) bool) // see Run; may be nil
+	seen    map[string]fileStamp                   // the version of each file last imported or tried
+	pending map[string]time.Time                   // files that changed, by when they will have settled
 }
 
 // scan imports every archive in dir, in name order.
@@ -246,6 +252,17 @@ func (d *dirImports) importOne(ctx context.Context, path string) {
 	default:
 		d.log.Info("imported images", "file", path, "images", names,
 			"duration", time.Since(start).Round(time.Millisecond))
+	}
+	if len(names) > 0 && d.arrived != nil {
+		d.arrived(provides(names))
+	}
+}
+
+// provides returns whether a pod's image string, normalized, is one of names.
+func provides(names []string) func(image string) bool {
+	return func(image string) bool {
+		name, err := normalizeRef(image)
+		return err == nil && slices.Contains(names, name)
 	}
 }
 

@@ -103,7 +103,7 @@ func TestImportFileReturnsNames(t *testing.T) {
 
 func TestImageDirUnsetReturnsAtOnce(t *testing.T) {
 	imgs := newImages(nil, ImageConfig{}, pullLogger(t))
-	if err := imgs.Run(t.Context()); err != nil {
+	if err := imgs.Run(t.Context(), nil); err != nil {
 		t.Errorf("Run without an image dir = %v, want nil", err)
 	}
 }
@@ -139,7 +139,7 @@ func TestOCIRefName(t *testing.T) {
 func startImageDir(t *testing.T, ctx context.Context, imgs *images) (stop func() error) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- imgs.Run(ctx) }()
+	go func() { done <- imgs.Run(ctx, nil) }()
 	var once sync.Once
 	var err error
 	stop = func() error {
@@ -241,4 +241,24 @@ func (l *importLog) lines(s string) []string {
 		}
 	}
 	return out
+}
+
+// An imported image is matched to pods by their image strings as containerd's CRI
+// normalizes them.
+func TestProvides(t *testing.T) {
+	has := provides([]string{"docker.io/library/busybox:1", "registry.local:5000/app@sha256:" + strings.Repeat("a", 64)})
+	for image, want := range map[string]bool{
+		"busybox:1":                   true,
+		"docker.io/library/busybox:1": true,
+		"library/busybox:1":           true,
+		"busybox":                     false, // :latest
+		"busybox:2":                   false,
+		"registry.local:5000/app@sha256:" + strings.Repeat("a", 64): true,
+		"registry.local:5000/app":                                   false,
+		"Not A Reference":                                           false,
+	} {
+		if got := has(image); got != want {
+			t.Errorf("provides(...)(%q) = %v, want %v", image, got, want)
+		}
+	}
 }

@@ -119,10 +119,11 @@ func (r *Runtime) Close() error { return r.client.Close() }
 // beyond the runner's needs (image import, exec from the CLI).
 func (r *Runtime) Client() *client.Client { return r.client }
 
-// Images runs the import of --image-dir until ctx is done; Imported is closed once
-// the archives present at start are in.
+// Images runs the import of --image-dir until ctx is done, telling arrived (if not nil)
+// of the images each archive brought; Imported is closed once the archives present at
+// start are in.
 func (r *Runtime) Images() interface {
-	Run(context.Context) error
+	Run(ctx context.Context, arrived func(provides func(image string) bool)) error
 	Imported() <-chan struct{}
 } {
 	return r.images

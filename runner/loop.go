@@ -65,6 +65,10 @@ func (r *Runner) Run(ctx context.Context) error {
 			l.housekeeping(ctx)
 		case uid := <-r.done:
 			l.workerGone(ctx, uid)
+		case provides := <-r.arrived:
+			for _, w := range l.workers {
+				w.imagesArrived(provides)
+			}
 		case <-l.gcDone:
 			l.gcBusy = false
 		}

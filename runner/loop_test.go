@@ -297,6 +297,44 @@ func TestImagePullFailureBacksOff(t *testing.T) {
 	}
 }
 
+// An image that arrives without a pull (an archive imported) ends the pull back-off of
+// the pods waiting for it, and only of those.
+func TestArrivedImageEndsThePullBackoff(t *testing.T) {
+	h := newHarness(t)
+	l := newLoop(h.r, &sync.WaitGroup{})
+	l.spawn = func(context.Context, *worker) {}
+	late := testPod(t, "late", "true", corev1.RestartPolicyAlways)
+	other := testPod(t, "other", "true", corev1.RestartPolicyAlways)
+	other.Spec.Containers[0].Image = "other:1"
+	h.f.fail["EnsureImage"] = fmt.Errorf("%w: not present", ErrImageNeverPull)
+	l.apply(h.ctx, Update{Source: "file", Pods: []*corev1.Pod{late, other}})
+	res, err := h.r.pleg.Relist(h.ctx)
+	l.relisted(h.ctx, relistDone{res, err})
+	if len(l.workers) != 2 {
+		t.Fatalf("%d workers, want 2", len(l.workers))
+	}
+	for _, w := range l.workers {
+		h.sync(w)
+		if r := w.obs.Waiting["c"].Reason; r != ReasonErrImageNeverPull && r != ReasonErrImagePull {
+			t.Fatalf("%s: waiting reason = %q, want the failed pull", w.uid, r)
+		}
+	}
+	delete(h.f.fail, "EnsureImage")
+	// What the loop does when Runner.ImagesArrived is called.
+	for _, w := range l.workers {
+		w.imagesArrived(func(image string) bool { return image == late.Spec.Containers[0].Image })
+	}
+	for _, w := range l.workers {
+		h.sync(w) // no time has passed: the back-off of 10 s is not over
+	}
+	if c := h.f.byName(late.UID)["c/0"]; c.State != StateRunning {
+		t.Errorf("the pod whose image arrived: container %v, want running at once", c.State)
+	}
+	if c, ok := h.f.byName(other.UID)["c/0"]; ok {
+		t.Errorf("the pod waiting for another image started (%v): its back-off is not over", c.State)
+	}
+}
+
 func TestPanicInSyncIsRecovered(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod(t, "boom", "true", corev1.RestartPolicyAlways)

@@ -46,10 +46,11 @@ type Runner struct {
 	metrics  *metrics
 	prober   *prober
 
-	updates chan Update     // from the sources
-	relist  chan types.UID  // workers asking for a fresh relist
-	plegOut chan relistDone // relist results, to the loop
-	done    chan types.UID  // workers whose pod is gone
+	updates chan Update            // from the sources
+	relist  chan types.UID         // workers asking for a fresh relist
+	plegOut chan relistDone        // relist results, to the loop
+	done    chan types.UID         // workers whose pod is gone
+	arrived chan func(string) bool // images that came without a pull, see ImagesArrived
 
 	mu       sync.RWMutex // guards statuses, ready and seen
 	statuses map[types.UID]*corev1.Pod
@@ -88,6 +89,7 @@ func New(opts Options) (*Runner, error) {
 		relist:   make(chan types.UID, 1),
 		plegOut:  make(chan relistDone),
 		done:     make(chan types.UID),
+		arrived:  make(chan func(string) bool),
 		statuses: map[types.UID]*corev1.Pod{},
 		ready:    map[string]bool{},
 		seen:     map[types.UID]time.Time{},
@@ -101,6 +103,18 @@ func New(opts Options) (*Runner, error) {
 func (r *Runner) Update(ctx context.Context, u Update) error {
 	select {
 	case r.updates <- u:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ImagesArrived tells the runner that images came in without a pull (an archive was
+// imported): pods whose pulls back off for an image that provides reports present try
+// again at once. It blocks until the loop takes it or ctx is done.
+func (r *Runner) ImagesArrived(ctx context.Context, provides func(image string) bool) error {
+	select {
+	case r.arrived <- provides:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

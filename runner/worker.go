@@ -22,9 +22,12 @@ type worker struct {
 
 	inbox chan struct{} // one slot: a pending signal to sync
 
-	mu   sync.Mutex  // guards pod and kill, written by the loop and read by the worker
+	mu   sync.Mutex  // guards pod, kill and arrived, written by the loop and read by the worker
 	pod  *corev1.Pod // the newest desired spec; an undelivered one is replaced
 	kill bool        // the pod is no longer wanted; never undone
+	// arrived are images that came without a pull since the last sync (see
+	// Runner.ImagesArrived): their pull back-offs end.
+	arrived []func(image string) bool
 
 	// Owned by the worker goroutine.
 	spec          *corev1.Pod // the last spec it synced, kept for the grace period of a kill
@@ -87,6 +90,15 @@ func (w *worker) update(pod *corev1.Pod) {
 	w.signal()
 }
 
+// imagesArrived ends the pull back-offs of the images provides reports present, at the
+// worker's next sync, which it asks for.
+func (w *worker) imagesArrived(provides func(image string) bool) {
+	w.mu.Lock()
+	w.arrived = append(w.arrived, provides)
+	w.mu.Unlock()
+	w.signal()
+}
+
 // killed reports whether the worker's pod is being removed.
 func (w *worker) killed() bool {
 	w.mu.Lock()
@@ -136,8 +148,17 @@ func (w *worker) syncOnce(ctx context.Context) (gone bool) {
 		}
 	}()
 	w.mu.Lock()
-	pod, kill := w.pod, w.kill
+	pod, kill, arrived := w.pod, w.kill, w.arrived
+	w.arrived = nil
 	w.mu.Unlock()
+	for image := range w.pulls {
+		for _, provides := range arrived {
+			if provides(image) {
+				delete(w.pulls, image)
+				break
+			}
+		}
+	}
 	if kill {
 		pod = nil
 	} else {

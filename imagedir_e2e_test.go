@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/staticpod/staticpod/internal/testenv"
+)
+
+// A pod whose image is not there (imagePullPolicy: Never) runs as soon as an archive
+// bringing the image lands in --image-dir, not when its pull back-off ends.
+func TestImageArchiveWakesTheWaitingPod(t *testing.T) {
+	n := newNode(t)
+	images := n.path("images")
+	sp := n.start("--image-dir", images)
+	const ref = "docker.io/library/late:1"
+	n.write("late.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: late}
+spec:
+  containers:
+  - {name: main, image: late:1, imagePullPolicy: Never, command: [sleep, "3600"]}
+`)
+	awaitText(t, sp.out, "is not present with pull policy of Never")
+	archive, err := testenv.BuildImage(testenv.ImageOptions{Ref: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As an image is copied in: a temporary name, then a rename.
+	tmp := filepath.Join(images, ".late.tar.tmp")
+	if err := os.WriteFile(tmp, archive, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(images, "late.tar")); err != nil {
+		t.Fatal(err)
+	}
+	arrived := time.Now()
+	n.await("the pod running", time.Minute, running("late-node1/main/0"))
+	// Its first pull failed at once, so its back-off (10 s) has most of its time to run.
+	// The archive is imported once it has been left alone for a second.
+	if took := time.Since(arrived); took > 5*time.Second {
+		t.Errorf("the pod ran %v after its image arrived; it waited out its back-off", took.Round(time.Millisecond))
+	} else {
+		t.Logf("the pod ran %v after its image arrived", took.Round(time.Millisecond))
+	}
+}
