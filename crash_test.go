@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	corev1 "k8s.io/api/core/v1"
 
@@ -79,7 +80,15 @@ func (n *node) leaveHalfCreated(manifest, file, step string) {
 	}
 	switch step {
 	case "snapshot prepared": // the container's record is not written yet
-		err = ctd.Delete(n.ctx) // keeps the snapshot
+		// The client prepares the snapshot under a lease that the killed process never
+		// released (it expires in 24 h): the snapshot outlives the container's record.
+		ls := n.d.Client.LeasesService()
+		var l leases.Lease
+		if l, err = ls.Create(n.ctx, leases.WithRandomID(), leases.WithExpiration(24*time.Hour)); err == nil {
+			if err = ls.AddResource(n.ctx, l, leases.Resource{ID: created.ID, Type: "snapshots/overlayfs"}); err == nil {
+				err = ctd.Delete(n.ctx) // keeps the snapshot
+			}
+		}
 	case "task created":
 		_, err = ctd.NewTask(n.ctx, cio.NullIO)
 	case "task started": // its start time is not recorded yet
