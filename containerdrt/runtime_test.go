@@ -630,3 +630,26 @@ func shimOf(t *testing.T, id string) int {
 	t.Fatalf("no shim for %s", id)
 	return 0
 }
+
+// A pod's sandbox scores as the kubelet's does (-998), or as staticpod itself where
+// lowering a score is not allowed: of the pod it is the last the kernel should kill.
+func TestSandboxOOMScore(t *testing.T) {
+	r := newTestRuntime(t)
+	own, err := ownOOMScoreAdj()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: oom}\nspec:\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
+	sb, err := r.StartSandbox(r.ctx, pod, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.mustRemove(t, sb.ID) })
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/oom_score_adj", sb.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.TrimSpace(string(data)), strconv.Itoa(max(sandboxOOMScoreAdj, own)); got != want {
+		t.Errorf("the sandbox's oom_score_adj = %s, want %s (staticpod's own: %d)", got, want, own)
+	}
+}

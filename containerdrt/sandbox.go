@@ -105,9 +105,13 @@ func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int
 	defer cancel()
 	id := sandboxID(pod, attempt)
 	labels := podLabels(pod, runner.KindSandbox, pod.Name, attempt)
+	own, err := ownOOMScoreAdj()
+	if err != nil {
+		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
 	c, err := r.client.NewContainer(ctx, id,
 		client.WithContainerLabels(labels),
-		client.WithNewSpec(sandboxSpec(pod, filepath.Join(r.cfg.RootDir, sandboxDir, "rootfs"))...),
+		client.WithNewSpec(sandboxSpec(pod, filepath.Join(r.cfg.RootDir, sandboxDir, "rootfs"), own)...),
 	)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
@@ -121,9 +125,12 @@ func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int
 	return r.inspect(ctx, id)
 }
 
-// sandboxSpec is the OCI spec of a pod's sandbox process.
-func sandboxSpec(pod *corev1.Pod, rootfs string) []oci.SpecOpts {
+// sandboxSpec is the OCI spec of a pod's sandbox process. Its OOM score is the
+// kubelet's for a pod's sandbox, never below ownOOMScore (see oomScoreOpts): the
+// kernel should kill it last of the pod, as its end takes the pod's namespaces.
+func sandboxSpec(pod *corev1.Pod, rootfs string, ownOOMScore int) []oci.SpecOpts {
 	opts := []oci.SpecOpts{
+		withOOMScoreAdj(max(sandboxOOMScoreAdj, ownOOMScore)),
 		oci.WithRootFSPath(rootfs),
 		oci.WithRootFSReadonly(),
 		oci.WithProcessArgs(sandboxBinary, "pause"),

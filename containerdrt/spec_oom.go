@@ -12,12 +12,13 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // The kubelet's OOM score adjustments (pkg/kubelet/qos/policy.go). Burstable
 // containers score strictly between Guaranteed and BestEffort ones.
 const (
+	sandboxOOMScoreAdj      = -998 // the pod's sandbox (the kubelet's PodInfraOOMAdj)
 	guaranteedOOMScoreAdj   = -997
 	bestEffortOOMScoreAdj   = 1000
 	minBurstableOOMScoreAdj = 1000 + guaranteedOOMScoreAdj // 3
@@ -65,7 +66,7 @@ func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, capacity func() (int64, e
 	if pod.Spec.PriorityClassName == systemNodeCritical {
 		return guaranteedOOMScoreAdj, nil
 	}
-	switch podQOS(pod) {
+	switch manifests.QOSClass(pod) { // as the pod's status reports it
 	case corev1.PodQOSGuaranteed:
 		return guaranteedOOMScoreAdj, nil
 	case corev1.PodQOSBestEffort:
@@ -90,13 +91,6 @@ func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, capacity func() (int64, e
 // 1000 and is among the first the kernel kills.
 func burstableScore(request, capacity int64) int64 {
 	return 1000 - 1000*request/capacity
-}
-
-// podQOS is the pod's QoS class as staticpod reports it in the pod's status (the
-// kubelet's GetPodQOS reads the status too), so that the class that decides the OOM
-// score is the one users see.
-func podQOS(pod *corev1.Pod) corev1.PodQOSClass {
-	return runner.Status(pod, runner.PodRuntime{}, runner.Observed{}, "").QOSClass
 }
 
 // isSidecar reports whether c is a restartable init container, as the kubelet's

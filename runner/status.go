@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // Waiting reasons a worker records for containers it could not start.
@@ -36,7 +38,7 @@ type Observed struct {
 // worker observed, as the kubelet's status manager would report it.
 func Status(pod *corev1.Pod, rt PodRuntime, obs Observed, hostIP string) corev1.PodStatus {
 	cur := rt.sinceSandbox()
-	st := corev1.PodStatus{HostIP: hostIP, QOSClass: qosClass(pod)}
+	st := corev1.PodStatus{HostIP: hostIP, QOSClass: manifests.QOSClass(pod)}
 	if hostIP != "" {
 		st.HostIPs = []corev1.HostIP{{IP: hostIP}}
 	}
@@ -207,30 +209,4 @@ func conditions(st corev1.PodStatus, initialized bool) []corev1.PodCondition {
 		cond(corev1.ContainersReady, ready, "ContainersNotReady", notReadyMsg),
 		cond(corev1.PodScheduled, true, "", ""),
 	}
-}
-
-// qosClass is the pod's QoS class as the apiserver computes it, from requests and
-// limits of cpu and memory.
-func qosClass(pod *corev1.Pod) corev1.PodQOSClass {
-	all := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
-	guaranteed, some := true, false
-	for _, c := range all {
-		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			req, hasReq := c.Resources.Requests[r]
-			lim, hasLim := c.Resources.Limits[r]
-			if (hasReq && !req.IsZero()) || (hasLim && !lim.IsZero()) {
-				some = true
-			}
-			if !hasLim || !hasReq || req.Cmp(lim) != 0 {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case !some:
-		return corev1.PodQOSBestEffort
-	case guaranteed:
-		return corev1.PodQOSGuaranteed
-	}
-	return corev1.PodQOSBurstable
 }
