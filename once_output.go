@@ -16,6 +16,8 @@ import (
 
 	"github.com/staticpod/staticpod/logs"
 	"github.com/staticpod/staticpod/runner"
+
+	"github.com/staticpod/staticpod/manifests"
 )
 
 const (
@@ -220,7 +222,7 @@ func (p *prefixedLines) Write(b []byte) (int, error) {
 func isSidecarOf(pod *corev1.Pod, name string) bool {
 	for _, c := range pod.Spec.InitContainers {
 		if c.Name == name {
-			return isSidecar(c)
+			return manifests.IsSidecar(&c)
 		}
 	}
 	return false

@@ -25,6 +25,8 @@ import (
 	"github.com/staticpod/staticpod/internal/ctrd"
 	"github.com/staticpod/staticpod/runner"
 	"github.com/staticpod/staticpod/watcher"
+
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // cleanupTimeout bounds stopping the pods (their grace periods included) and removing
@@ -64,7 +66,7 @@ func loadPods(errOut io.Writer, paths []string, node string) ([]*corev1.Pod, err
 				fmt.Fprintf(errOut, "warning: %s\n", p.Error())
 			}
 			for _, pod := range f.Result.Pods {
-				key := pod.Namespace + "/" + pod.Name
+				key := manifests.Key(pod)
 				if first, ok := owner[key]; ok {
 					problems = append(problems, fmt.Sprintf("%s: pod %s is already defined in %s", f.Path, key, first))
 					continue

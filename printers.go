@@ -138,7 +138,7 @@ func summarize(pod *corev1.Pod) podSummary {
 	}
 	sidecars := map[string]bool{}
 	for _, c := range pod.Spec.InitContainers {
-		if isSidecar(c) {
+		if manifests.IsSidecar(&c) {
 			sidecars[c.Name] = true
 			s.total++
 		}
@@ -228,10 +228,6 @@ func terminatedReason(t *corev1.ContainerStateTerminated) string {
 		return fmt.Sprintf("Signal:%d", t.Signal)
 	}
 	return fmt.Sprintf("ExitCode:%d", t.ExitCode)
-}
-
-func isSidecar(c corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
 func conditionTrue(pod *corev1.Pod, t corev1.PodConditionType) bool {

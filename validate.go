@@ -91,7 +91,7 @@ func (v *validation) add(snap watcher.Snapshot, strict bool) {
 			fv.Errors = append(fv.Errors, problem{Message: f.ReadErr.Error(), Text: f.ReadErr.Error()})
 		}
 		for _, p := range f.Result.Pods {
-			fv.Pods = append(fv.Pods, p.Namespace+"/"+p.Name)
+			fv.Pods = append(fv.Pods, manifests.Key(p))
 		}
 		fv.Errors = append(fv.Errors, toProblems(f.Result.Errors)...)
 		if strict {

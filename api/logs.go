@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/logs"
+
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // logQuery is what GET /containerLogs asks for, the kubelet's query parameters.
@@ -162,7 +164,7 @@ func containerNames(pod *corev1.Pod) string {
 	return strings.Join(names, ", ")
 }
 
-func podRef(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
+func podRef(pod *corev1.Pod) string { return manifests.Key(pod) }
 
 // LogPather is what a Backend may offer to find a container's log by its runtime ID,
 // as the kubelet does for lastState, rather than by restart count.

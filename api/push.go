@@ -100,7 +100,7 @@ func (s *Server) putManifest(w http.ResponseWriter, r *http.Request) {
 	}
 	pushed := Pushed{Name: name, Pods: make([]string, 0, len(res.Pods)), Warnings: toProblems(res.Warnings)}
 	for _, p := range res.Pods {
-		pushed.Pods = append(pushed.Pods, p.Namespace+"/"+p.Name)
+		pushed.Pods = append(pushed.Pods, manifests.Key(p))
 	}
 	s.log.Info("manifest pushed", "name", name, "pods", pushed.Pods)
 	writeJSON(w, http.StatusOK, pushed)

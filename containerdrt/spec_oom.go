@@ -80,7 +80,7 @@ func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, capacity func() (int64, e
 		return 0, fmt.Errorf("machine memory capacity %d", memory)
 	}
 	score := burstableScore(c.Resources.Requests.Memory().Value(), memory)
-	if isSidecar(pod, c) {
+	if manifests.IsSidecar(c) { // validation allows restartPolicy on init containers only
 		score = min(score, burstableScore(minRegularMemoryRequest(pod), memory))
 	}
 	return int(min(max(score, minBurstableOOMScoreAdj), maxBurstableOOMScoreAdj)), nil
@@ -91,20 +91,6 @@ func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, capacity func() (int64, e
 // 1000 and is among the first the kernel kills.
 func burstableScore(request, capacity int64) int64 {
 	return 1000 - 1000*request/capacity
-}
-
-// isSidecar reports whether c is a restartable init container, as the kubelet's
-// qos.isSidecarContainer does.
-func isSidecar(pod *corev1.Pod, c *corev1.Container) bool {
-	if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
-		return false
-	}
-	for _, ic := range pod.Spec.InitContainers {
-		if ic.Name == c.Name {
-			return true
-		}
-	}
-	return false
 }
 
 // minRegularMemoryRequest is the smallest memory request of the pod's regular

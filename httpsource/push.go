@@ -148,7 +148,7 @@ func (p *Push) List() []Manifest {
 	for name, e := range p.entries {
 		m := Manifest{Name: name, Pods: make([]string, 0, len(e.pods)), Stored: e.stored}
 		for _, pod := range e.pods {
-			m.Pods = append(m.Pods, pod.Namespace+"/"+pod.Name)
+			m.Pods = append(m.Pods, manifests.Key(pod))
 		}
 		out = append(out, m)
 	}

@@ -39,7 +39,7 @@ func Load(data []byte, opts Options) Result {
 		Default(pod)
 		verrs := Validate(pod)
 		verrs = append(verrs, validateStaticName(pod, opts.NodeName)...)
-		key := pod.Namespace + "/" + pod.Name
+		key := Key(pod)
 		if len(verrs) == 0 && seen[key] {
 			verrs = append(verrs, field.Duplicate(field.NewPath("metadata", "name"), pod.Name))
 		}

@@ -42,7 +42,7 @@ func validateContainers(spec *corev1.PodSpec, vols map[string]corev1.VolumeSourc
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
 		kind := initContainer
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+		if IsSidecar(c) {
 			kind = sidecarContainer
 		}
 		errs = append(errs, validateContainer(c, kind, spec, vols, initPath.Index(i))...)

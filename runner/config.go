@@ -74,7 +74,7 @@ func (c *Config) merge() (map[types.UID]*corev1.Pod, []Conflict) {
 	for src, pods := range c.sources {
 		for i, pod := range pods {
 			_, kept := c.desired[pod.UID]
-			key := pod.Namespace + "/" + pod.Name
+			key := manifests.Key(pod)
 			byName[key] = append(byName[key], candidate{pod, sourceOrder[src], i, kept})
 		}
 	}

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // loop is the state the sync loop goroutine owns alone; it needs no mutex.
@@ -149,7 +151,7 @@ func (l *loop) apply(ctx context.Context, u Update) {
 // then pod waits until the old one is gone (one instance per name at a time). Before
 // the first relist nothing is known of what runs, so pods wait for it.
 func (l *loop) want(ctx context.Context, uid types.UID, pod *corev1.Pod) {
-	name := pod.Namespace + "/" + pod.Name
+	name := manifests.Key(pod)
 	if w, ok := l.workers[uid]; ok {
 		if w.killed() {
 			l.pending[name] = pod // wanted again while being removed: it comes back after

@@ -211,7 +211,7 @@ func (p *planner) init() bool {
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		last := p.cur.Latest(c.Name)
-		sidecar := c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+		sidecar := manifests.IsSidecar(c)
 		switch {
 		case last == nil:
 			a.Start = append(a.Start, Start{Container: c, Init: true, Attempt: nextAttempt(p.all, c.Name)})

@@ -141,7 +141,7 @@ func initDone(pod *corev1.Pod, cur PodRuntime) bool {
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		last := cur.Latest(c.Name)
-		sidecar := c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+		sidecar := manifests.IsSidecar(c)
 		switch {
 		case last == nil:
 			return false

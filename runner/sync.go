@@ -289,7 +289,7 @@ func podRef(pod *corev1.Pod) string {
 	if pod == nil {
 		return ""
 	}
-	return pod.Namespace + "/" + pod.Name
+	return manifests.Key(pod)
 }
 
 // gracePeriod is how long c may take to stop: its pod's termination grace period, from

@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // worker owns one pod UID: it plans and executes the pod's sync, one at a time, in its
@@ -72,7 +74,7 @@ func newWorker(r *Runner, uid types.UID, pod *corev1.Pod) *worker {
 		obs:         Observed{Waiting: map[string]corev1.ContainerStateWaiting{}, StartTime: r.now()},
 	}
 	if pod != nil {
-		w.log = w.log.With("pod", pod.Namespace+"/"+pod.Name)
+		w.log = w.log.With("pod", manifests.Key(pod))
 	} else {
 		w.kill = true // an orphan: its pod is not wanted
 	}

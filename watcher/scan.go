@@ -52,7 +52,7 @@ func Scan(path, node string) (Snapshot, error) {
 		f := load(p, node)
 		kept := f.Result.Pods[:0]
 		for _, pod := range f.Result.Pods {
-			key := pod.Namespace + "/" + pod.Name
+			key := manifests.Key(pod)
 			if first, ok := owner[key]; ok {
 				snap.Conflicts = append(snap.Conflicts, Conflict{Pod: key, Kept: first, Dropped: p})
 				continue
