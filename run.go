@@ -112,9 +112,7 @@ func (d *daemon) setup(ctx context.Context) error {
 		return errors.Join(err, rt.Close())
 	}
 	d.api, err = api.New(api.Config{
-		Backend: d.r, Store: pushStore{d.push}, Sources: d.sources(), PodLogDir: c.String("pod-log-dir"),
-		IsInvalidName: func(err error) bool { return errors.Is(err, httpsource.ErrInvalidName) },
-		IsNotFound:    func(err error) bool { return errors.Is(err, httpsource.ErrNotFound) },
+		Backend: d.r, Store: d.push, Sources: d.sources(), PodLogDir: c.String("pod-log-dir"),
 		RuntimeHealthy: func(ctx context.Context) error {
 			_, err := rt.Client().Version(ctx)
 			return err

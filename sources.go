@@ -75,15 +75,3 @@ func urlSource(c *cli.Context, url, node string, headers http.Header, r *runner.
 		},
 	}
 }
-
-// pushStore adapts the push store to the API's view of it.
-type pushStore struct{ *httpsource.Push }
-
-func (p pushStore) List() []api.ManifestInfo {
-	ms := p.Push.List()
-	out := make([]api.ManifestInfo, len(ms))
-	for i, m := range ms {
-		out[i] = api.ManifestInfo(m)
-	}
-	return out
-}

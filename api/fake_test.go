@@ -3,10 +3,8 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -23,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/staticpod/staticpod/httpsource"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -89,11 +88,6 @@ func (b *fakeBackend) setReady(source string) {
 	b.ready[source] = true
 }
 
-var (
-	errInvalidName = errors.New("invalid manifest name")
-	errNoManifest  = errors.New("no such manifest")
-)
-
 // fakeStore is the push store: it loads manifests as httpsource.Push does and keeps the
 // valid ones in memory. Unlike the API it refuses names with dots.
 type fakeStore struct {
@@ -105,7 +99,7 @@ func newFakeStore() *fakeStore { return &fakeStore{stored: map[string][]byte{}} 
 
 func (f *fakeStore) Put(name string, data []byte) (manifests.Result, error) {
 	if strings.Contains(name, ".") {
-		return manifests.Result{}, fmt.Errorf("put %s: %w", name, errInvalidName)
+		return manifests.Result{}, fmt.Errorf("put %s: %w", name, httpsource.ErrInvalidName)
 	}
 	res := manifests.Load(data, manifests.Options{NodeName: testNode, Source: manifests.Source{Kind: manifests.SourceAPI, Location: name}})
 	if len(res.Errors) == 0 {
@@ -120,18 +114,18 @@ func (f *fakeStore) Delete(name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.stored[name]; !ok {
-		return fmt.Errorf("delete %s: %w", name, errNoManifest)
+		return fmt.Errorf("delete %s: %w", name, httpsource.ErrNotFound)
 	}
 	delete(f.stored, name)
 	return nil
 }
 
-func (f *fakeStore) List() []ManifestInfo {
+func (f *fakeStore) List() []httpsource.Manifest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []ManifestInfo
+	var out []httpsource.Manifest
 	for name := range f.stored {
-		out = append(out, ManifestInfo{Name: name, Pods: []string{"default/" + name + "-" + testNode}})
+		out = append(out, httpsource.Manifest{Name: name, Pods: []string{"default/" + name + "-" + testNode}})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -142,7 +136,7 @@ func (f *fakeStore) Get(name string) ([]byte, error) {
 	defer f.mu.Unlock()
 	data, ok := f.stored[name]
 	if !ok {
-		return nil, fmt.Errorf("get %s: %w", name, fs.ErrNotExist)
+		return nil, fmt.Errorf("get %s: %w", name, httpsource.ErrNotFound)
 	}
 	return data, nil
 }
@@ -150,10 +144,8 @@ func (f *fakeStore) Get(name string) ([]byte, error) {
 // testConfig is a Config with a fake backend and store and a quiet logger.
 func testConfig(b *fakeBackend, store *fakeStore) Config {
 	cfg := Config{
-		Backend:       b,
-		IsInvalidName: func(err error) bool { return errors.Is(err, errInvalidName) },
-		IsNotFound:    func(err error) bool { return errors.Is(err, errNoManifest) || errors.Is(err, fs.ErrNotExist) },
-		Log:           testLogger(),
+		Backend: b,
+		Log:     testLogger(),
 	}
 	if store != nil {
 		cfg.Store = store

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/staticpod/staticpod/httpsource"
 	"github.com/staticpod/staticpod/manifests"
 )
 
@@ -50,7 +51,7 @@ func (s *Server) listManifests(w http.ResponseWriter, _ *http.Request) {
 	}
 	list := s.cfg.Store.List()
 	if list == nil {
-		list = []ManifestInfo{}
+		list = []httpsource.Manifest{}
 	}
 	writeJSON(w, http.StatusOK, list)
 }
@@ -150,9 +151,9 @@ func (s *Server) pushDisabled(w http.ResponseWriter) bool {
 // manifest it does not hold, else 500, which is logged.
 func (s *Server) storeError(w http.ResponseWriter, op, name string, err error) {
 	switch {
-	case s.cfg.IsInvalidName(err):
+	case errors.Is(err, httpsource.ErrInvalidName):
 		writeBadRequest(w, err.Error())
-	case s.cfg.IsNotFound(err):
+	case errors.Is(err, httpsource.ErrNotFound):
 		writeNotFound(w, "manifests", name)
 	default:
 		s.log.Error("manifest store", "op", op, "name", name, "err", err)

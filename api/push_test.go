@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/staticpod/staticpod/httpsource"
 )
 
 const validManifest = `apiVersion: v1
@@ -83,7 +85,7 @@ func TestPutValidManifestStoresItAndNamesItsPods(t *testing.T) {
 		t.Errorf("GET /manifests/web = %d %s %q", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
 	}
 	rec = serve(t, s.Handler(), http.MethodGet, "/manifests", nil)
-	var list []ManifestInfo
+	var list []httpsource.Manifest
 	decodeJSON(t, rec.Body.Bytes(), &list)
 	if len(list) != 1 || list[0].Name != "web" {
 		t.Errorf("GET /manifests = %s, want the one manifest web", rec.Body)

@@ -5,14 +5,14 @@
 //
 // It reads the runner through the Backend interface and stores pushed manifests through
 // ManifestStore, so that it can be tested with fakes. It imports runner (for its types),
-// manifests and logs; it never imports containerd, and decides nothing about what runs.
+// manifests, logs and httpsource (for the push store's types); it never imports
+// containerd, and decides nothing about what runs.
 package api
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/httpsource"
 	"github.com/staticpod/staticpod/logs"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
@@ -50,38 +51,29 @@ type Backend interface {
 
 var _ Backend = (*runner.Runner)(nil)
 
-// ManifestStore is the push source's store of manifests. httpsource.Push implements it
-// but for List, whose entries main converts to ManifestInfo in a small adapter.
+// ManifestStore is the push source's store of manifests, as httpsource.Push implements
+// it, in its own words.
 type ManifestStore interface {
 	// Put validates data and stores it under name when it holds no error. With
 	// Result.Errors non-empty nothing was stored. A name that is not allowed is an error
-	// that Config.IsInvalidName recognises.
+	// wrapping httpsource.ErrInvalidName.
 	Put(name string, data []byte) (manifests.Result, error)
-	// Delete removes a stored manifest; one that is absent is an error that
-	// Config.IsNotFound recognises.
+	// Delete removes a stored manifest; one that is absent is an error wrapping
+	// httpsource.ErrNotFound.
 	Delete(name string) error
 	// List describes every stored manifest, sorted by name.
-	List() []ManifestInfo
-	// Get returns a stored manifest's content as it was pushed.
+	List() []httpsource.Manifest
+	// Get returns a stored manifest's content as it was pushed; one that is absent is
+	// an error wrapping httpsource.ErrNotFound.
 	Get(name string) ([]byte, error)
 }
 
-// ManifestInfo describes one pushed manifest in GET /manifests.
-type ManifestInfo struct {
-	Name   string    `json:"name"`
-	Pods   []string  `json:"pods"` // namespace/name of the pods it defines
-	Stored time.Time `json:"stored"`
-}
+var _ ManifestStore = (*httpsource.Push)(nil)
 
 // Config configures a Server.
 type Config struct {
 	Backend Backend       // required
 	Store   ManifestStore // nil: the push source is disabled and /manifests answers 404
-	// IsInvalidName tells the store's errors for a name it refuses (answered 400);
-	// IsNotFound those for a manifest it does not hold (404). nil: no error is an
-	// invalid name, and only fs.ErrNotExist is not found.
-	IsInvalidName func(error) bool
-	IsNotFound    func(error) bool
 
 	Sources        []string                        // sources that must have delivered once for /readyz
 	PodLogDir      string                          // logs.DefaultPodsDir when empty
@@ -131,12 +123,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
-	}
-	if cfg.IsInvalidName == nil {
-		cfg.IsInvalidName = func(error) bool { return false }
-	}
-	if cfg.IsNotFound == nil {
-		cfg.IsNotFound = func(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 	}
 	s := &Server{cfg: cfg, log: cfg.Log, ready: make(chan struct{}),
 		timeouts: timeouts{readHeader: readHeaderTimeout, read: readTimeout, write: writeTimeout, idle: idleTimeout}}
