@@ -113,11 +113,8 @@ func (d *daemon) setup(ctx context.Context) error {
 	}
 	d.api, err = api.New(api.Config{
 		Backend: d.r, Store: d.push, Sources: d.sources(), PodLogDir: c.String("pod-log-dir"),
-		RuntimeHealthy: func(ctx context.Context) error {
-			_, err := rt.Client().Version(ctx)
-			return err
-		},
-		Registry: reg, Log: d.log,
+		RuntimeHealthy: rt.Healthy,
+		Registry:       reg, Log: d.log,
 		Socket: c.String("api-socket"), Listen: c.String("listen"), TokenFile: c.String("api-token-file"),
 	})
 	if err != nil {

@@ -15,8 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/logs"
-
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner"
 )
 
 // logQuery is what GET /containerLogs asks for, the kubelet's query parameters.
@@ -187,7 +187,8 @@ func (s *Server) logPathOf(status corev1.ContainerStatus, previous bool) (string
 			return "", false
 		}
 	}
-	path, ok := lp.LogPath(strings.TrimPrefix(id, "containerd://"))
+	_, runtimeID, _ := runner.ParseContainerID(id)
+	path, ok := lp.LogPath(runtimeID)
 	root := filepath.Clean(s.cfg.PodLogDir) + string(filepath.Separator)
 	if !ok || !strings.HasPrefix(filepath.Clean(path), root) {
 		return "", false

@@ -115,6 +115,17 @@ func (r *Runtime) HostIP() string { return r.cfg.HostIP }
 // Close releases the connection to containerd. Containers keep running.
 func (r *Runtime) Close() error { return r.client.Close() }
 
+// Healthy reports whether containerd answers.
+func (r *Runtime) Healthy(ctx context.Context) error {
+	ctx, cancel := r.call(ctx)
+	defer cancel()
+	_, err := r.client.Version(ctx)
+	return convertErr(err)
+}
+
+// Type names the runtime in the container IDs of statuses: containerd://<id>.
+func (r *Runtime) Type() string { return "containerd" }
+
 // Client is the containerd client, for the parts of staticpod that talk to containerd
 // beyond the runner's needs (image import, exec from the CLI).
 func (r *Runtime) Client() *client.Client { return r.client }

@@ -52,6 +52,8 @@ func (f *fakeRuntime) enter(op string) error {
 	return err
 }
 
+func (f *fakeRuntime) Type() string { return "fake" }
+
 func (f *fakeRuntime) EnsureImage(_ context.Context, image string, _ corev1.PullPolicy) (Image, error) {
 	if err := f.enter("EnsureImage"); err != nil {
 		return Image{}, err

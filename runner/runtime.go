@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,10 @@ import (
 // so that the runner can treat any error as "retry with back-off". A Runtime makes no
 // lifecycle decisions; it executes what the runner planned and reports what it sees.
 type Runtime interface {
+	// Type names the runtime: the scheme of the container IDs statuses report, as the
+	// kubelet reports them (ContainerID).
+	Type() string
+
 	// EnsureImage makes image present according to policy (pulling it when needed) and
 	// returns what is known of it.
 	EnsureImage(ctx context.Context, image string, policy corev1.PullPolicy) (Image, error)
@@ -52,6 +57,16 @@ type Runtime interface {
 	// their state, in one call. The picture must be complete enough to rebuild all
 	// state after a restart of staticpod.
 	List(ctx context.Context) ([]Container, error)
+}
+
+// ContainerID is the ID a status reports for the container with the runtime ID id:
+// <type>://<id>, as the kubelet reports it.
+func ContainerID(runtimeType, id string) string { return runtimeType + "://" + id }
+
+// ParseContainerID splits an ID that ContainerID made into the runtime's type and ID.
+func ParseContainerID(s string) (runtimeType, id string, ok bool) {
+	runtimeType, id, ok = strings.Cut(s, "://")
+	return runtimeType, id, ok && runtimeType != "" && id != ""
 }
 
 // Errors a Runtime returns, to be tested with errors.Is.

@@ -32,6 +32,7 @@ type Observed struct {
 	Done        bool                                    // the pod finished for good
 	KillReasons map[string]string                       // container ID -> why staticpod killed it
 	StartTime   time.Time                               // when the worker first saw the pod
+	RuntimeType string                                  // Runtime.Type, the scheme of container IDs
 }
 
 // Status computes a pod's v1.PodStatus from its spec, its runtime records and what its
@@ -84,7 +85,7 @@ func containerStatus(c *corev1.Container, all, cur PodRuntime, obs Observed, def
 		cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: defaultWaiting}}
 		return cs
 	}
-	cs.ContainerID = "containerd://" + last.ID
+	cs.ContainerID = ContainerID(obs.RuntimeType, last.ID)
 	cs.ImageID = last.ImageRef
 	switch last.State {
 	case StateRunning:
@@ -131,7 +132,7 @@ func terminated(c *Container, obs Observed) *corev1.ContainerStateTerminated {
 		Message:     msg,
 		StartedAt:   metav1.Time{Time: c.StartedAt},
 		FinishedAt:  metav1.Time{Time: c.FinishedAt},
-		ContainerID: "containerd://" + c.ID,
+		ContainerID: ContainerID(obs.RuntimeType, c.ID),
 	}
 }
 

@@ -71,7 +71,7 @@ func newWorker(r *Runner, uid types.UID, pod *corev1.Pod) *worker {
 		starts: map[string]retry{},
 
 		killReasons: map[string]string{},
-		obs:         Observed{Waiting: map[string]corev1.ContainerStateWaiting{}, StartTime: r.now()},
+		obs:         Observed{Waiting: map[string]corev1.ContainerStateWaiting{}, StartTime: r.now(), RuntimeType: r.rt.Type()},
 	}
 	if pod != nil {
 		w.log = w.log.With("pod", manifests.Key(pod))
