@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
@@ -51,12 +52,16 @@ type Runtime struct {
 	cfg    Config
 	images *images
 	log    *slog.Logger
+
+	rootMu        sync.Mutex // guards rootInstalled
+	rootInstalled bool       // the sandbox root holds this binary (see sandboxRoot)
 }
 
 var _ runner.Runtime = (*Runtime)(nil)
 
-// New connects to containerd and prepares the root dir. It fails when containerd does
-// not answer.
+// New connects to containerd. It fails when containerd does not answer. It writes
+// nothing: what the root dir must hold is made when first needed, so that a Runtime
+// made to exec or to look has no effect on disk.
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err := cfg.complete(); err != nil {
 		return nil, err
@@ -72,10 +77,6 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if _, err := c.Version(ctx); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("containerd at %s: %w: %w", cfg.Address, runner.ErrUnavailable, err)
-	}
-	if err := installSandboxRoot(cfg.Self, filepath.Join(cfg.RootDir, sandboxDir)); err != nil {
-		c.Close()
-		return nil, err
 	}
 	return r, nil
 }

@@ -653,3 +653,22 @@ func TestSandboxOOMScore(t *testing.T) {
 		t.Errorf("the sandbox's oom_score_adj = %s, want %s (staticpod's own: %d)", got, want, own)
 	}
 }
+
+// A Runtime writes nothing until it needs to: one made to exec in a container or to
+// look at the namespace leaves the root dir as it found it. The first sandbox installs
+// the sandbox root.
+func TestNewWritesNothing(t *testing.T) {
+	r := newTestRuntime(t)
+	if entries, err := os.ReadDir(r.cfg.RootDir); err != nil || len(entries) != 0 {
+		t.Fatalf("root dir after New: %v (%v), want it empty", entries, err)
+	}
+	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: lazy}\nspec:\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
+	sb, err := r.StartSandbox(r.ctx, pod, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.mustRemove(t, sb.ID) })
+	if _, err := os.Stat(filepath.Join(r.cfg.RootDir, sandboxDir, "rootfs", sandboxBinary)); err != nil {
+		t.Errorf("after the first sandbox: %v", err)
+	}
+}

@@ -24,6 +24,22 @@ const sandboxBinary = "/staticpod"
 
 var sandboxMountPoints = []string{"proc", "dev", "sys", "run", "tmp", "etc"}
 
+// sandboxRoot returns the sandboxes' root file system, installed by the first call
+// (after an upgrade of staticpod, the new binary replaces the old one there) and by
+// every call after one that failed.
+func (r *Runtime) sandboxRoot() (string, error) {
+	dir := filepath.Join(r.cfg.RootDir, sandboxDir)
+	r.rootMu.Lock()
+	defer r.rootMu.Unlock()
+	if !r.rootInstalled {
+		if err := installSandboxRoot(r.cfg.Self, dir); err != nil {
+			return "", err
+		}
+		r.rootInstalled = true
+	}
+	return filepath.Join(dir, "rootfs"), nil
+}
+
 // installSandboxRoot prepares the sandbox's root: a directory holding only the
 // staticpod binary (a hard link to it, or a copy). It is replaced by rename, so that a
 // running sandbox keeps the binary it started with when staticpod is upgraded.
@@ -109,9 +125,13 @@ func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
+	rootfs, err := r.sandboxRoot()
+	if err != nil {
+		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
 	c, err := r.client.NewContainer(ctx, id,
 		client.WithContainerLabels(labels),
-		client.WithNewSpec(sandboxSpec(pod, filepath.Join(r.cfg.RootDir, sandboxDir, "rootfs"), own)...),
+		client.WithNewSpec(sandboxSpec(pod, rootfs, own)...),
 	)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
