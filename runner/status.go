@@ -50,7 +50,13 @@ func Status(pod *corev1.Pod, rt PodRuntime, obs Observed, hostIP string) corev1.
 		st.StartTime = &metav1.Time{Time: obs.StartTime}
 	}
 	for i := range pod.Spec.InitContainers {
-		st.InitContainerStatuses = append(st.InitContainerStatuses, containerStatus(&pod.Spec.InitContainers[i], rt, cur, obs, ReasonContainerCreating))
+		c := &pod.Spec.InitContainers[i]
+		cs := containerStatus(c, rt, cur, obs, ReasonContainerCreating)
+		if !manifests.IsSidecar(c) {
+			// As on the kubelet: a regular init container is ready once it succeeded.
+			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+		}
+		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 	}
 	initialized := initDone(pod, cur)
 	appWaiting := ReasonPodInitializing
