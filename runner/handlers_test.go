@@ -117,27 +117,3 @@ func TestExecActionAndSleep(t *testing.T) {
 
 // TestProbeThresholds drives one probe worker by hand: a result changes only when a
 // threshold is crossed, and liveness failure is what restarts.
-func TestProbeThresholds(t *testing.T) {
-	r, tg := handlerTarget(0)
-	f := r.rt.(*fakeRuntime)
-	pw := &probeWorker{p: r.prober, w: newWorker(r, "u", &corev1.Pod{}), key: probeKey{"u", "c", Liveness}}
-	pw.probeTarget = probeTarget{target: tg, probe: &corev1.Probe{
-		ProbeHandler:   corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"check"}}},
-		TimeoutSeconds: 1, PeriodSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3,
-	}}
-	r.prober.workers[pw.key] = pw
-	r.prober.results[pw.key] = probeResult{containerID: "c1", ok: true}
-	f.execCode["c1"] = 1
-	for i := 1; i <= 3; i++ {
-		pw.probeOnce()
-		res, _ := r.prober.result("u", "c", Liveness, "c1")
-		if res.failed != (i == 3) {
-			t.Errorf("after %d failures: failed=%v, want %v (threshold 3)", i, res.failed, i == 3)
-		}
-	}
-	f.execCode["c1"] = 0
-	pw.probeOnce()
-	if res, _ := r.prober.result("u", "c", Liveness, "c1"); !res.ok || res.failed {
-		t.Errorf("after a success: %+v, want ok again", res)
-	}
-}
