@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/containerdrt"
+	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -285,7 +286,7 @@ func (j *onceJob) runPods(runCtx context.Context) error {
 	}
 	done := make(chan error, 1)
 	go func() { done <- j.r.Run(runCtx) }()
-	if err := j.r.Update(runCtx, runner.Update{Source: "file", Pods: j.pods}); err != nil && runCtx.Err() == nil {
+	if err := j.r.Update(runCtx, manifests.Update{Source: manifests.SourceFile, Pods: j.pods}); err != nil && runCtx.Err() == nil {
 		return err
 	}
 	return <-done

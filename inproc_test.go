@@ -66,7 +66,7 @@ func (p *inproc) apply(docs ...string) {
 		}
 		pods = append(pods, res.Pods...)
 	}
-	if err := p.r.Update(p.n.ctx, runner.Update{Source: "file", Pods: pods}); err != nil {
+	if err := p.r.Update(p.n.ctx, manifests.Update{Source: manifests.SourceFile, Pods: pods}); err != nil {
 		p.n.t.Fatal(err)
 	}
 }

@@ -121,7 +121,10 @@ func (d *daemon) setup(ctx context.Context) error {
 		return errors.Join(err, rt.Close())
 	}
 	if url := c.String("manifest-url"); url != "" {
-		d.url = urlSource(c, url, d.node, d.headers, d.r, d.api, d.log)
+		d.url = &httpsource.URLSource{
+			URL: url, Headers: d.headers, Period: c.Duration("http-check-frequency"), Node: d.node,
+			CAFile: c.String("manifest-url-ca-file"), Log: d.log,
+		}
 	}
 	return nil
 }
@@ -150,11 +153,11 @@ func (d *daemon) run(ctx context.Context) error {
 	g.Go(func() error { return d.r.Run(ctx) })
 	g.Go(func() error { return watchExits(ctx, d.rt, d.r, d.log) })
 	files := &watcher.Watcher{Path: c.String("pod-manifest-path"), Node: d.node, Period: c.Duration("file-check-frequency"), Log: d.log}
-	g.Go(func() error { return files.Run(ctx, fileSource(d.r, d.api)) })
+	g.Go(func() error { return files.Run(ctx, d.r.Update) })
 	if d.url != nil {
-		g.Go(func() error { return d.url.Run(ctx, sourceUpdates(d.r, "http")) })
+		g.Go(func() error { return d.url.Run(ctx, d.r.Update) })
 	}
-	g.Go(func() error { return d.push.Run(ctx, sourceUpdates(d.r, "api")) })
+	g.Go(func() error { return d.push.Run(ctx, d.r.Update) })
 	if c.Bool("start-containerd") {
 		g.Go(func() error { return containerdSupervisor(c, d.root, d.log).Run(ctx) })
 	}

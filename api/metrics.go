@@ -8,8 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/staticpod/staticpod/manifests"
 )
 
 // The API's own metrics. The runner registers its own (sync latency, relist duration
@@ -26,30 +24,17 @@ var (
 // a 0 rather than no series.
 var phases = []corev1.PodPhase{corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown}
 
-// metrics are the API's collectors.
-type metrics struct {
-	manifestErrors *prometheus.CounterVec
+// registerMetrics registers the API's collectors, the pod metrics computed from the
+// backend's statuses at each scrape. The runner registers its own (syncs, relists,
+// manifest errors) on the same registry.
+func registerMetrics(reg *prometheus.Registry, backend Backend) error {
+	if err := reg.Register(podCollector{backend}); err != nil {
+		return fmt.Errorf("register api metrics: %w", err)
+	}
+	return nil
 }
 
-func newMetrics(reg *prometheus.Registry, backend Backend) (*metrics, error) {
-	m := &metrics{
-		manifestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "staticpod_manifest_errors_total",
-			Help: "Manifests refused because they do not decode or validate, by source.",
-		}, []string{"source"}),
-	}
-	for _, src := range []string{manifests.SourceFile, manifests.SourceHTTP, manifests.SourceAPI} {
-		m.manifestErrors.WithLabelValues(src)
-	}
-	for _, c := range []prometheus.Collector{m.manifestErrors, podCollector{backend}} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register api metrics: %w", err)
-		}
-	}
-	return m, nil
-}
-
-func (m *metrics) handler(reg *prometheus.Registry, log *slog.Logger) http.Handler {
+func metricsHandler(reg *prometheus.Registry, log *slog.Logger) http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		ErrorHandling: promhttp.ContinueOnError,

@@ -91,23 +91,6 @@ func TestMetricsCountPodsByPhaseAndRestarts(t *testing.T) {
 	}
 }
 
-func TestMetricsCountManifestErrorsBySource(t *testing.T) {
-	store := newFakeStore()
-	s := mustNew(t, testConfig(newFakeBackend(), store))
-	want := map[string]float64{"file": 0, "http": 0, "api": 0}
-	if diff := cmp.Diff(want, values(t, scrape(t, s), "staticpod_manifest_errors_total", "source")); diff != "" {
-		t.Errorf("before any error (-want +got):\n%s", diff)
-	}
-	s.ManifestError("file")
-	s.ManifestError("file")
-	s.ManifestError("http")
-	serve(t, s.Handler(), http.MethodPut, "/manifests/bad", strings.NewReader(invalidManifest))
-	want = map[string]float64{"file": 2, "http": 1, "api": 1}
-	if diff := cmp.Diff(want, values(t, scrape(t, s), "staticpod_manifest_errors_total", "source")); diff != "" {
-		t.Errorf("after errors (-want +got):\n%s", diff)
-	}
-}
-
 func TestMetricsServeCollectorsOthersRegistered(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	syncs := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "staticpod_pod_sync_duration_seconds", Help: "test"})
@@ -122,7 +105,7 @@ func TestMetricsServeCollectorsOthersRegistered(t *testing.T) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	want := []string{"staticpod_manifest_errors_total", "staticpod_pod_sync_duration_seconds", "staticpod_pods"}
+	want := []string{"staticpod_pod_sync_duration_seconds", "staticpod_pods"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("families (-want +got):\n%s", diff)
 	}

@@ -95,7 +95,6 @@ func (s *Server) putManifest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(res.Errors) > 0 {
-		s.ManifestError(manifests.SourceAPI)
 		writeJSON(w, http.StatusUnprocessableEntity, invalid(name, res.Errors))
 		return
 	}

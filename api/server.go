@@ -92,7 +92,6 @@ type Server struct {
 	log     *slog.Logger
 	token   []byte // SHA-256 of the bearer token; nil when there is no token file
 	handler http.Handler
-	metrics *metrics
 
 	// stopping is done once Run begins to shut down: follow streams end with it, so that
 	// they do not hold up the graceful shutdown.
@@ -134,21 +133,15 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.token = token
 	}
-	m, err := newMetrics(cfg.Registry, cfg.Backend)
-	if err != nil {
+	if err := registerMetrics(cfg.Registry, cfg.Backend); err != nil {
 		return nil, err
 	}
-	s.metrics = m
 	s.handler = s.routes()
 	return s, nil
 }
 
 // Handler is the API as served on the unix socket, without the TCP listener's checks.
 func (s *Server) Handler() http.Handler { return s.handler }
-
-// ManifestError counts a manifest refused by source ("file", "http") in
-// staticpod_manifest_errors_total. The API counts the pushes it refuses itself.
-func (s *Server) ManifestError(source string) { s.metrics.manifestErrors.WithLabelValues(source).Inc() }
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
@@ -159,7 +152,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /pods/{namespace}/{name}", s.getPod)
 	mux.HandleFunc("GET /containerLogs/{namespace}/{name}/{container}", s.containerLogs)
 	mux.HandleFunc("GET /events", s.events)
-	mux.Handle("GET /metrics", s.metrics.handler(s.cfg.Registry, s.log))
+	mux.Handle("GET /metrics", metricsHandler(s.cfg.Registry, s.log))
 	mux.HandleFunc("GET /manifests", s.listManifests)
 	mux.HandleFunc("GET /manifests/{name}", s.getManifest)
 	mux.HandleFunc("PUT /manifests/{name}", s.putManifest)

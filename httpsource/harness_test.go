@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // The harness of the URL source's tests: a manifest server the test steers, a source
@@ -139,7 +141,8 @@ func (l *logRecorder) String() string {
 	return strings.Join(l.lines.lines, "\n")
 }
 
-// errorLog records OnError's calls.
+// errorLog records the failures the source reports (its Unchanged updates), as errors:
+// nil for a recovery.
 type errorLog struct {
 	mu    sync.Mutex
 	calls []error
@@ -157,20 +160,20 @@ func (e *errorLog) get() []error {
 	return append([]error(nil), e.calls...)
 }
 
-// running is a URLSource under test: its snapshots, log lines, OnError calls and
+// running is a URLSource under test: its snapshots, log lines, failure reports and
 // finished polls.
 type running struct {
-	updates chan Update
+	updates chan manifests.Update
 	logs    *logRecorder
 	errs    *errorLog
 	polls   chan struct{}
 }
 
-// runSource runs src with a recording logger and OnError until the test ends.
+// runSource runs src with a recording logger until the test ends.
 func runSource(t *testing.T, src *URLSource) *running {
 	t.Helper()
-	r := &running{updates: make(chan Update, 100), logs: newLogRecorder(), errs: &errorLog{}, polls: make(chan struct{}, 10000)}
-	src.Log, src.OnError = slog.New(r.logs), r.errs.add
+	r := &running{updates: make(chan manifests.Update, 100), logs: newLogRecorder(), errs: &errorLog{}, polls: make(chan struct{}, 10000)}
+	src.Log = slog.New(r.logs)
 	src.afterPoll = func() {
 		select {
 		case r.polls <- struct{}{}:
@@ -186,8 +189,15 @@ func runSource(t *testing.T, src *URLSource) *running {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
-		done <- src.Run(ctx, func(ctx context.Context, u Update) error {
-			r.updates <- u
+		done <- src.Run(ctx, func(ctx context.Context, u manifests.Update) error {
+			if u.Source != manifests.SourceHTTP {
+				t.Errorf("an update from the URL source says it comes from %q", u.Source)
+			}
+			if u.Unchanged {
+				r.errs.add(failureError(u))
+			} else {
+				r.updates <- u
+			}
 			return nil
 		})
 	}()
@@ -225,20 +235,20 @@ func (r *running) awaitFreshPoll(t *testing.T) {
 	}
 }
 
-func (r *running) awaitUpdate(t *testing.T, what string) Update {
+func (r *running) awaitUpdate(t *testing.T, what string) manifests.Update {
 	t.Helper()
 	return awaitUpdate(t, r.updates, what)
 }
 
 // awaitUpdate returns the next snapshot a source sends, or fails t after awaitUp.
-func awaitUpdate(t *testing.T, updates <-chan Update, what string) Update {
+func awaitUpdate(t *testing.T, updates <-chan manifests.Update, what string) manifests.Update {
 	t.Helper()
 	select {
 	case u := <-updates:
 		return u
 	case <-time.After(awaitUp):
 		t.Fatalf("no snapshot after %s", what)
-		return Update{}
+		return manifests.Update{}
 	}
 }
 
@@ -253,7 +263,7 @@ func (r *running) noUpdate(t *testing.T, what string) {
 	}
 }
 
-func podNames(u Update) []string {
+func podNames(u manifests.Update) []string {
 	out := []string{}
 	for _, p := range u.Pods {
 		out = append(out, p.Name)
@@ -261,7 +271,7 @@ func podNames(u Update) []string {
 	return out
 }
 
-func images(u Update) []string {
+func images(u manifests.Update) []string {
 	var out []string
 	for _, p := range u.Pods {
 		out = append(out, p.Spec.Containers[0].Image)
@@ -269,7 +279,27 @@ func images(u Update) []string {
 	return out
 }
 
-// awaitCalls waits until OnError has been called n times.
+// failureError is the failure an Unchanged update reports, as the error it came from.
+func failureError(u manifests.Update) error {
+	if len(u.Failures) == 0 {
+		return nil
+	}
+	f := u.Failures[0]
+	if f.Invalid {
+		return &failure{"invalid manifest: " + strings.Join(f.Problems, "; "), true}
+	}
+	return &failure{strings.Join(f.Problems, "; "), false}
+}
+
+// failure is a reported failure; invalid says it was a manifest error.
+type failure struct {
+	msg     string
+	invalid bool
+}
+
+func (f *failure) Error() string { return f.msg }
+
+// awaitCalls waits until the source has reported n failures or recoveries.
 func (r *running) awaitCalls(t *testing.T, n int) []error {
 	t.Helper()
 	deadline := time.After(awaitUp)
@@ -280,7 +310,7 @@ func (r *running) awaitCalls(t *testing.T, n int) []error {
 		select {
 		case <-r.polls:
 		case <-deadline:
-			t.Fatalf("OnError calls = %v, want %d", r.errs.get(), n)
+			t.Fatalf("failure reports = %v, want %d", r.errs.get(), n)
 		}
 	}
 }

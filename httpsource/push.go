@@ -61,6 +61,7 @@ type Push struct {
 	// together under it, so the two always agree. It is never held while emitting.
 	mu      sync.Mutex
 	entries map[string]entry
+	refused *manifests.Failure // the last push refused for its errors, until a push or delete succeeds
 }
 
 // NewPush opens the store in dir (created 0700 if needed) and loads every manifest
@@ -95,15 +96,16 @@ func (p *Push) Put(name string, data []byte) (manifests.Result, error) {
 		return manifests.Result{}, err
 	}
 	res := manifests.Load(data, manifests.Options{NodeName: p.node, Source: p.source(name)})
-	if len(res.Errors) > 0 {
-		return res, nil
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if conflicts := p.conflicts(name, res.Pods); len(conflicts) > 0 {
-		res.Errors = conflicts
+	if len(res.Errors) == 0 {
+		res.Errors = p.conflicts(name, res.Pods)
+	}
+	if len(res.Errors) > 0 {
+		p.refuse(name, res.Errors)
 		return res, nil
 	}
+	p.refused = nil
 	if old, ok := p.entries[name]; ok && bytes.Equal(old.data, data) {
 		return res, nil // stored already: nothing changes
 	}
@@ -114,6 +116,17 @@ func (p *Push) Put(name string, data []byte) (manifests.Result, error) {
 	p.log.Info("manifest stored", "name", name, "pods", len(res.Pods))
 	p.notify()
 	return res, nil
+}
+
+// refuse records a push refused for its errors, for the next snapshot to tell. p.mu is
+// held.
+func (p *Push) refuse(name string, errs []manifests.Problem) {
+	f := manifests.Failure{Location: name, Invalid: true}
+	for _, e := range errs {
+		f.Problems = append(f.Problems, e.Error())
+	}
+	p.refused = &f
+	p.notify()
 }
 
 // Delete removes the manifest stored under name, and so its pods. It returns an error
@@ -135,6 +148,7 @@ func (p *Push) Delete(name string) error {
 		p.log.Warn("manifest removed, but the directory could not be synced", "name", name, "err", err)
 	}
 	delete(p.entries, name)
+	p.refused = nil
 	p.log.Info("manifest deleted", "name", name)
 	p.notify()
 	return nil
@@ -173,7 +187,7 @@ func (p *Push) Get(name string) ([]byte, error) {
 // Run sends the stored snapshot at once, then a new one after every Put and Delete
 // (changes made while emit runs are folded into the next snapshot), until ctx is done.
 // It returns nil when ctx is done. One Run per Push.
-func (p *Push) Run(ctx context.Context, emit func(context.Context, Update) error) error {
+func (p *Push) Run(ctx context.Context, emit func(context.Context, manifests.Update) error) error {
 	for {
 		if err := emit(ctx, p.snapshot()); err != nil {
 			if ctx.Err() != nil {
@@ -191,7 +205,7 @@ func (p *Push) Run(ctx context.Context, emit func(context.Context, Update) error
 
 // snapshot returns copies of every stored pod, in the order of their manifests' names,
 // so that the receiver may keep and change them.
-func (p *Push) snapshot() Update {
+func (p *Push) snapshot() manifests.Update {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	names := make([]string, 0, len(p.entries))
@@ -199,7 +213,10 @@ func (p *Push) snapshot() Update {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	u := Update{Pods: []*corev1.Pod{}}
+	u := manifests.Update{Source: manifests.SourceAPI, Pods: []*corev1.Pod{}}
+	if p.refused != nil {
+		u.Failures = []manifests.Failure{*p.refused}
+	}
 	for _, name := range names {
 		for _, pod := range p.entries[name].pods {
 			u.Pods = append(u.Pods, pod.DeepCopy())

@@ -22,24 +22,24 @@ import (
 type pushing struct {
 	*Push
 	dir     string
-	updates chan Update
+	updates chan manifests.Update
 	logs    *logRecorder
 }
 
 // mustRunPush opens a push store in dir and runs it until the test ends. It returns
 // once the first snapshot, the stored one, has been received.
-func mustRunPush(t *testing.T, dir string) (*pushing, Update) {
+func mustRunPush(t *testing.T, dir string) (*pushing, manifests.Update) {
 	t.Helper()
 	logs := newLogRecorder()
 	p, err := NewPush(dir, "node1", slog.New(logs))
 	if err != nil {
 		t.Fatalf("NewPush(%s) = %v", dir, err)
 	}
-	ps := &pushing{Push: p, dir: dir, updates: make(chan Update, 1000), logs: logs}
+	ps := &pushing{Push: p, dir: dir, updates: make(chan manifests.Update, 1000), logs: logs}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
-		done <- p.Run(ctx, func(ctx context.Context, u Update) error {
+		done <- p.Run(ctx, func(ctx context.Context, u manifests.Update) error {
 			ps.updates <- u
 			return nil
 		})
@@ -56,7 +56,7 @@ func mustRunPush(t *testing.T, dir string) (*pushing, Update) {
 	return ps, ps.awaitUpdate(t, "start")
 }
 
-func (ps *pushing) awaitUpdate(t *testing.T, what string) Update {
+func (ps *pushing) awaitUpdate(t *testing.T, what string) manifests.Update {
 	t.Helper()
 	return awaitUpdate(t, ps.updates, what)
 }
@@ -156,7 +156,16 @@ func TestPushRefusesAnInvalidManifest(t *testing.T) {
 	if _, err := ps.Get("web"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get(web) = %v, want ErrNotFound", err)
 	}
-	ps.noUpdate(t, "an invalid Put")
+	// The refusal is told to the runner (as the other sources tell theirs), with the
+	// same pods as before.
+	u := ps.awaitUpdate(t, "an invalid Put")
+	if len(u.Pods) != 0 || len(u.Failures) != 1 || u.Failures[0].Location != "web" || !u.Failures[0].Invalid || len(u.Failures[0].Problems) != 2 {
+		t.Errorf("after an invalid Put: pods %v, failures %+v; want no pod and the refusal of web with its 2 problems", podNames(u), u.Failures)
+	}
+	ps.mustPut(t, "web", pod("web", "busybox:1"))
+	if u := ps.awaitUpdate(t, "a valid Put"); len(u.Pods) != 1 || len(u.Failures) != 0 {
+		t.Errorf("after a valid Put: pods %v, failures %+v; want web and no failure", podNames(u), u.Failures)
+	}
 }
 
 func TestPushRefusesBadNames(t *testing.T) {
@@ -189,6 +198,9 @@ func TestPushRefusesAPodOfAnotherManifest(t *testing.T) {
 	res, err := ps.Put("b", []byte(pod("web", "busybox:2")))
 	if err != nil || len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Error(), `pushed manifest "a"`) {
 		t.Fatalf("Put(b) = %v, %v; want one error naming manifest a", res.Errors, err)
+	}
+	if u := ps.awaitUpdate(t, "the refused Put b"); len(u.Failures) != 1 || u.Failures[0].Location != "b" {
+		t.Errorf("after the refused Put b: failures %+v, want b's", u.Failures)
 	}
 	ps.mustPut(t, "a", pod("web", "busybox:2")) // a manifest may change its own pods
 	if got := images(ps.awaitUpdate(t, "Put a again")); !cmp.Equal(got, []string{"busybox:2"}) {
@@ -223,7 +235,7 @@ func TestPushLoadsStoredManifestsAtRestart(t *testing.T) {
 	ps, _ := mustRunPush(t, dir)
 	ps.mustPut(t, "web", pod("web", "busybox:1"))
 	ps.mustPut(t, "db", pod("db", "busybox:1")+"---\n"+pod("cache", "busybox:1"))
-	var before Update
+	var before manifests.Update
 	for len(before.Pods) < 3 {
 		before = ps.awaitUpdate(t, "two Puts")
 	}

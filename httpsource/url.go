@@ -19,14 +19,11 @@ import (
 	"github.com/staticpod/staticpod/manifests"
 )
 
-// Update is a source's full snapshot of the pods it wants. An empty Pods means none.
-type Update struct {
-	Pods []*corev1.Pod // decoded, defaulted, validated and identified
-}
-
 // URLSource is the kubelet's --manifest-url: it polls one URL and sends the pods of its
 // body whenever they change. A poll that fails in any way keeps the last good snapshot
-// in force: nothing is sent, so nothing running is touched.
+// in force: what is sent then is an Unchanged update with the failure, so nothing
+// running is touched. The failure is sent, and logged, when the source starts failing
+// or fails differently, and its end when it recovers.
 type URLSource struct {
 	URL      string
 	Headers  http.Header   // sent with every request; values are never logged
@@ -36,10 +33,6 @@ type URLSource struct {
 	MaxBytes int64         // manifests.MaxManifestBytes when 0
 	Timeout  time.Duration // per request, body included; DefaultTimeout when 0
 	Log      *slog.Logger
-	// OnError is called when the source's state changes: with the error when it starts
-	// failing or fails differently, with nil when it recovers. Optional; it is called
-	// from Run's goroutine and should not block.
-	OnError func(err error)
 
 	afterPoll func() // tests: called when a poll has been fully handled
 }
@@ -51,11 +44,15 @@ type ManifestError struct {
 }
 
 func (e *ManifestError) Error() string {
+	return "invalid manifest: " + strings.Join(e.problems(), "; ")
+}
+
+func (e *ManifestError) problems() []string {
 	msgs := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
 		msgs[i] = p.Error()
 	}
-	return "invalid manifest: " + strings.Join(msgs, "; ")
+	return msgs
 }
 
 // poller is the state of one Run: owned by its goroutine, no lock needed.
@@ -75,7 +72,7 @@ type poller struct {
 // snapshot to emit. An empty body or an empty list is a snapshot with no pods, and is
 // sent. It returns nil when ctx is done, and an error only for a configuration that can
 // never work (an unusable URL or CA file) or when emit fails while ctx is live.
-func (s *URLSource) Run(ctx context.Context, emit func(context.Context, Update) error) error {
+func (s *URLSource) Run(ctx context.Context, emit func(context.Context, manifests.Update) error) error {
 	p, err := s.newPoller()
 	if err != nil {
 		return err
@@ -142,47 +139,46 @@ func (s *URLSource) maxBytes() int64 {
 
 // poll fetches the URL once and sends a snapshot when its body is new and valid. Every
 // failure is reported and swallowed; only emit's error is returned.
-func (p *poller) poll(ctx context.Context, emit func(context.Context, Update) error) error {
+func (p *poller) poll(ctx context.Context, emit func(context.Context, manifests.Update) error) error {
 	resp, err := fetch(ctx, p.client, p.src.URL, p.src.Headers, p.valid, p.src.maxBytes())
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // shutting down: not a failure of the source
 		}
-		p.report(err)
-		return nil
+		return p.report(ctx, emit, err)
 	}
 	switch {
 	case resp.NotModified && p.sent:
 		p.log.Debug("manifest URL unchanged (304)")
-		p.report(nil)
-		return nil
+		return p.report(ctx, emit, nil)
 	case resp.NotModified:
 		// Only a conditional request may be answered 304, and none is made before the
 		// first good body: the server is wrong, so this poll is a failure.
-		p.report(errors.New("server answered 304 Not Modified to an unconditional request"))
-		return nil
+		return p.report(ctx, emit, errors.New("server answered 304 Not Modified to an unconditional request"))
 	case p.sent && bytes.Equal(resp.Body, p.good):
 		p.log.Debug("manifest URL unchanged")
 		p.valid = validators{ETag: resp.ETag, LastModified: resp.LastModified}
-		p.report(nil)
-		return nil
+		return p.report(ctx, emit, nil)
 	}
 	res := manifests.Load(resp.Body, manifests.Options{
 		NodeName: p.src.Node,
 		Source:   manifests.Source{Kind: manifests.SourceHTTP, Location: p.where},
 	})
 	if len(res.Errors) > 0 {
-		p.report(&ManifestError{Problems: res.Errors})
-		return nil
+		return p.report(ctx, emit, &ManifestError{Problems: res.Errors})
 	}
 	fp := fingerprint(res.Pods)
-	if !p.sent || fp == "" || fp != p.pods {
-		if err := emit(ctx, Update{Pods: res.Pods}); err != nil {
-			return err
-		}
-		p.log.Info("manifest URL changed", "pods", len(res.Pods))
+	if p.sent && fp != "" && fp == p.pods {
+		p.accepted(resp, res, fp)
+		return p.report(ctx, emit, nil) // only comments or layout changed
 	}
+	// A snapshot carries no failure: it ends any failure the runner knows of.
+	if err := emit(ctx, manifests.Update{Source: manifests.SourceHTTP, Pods: res.Pods}); err != nil {
+		return err
+	}
+	p.log.Info("manifest URL changed", "pods", len(res.Pods))
 	p.accepted(resp, res, fp)
+	p.recovered()
 	return nil
 }
 
@@ -193,7 +189,6 @@ func (p *poller) accepted(resp response, res manifests.Result, fp string) {
 	for _, w := range res.Warnings {
 		p.log.Warn("manifest warning", "err", w.Error())
 	}
-	p.report(nil)
 }
 
 // fingerprint identifies a list of pods by their JSON, so that a body that changed only
@@ -208,24 +203,35 @@ func fingerprint(pods []*corev1.Pod) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// report logs the source's state when it changes (ok -> failing, failing
-// differently, failing -> ok) and tells OnError; a poll that fails as the last one did
-// is silent.
-func (p *poller) report(err error) {
-	now := ""
-	if err != nil {
-		now = err.Error()
+// report tells of the source's state when it changes (ok -> failing, failing
+// differently, failing -> ok): it logs, and sends an Unchanged update with the failure,
+// or without one on recovery. A poll that fails as the last one did is silent. Only
+// emit's error is returned.
+func (p *poller) report(ctx context.Context, emit func(context.Context, manifests.Update) error, err error) error {
+	if err == nil {
+		if p.failing == "" {
+			return nil
+		}
+		p.recovered()
+		return emit(ctx, manifests.Update{Source: manifests.SourceHTTP, Unchanged: true})
 	}
-	if now == p.failing {
-		return
+	if err.Error() == p.failing {
+		return nil
 	}
-	p.failing = now
-	if err != nil {
-		p.log.Warn("manifest URL failing; its pods keep their last good snapshot", "err", now)
-	} else {
+	p.failing = err.Error()
+	p.log.Warn("manifest URL failing; its pods keep their last good snapshot", "err", p.failing)
+	f := manifests.Failure{Location: p.where, Problems: []string{p.failing}}
+	var bad *ManifestError
+	if errors.As(err, &bad) {
+		f.Problems, f.Invalid = bad.problems(), true
+	}
+	return emit(ctx, manifests.Update{Source: manifests.SourceHTTP, Unchanged: true, Failures: []manifests.Failure{f}})
+}
+
+// recovered notes the end of a failure, if there was one.
+func (p *poller) recovered() {
+	if p.failing != "" {
+		p.failing = ""
 		p.log.Info("manifest URL answers again")
-	}
-	if p.src.OnError != nil {
-		p.src.OnError(err)
 	}
 }

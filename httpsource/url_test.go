@@ -53,7 +53,7 @@ func TestURLSendsHeadersAndNeverLogsThem(t *testing.T) {
 	mu.Unlock()
 	r.noUpdate(t, "401")
 	if calls := r.errs.get(); len(calls) != 1 || strings.Contains(calls[0].Error(), "s3cret") {
-		t.Errorf("OnError calls = %v, want one, without the token", calls)
+		t.Errorf("failure reports = %v, want one, without the token", calls)
 	}
 	if strings.Contains(r.logs.String(), "s3cret") {
 		t.Errorf("a header value was logged:\n%s", r.logs)
@@ -173,14 +173,15 @@ func TestURLFailuresKeepTheLastGoodSnapshot(t *testing.T) {
 	r.awaitUpdate(t, "start")
 
 	steps := []struct {
-		name   string
-		answer http.HandlerFunc
-		err    string
+		name    string
+		answer  http.HandlerFunc
+		err     string
+		invalid bool // a manifest error, counted as such
 	}{
-		{"500", status(http.StatusInternalServerError), "500 Internal Server Error"},
-		{"garbage", body("{{{ not yaml", "", ""), "invalid manifest"},
-		{"invalid pod", body(pod("web", ""), "", ""), "spec.containers[0].image"},
-		{"server down", nil, "connection refused"},
+		{"500", status(http.StatusInternalServerError), "500 Internal Server Error", false},
+		{"garbage", body("{{{ not yaml", "", ""), "invalid manifest", true},
+		{"invalid pod", body(pod("web", ""), "", ""), "spec.containers[0].image", true},
+		{"server down", nil, "connection refused", false},
 	}
 	for i, step := range steps {
 		if step.answer != nil {
@@ -193,7 +194,10 @@ func TestURLFailuresKeepTheLastGoodSnapshot(t *testing.T) {
 		r.noUpdate(t, step.name)
 		calls := r.errs.get()
 		if len(calls) != i+1 || calls[i] == nil || !strings.Contains(calls[i].Error(), step.err) {
-			t.Fatalf("after %s: OnError calls = %v, want %d, the last with %q", step.name, calls, i+1, step.err)
+			t.Fatalf("after %s: failure reports = %v, want %d, the last with %q", step.name, calls, i+1, step.err)
+		}
+		if f := calls[i].(*failure); f.invalid != step.invalid {
+			t.Errorf("after %s: reported as a manifest error: %v, want %v", step.name, f.invalid, step.invalid)
 		}
 		if n := r.logs.count("WARN manifest URL failing"); n != i+1 {
 			t.Fatalf("after %s: %d failure lines, want %d (one per distinct error):\n%s", step.name, n, i+1, r.logs)
@@ -205,7 +209,7 @@ func TestURLFailuresKeepTheLastGoodSnapshot(t *testing.T) {
 	defer srv.Close()
 	calls := r.awaitCalls(t, len(steps)+1)
 	if calls[len(steps)] != nil {
-		t.Fatalf("OnError(%v) on recovery, want nil", calls[len(steps)])
+		t.Fatalf("failure report %v on recovery, want none", calls[len(steps)])
 	}
 	r.awaitFreshPoll(t)
 	r.noUpdate(t, "recovery with the last good body")
@@ -213,7 +217,7 @@ func TestURLFailuresKeepTheLastGoodSnapshot(t *testing.T) {
 		t.Errorf("%d recovery lines, want 1:\n%s", n, r.logs)
 	}
 	if n, calls := r.logs.count("WARN"), r.errs.get(); n != len(steps) || len(calls) != len(steps)+1 {
-		t.Errorf("%d WARN lines and %d OnError calls, want %d and %d:\n%s", n, len(calls), len(steps), len(steps)+1, r.logs)
+		t.Errorf("%d WARN lines and %d failure reports, want %d and %d:\n%s", n, len(calls), len(steps), len(steps)+1, r.logs)
 	}
 }
 
@@ -232,7 +236,7 @@ func TestURLRefusesALargeBody(t *testing.T) {
 			r.awaitFreshPoll(t)
 			r.noUpdate(t, "a body over MaxBytes")
 			if calls := r.errs.get(); len(calls) != 1 || !strings.Contains(calls[0].Error(), "too large") {
-				t.Errorf("OnError calls = %v, want one: body too large", calls)
+				t.Errorf("failure reports = %v, want one: body too large", calls)
 			}
 		})
 	}
@@ -260,7 +264,7 @@ func TestURLFollowsAtMostFiveRedirects(t *testing.T) {
 	six.awaitFreshPoll(t)
 	six.noUpdate(t, "6 redirects")
 	if calls := six.errs.get(); len(calls) != 1 || !strings.Contains(calls[0].Error(), "stopped after 5 redirects") {
-		t.Errorf("OnError calls = %v, want one: stopped after 5 redirects", calls)
+		t.Errorf("failure reports = %v, want one: stopped after 5 redirects", calls)
 	}
 }
 
@@ -278,7 +282,7 @@ func TestURLTimesOut(t *testing.T) {
 	calls := r.awaitCalls(t, 1)
 	r.noUpdate(t, "a timeout")
 	if !strings.Contains(calls[0].Error(), "Timeout") {
-		t.Errorf("OnError(%v), want a timeout", calls[0])
+		t.Errorf("failure report (%v), want a timeout", calls[0])
 	}
 }
 
@@ -301,12 +305,12 @@ func TestURLTrustsTheCAFile(t *testing.T) {
 	untrusted.awaitFreshPoll(t)
 	untrusted.noUpdate(t, "https without the CA")
 	if calls := untrusted.errs.get(); len(calls) != 1 || !strings.Contains(calls[0].Error(), "certificate") {
-		t.Errorf("OnError calls = %v, want one certificate error", calls)
+		t.Errorf("failure reports = %v, want one certificate error", calls)
 	}
 }
 
 func TestURLRunRefusesAnUnusableConfiguration(t *testing.T) {
-	emit := func(context.Context, Update) error { return nil }
+	emit := func(context.Context, manifests.Update) error { return nil }
 	for _, src := range []*URLSource{
 		{URL: "ftp://example/pods"},
 		{URL: "not a url"},

@@ -10,14 +10,6 @@ import (
 	"github.com/staticpod/staticpod/manifests"
 )
 
-// Update is the complete set of pods one source wants. An empty Pods means none: the
-// source's pods are removed. A source that fails keeps its last good snapshot by not
-// sending an Update at all.
-type Update struct {
-	Source string        // "file", "http", "api"
-	Pods   []*corev1.Pod // decoded, defaulted, validated and identified
-}
-
 // sourceOrder decides conflicts between sources for one full pod name: the earlier
 // source wins, as the file source comes first on the kubelet.
 var sourceOrder = map[string]int{"file": 0, "http": 1, "api": 2}
@@ -54,7 +46,7 @@ func NewConfig() *Config {
 
 // Apply takes a source's snapshot and returns the new desired set and the conflicts in
 // it. The desired map is the Config's own; callers must not change it.
-func (c *Config) Apply(u Update) (map[types.UID]*corev1.Pod, []Conflict) {
+func (c *Config) Apply(u manifests.Update) (map[types.UID]*corev1.Pod, []Conflict) {
 	c.sources[u.Source] = u.Pods
 	c.ready[u.Source] = true
 	return c.merge()

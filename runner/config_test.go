@@ -32,13 +32,13 @@ func TestConfigMerge(t *testing.T) {
 	if c.Ready("file") {
 		t.Fatal("file source ready before its first snapshot")
 	}
-	desired, conflicts := c.Apply(Update{Source: "file", Pods: []*corev1.Pod{sourcePod("w1", "web", "file"), sourcePod("d1", "db", "file")}})
+	desired, conflicts := c.Apply(manifests.Update{Source: "file", Pods: []*corev1.Pod{sourcePod("w1", "web", "file"), sourcePod("d1", "db", "file")}})
 	if diff := cmp.Diff([]string{"d1", "w1"}, uids(desired)); diff != "" || len(conflicts) != 0 || !c.Ready("file") {
 		t.Fatalf("first snapshot: desired (-want +got) %s, conflicts %v", diff, conflicts)
 	}
 
 	// An http pod with a name the file source already runs is refused and reported.
-	desired, conflicts = c.Apply(Update{Source: "http", Pods: []*corev1.Pod{sourcePod("w2", "web", "http"), sourcePod("x1", "extra", "http")}})
+	desired, conflicts = c.Apply(manifests.Update{Source: "http", Pods: []*corev1.Pod{sourcePod("w2", "web", "http"), sourcePod("x1", "extra", "http")}})
 	if diff := cmp.Diff([]string{"d1", "w1", "x1"}, uids(desired)); diff != "" {
 		t.Errorf("with http: desired (-want +got) %s", diff)
 	}
@@ -47,20 +47,20 @@ func TestConfigMerge(t *testing.T) {
 	}
 
 	// An edit is a new UID: the old one leaves the desired set.
-	desired, _ = c.Apply(Update{Source: "file", Pods: []*corev1.Pod{sourcePod("w3", "web", "file")}})
+	desired, _ = c.Apply(manifests.Update{Source: "file", Pods: []*corev1.Pod{sourcePod("w3", "web", "file")}})
 	if diff := cmp.Diff([]string{"w3", "x1"}, uids(desired)); diff != "" {
 		t.Errorf("after an edit: desired (-want +got) %s", diff)
 	}
 
 	// An empty snapshot removes the source's pods, and the http pod that was refused for
 	// its name now runs under it.
-	desired, conflicts = c.Apply(Update{Source: "file"})
+	desired, conflicts = c.Apply(manifests.Update{Source: "file"})
 	if diff := cmp.Diff([]string{"w2", "x1"}, uids(desired)); diff != "" || len(conflicts) != 0 {
 		t.Errorf("after the file source emptied: desired (-want +got) %s, conflicts %v", diff, conflicts)
 	}
 
 	// A pod already running keeps its name against an earlier source.
-	desired, conflicts = c.Apply(Update{Source: "file", Pods: []*corev1.Pod{sourcePod("w4", "web", "file")}})
+	desired, conflicts = c.Apply(manifests.Update{Source: "file", Pods: []*corev1.Pod{sourcePod("w4", "web", "file")}})
 	if diff := cmp.Diff([]string{"w2", "x1"}, uids(desired)); diff != "" || len(conflicts) != 1 || conflicts[0].Dropped != "w4" {
 		t.Errorf("file pod against a running http pod: desired (-want +got) %s, conflicts %v", diff, conflicts)
 	}

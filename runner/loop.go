@@ -25,6 +25,7 @@ type loop struct {
 	spawn   func(context.Context, *worker) // runs a new worker; tests replace it
 
 	conflicts map[types.UID]bool // pods refused for their name, logged once
+	failures  failures           // what each source could not use at its last update
 }
 
 func newLoop(r *Runner, wg *sync.WaitGroup) *loop {
@@ -33,6 +34,7 @@ func newLoop(r *Runner, wg *sync.WaitGroup) *loop {
 		workers: map[types.UID]*worker{}, names: map[string]types.UID{}, pending: map[string]*corev1.Pod{},
 		gcDone: make(chan struct{}, 1),
 	}
+	l.failures = failures{r: r, last: map[string]map[string]manifests.Failure{}}
 	l.spawn = l.runWorker
 	return l
 }
@@ -105,8 +107,13 @@ func (r *Runner) runPLEG(ctx context.Context) {
 	}
 }
 
-// apply merges a source's snapshot and starts, updates or stops workers to match.
-func (l *loop) apply(ctx context.Context, u Update) {
+// apply records a source's failures, merges its snapshot and starts, updates or stops
+// workers to match.
+func (l *loop) apply(ctx context.Context, u manifests.Update) {
+	l.failures.record(u)
+	if u.Unchanged {
+		return
+	}
 	desired, conflicts := l.config.Apply(u)
 	l.r.mu.Lock()
 	l.r.ready[u.Source] = true

@@ -184,10 +184,10 @@ func TestEditWaitsForTheOldPod(t *testing.T) {
 	if _, err := h.r.pleg.Relist(h.ctx); err != nil { // pods wait for the first relist
 		t.Fatal(err)
 	}
-	l.apply(h.ctx, Update{Source: "file", Pods: []*corev1.Pod{old}})
+	l.apply(h.ctx, manifests.Update{Source: "file", Pods: []*corev1.Pod{old}})
 	h.sync(spawned[0]) // the old pod runs
 
-	l.apply(h.ctx, Update{Source: "file", Pods: []*corev1.Pod{edited}}) // the file is edited
+	l.apply(h.ctx, manifests.Update{Source: "file", Pods: []*corev1.Pod{edited}}) // the file is edited
 	if len(spawned) != 1 || !spawned[0].kill || l.pending[edited.Namespace+"/"+edited.Name] != edited {
 		t.Fatalf("after the edit: %d workers, old killed %v, pending %v; want the new pod to wait", len(spawned), spawned[0].kill, l.pending)
 	}
@@ -219,12 +219,12 @@ func TestOrphansWaitForTheirSource(t *testing.T) {
 	if len(spawned) != 0 {
 		t.Fatal("an orphan was killed before its source delivered a snapshot: a restart must adopt, not kill")
 	}
-	l.apply(h.ctx, Update{Source: "http"})
+	l.apply(h.ctx, manifests.Update{Source: "http"})
 	l.housekeeping(h.ctx)
 	if len(spawned) != 0 {
 		t.Fatal("another source's snapshot made a file pod an orphan")
 	}
-	l.apply(h.ctx, Update{Source: "file"})
+	l.apply(h.ctx, manifests.Update{Source: "file"})
 	l.housekeeping(h.ctx)
 	if len(spawned) != 1 {
 		t.Fatalf("after the file source's snapshot %d orphan workers, want 1", len(spawned))
@@ -253,7 +253,7 @@ func TestOrphansStopAsTheirPodAsked(t *testing.T) {
 	if _, err := h.r.pleg.Relist(h.ctx); err != nil {
 		t.Fatal(err)
 	}
-	l.apply(h.ctx, Update{Source: "file"})
+	l.apply(h.ctx, manifests.Update{Source: "file"})
 	l.housekeeping(h.ctx)
 	if len(spawned) != 2 {
 		t.Fatalf("%d orphan workers, want 2", len(spawned))
@@ -307,7 +307,7 @@ func TestArrivedImageEndsThePullBackoff(t *testing.T) {
 	other := testPod(t, "other", "true", corev1.RestartPolicyAlways)
 	other.Spec.Containers[0].Image = "other:1"
 	h.f.fail["EnsureImage"] = fmt.Errorf("%w: not present", ErrImageNeverPull)
-	l.apply(h.ctx, Update{Source: "file", Pods: []*corev1.Pod{late, other}})
+	l.apply(h.ctx, manifests.Update{Source: "file", Pods: []*corev1.Pod{late, other}})
 	res, err := h.r.pleg.Relist(h.ctx)
 	l.relisted(h.ctx, relistDone{res, err})
 	if len(l.workers) != 2 {
@@ -417,7 +417,7 @@ func TestPodsWaitForTheFirstRelist(t *testing.T) {
 	var spawned []*worker
 	l.spawn = func(_ context.Context, w *worker) { spawned = append(spawned, w) }
 	pod := testPod(t, "early", "sleep 1", corev1.RestartPolicyAlways)
-	l.apply(h.ctx, Update{Source: "file", Pods: []*corev1.Pod{pod}})
+	l.apply(h.ctx, manifests.Update{Source: "file", Pods: []*corev1.Pod{pod}})
 	if len(spawned) != 0 {
 		t.Fatal("a pod started before anything was known of what runs")
 	}
@@ -435,10 +435,10 @@ func TestReAddedWhileKilledComesBack(t *testing.T) {
 	l.spawn = func(_ context.Context, w *worker) { spawned = append(spawned, w) }
 	h.r.pleg.Relist(h.ctx)
 	pod := testPod(t, "etcd", "etcd", corev1.RestartPolicyAlways)
-	l.apply(h.ctx, Update{Source: "file", Pods: []*corev1.Pod{pod}})
+	l.apply(h.ctx, manifests.Update{Source: "file", Pods: []*corev1.Pod{pod}})
 	h.sync(spawned[0])
-	l.apply(h.ctx, Update{Source: "file"})                           // mv etcd.yaml /tmp
-	l.apply(h.ctx, Update{Source: "file", Pods: []*corev1.Pod{pod}}) // mv /tmp/etcd.yaml .
+	l.apply(h.ctx, manifests.Update{Source: "file"})                           // mv etcd.yaml /tmp
+	l.apply(h.ctx, manifests.Update{Source: "file", Pods: []*corev1.Pod{pod}}) // mv /tmp/etcd.yaml .
 	for i := 0; i < 3 && !h.sync(spawned[0]); i++ {
 	}
 	l.workerGone(h.ctx, pod.UID)
@@ -456,7 +456,7 @@ func TestEditedWhileDownStopsTheOldInstanceFirst(t *testing.T) {
 	edited := testPod(t, "api", "v2", corev1.RestartPolicyAlways)
 	h.f.put(Container{ID: "old", Kind: KindContainer, PodUID: old.UID, PodName: old.Name, PodNamespace: old.Namespace, Name: "c", State: StateRunning, Source: "file"})
 	h.r.pleg.Relist(h.ctx)
-	l.apply(h.ctx, Update{Source: "file", Pods: []*corev1.Pod{edited}}) // staticpod restarted after the edit
+	l.apply(h.ctx, manifests.Update{Source: "file", Pods: []*corev1.Pod{edited}}) // staticpod restarted after the edit
 	if len(spawned) != 1 || spawned[0].uid != old.UID || !spawned[0].killed() {
 		t.Fatalf("workers %d; want the old instance's killer first and the edited pod waiting", len(spawned))
 	}

@@ -4,11 +4,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // metrics are the runner's own Prometheus metrics, named after the kubelet's where it
 // has one. The API serves them with its own (pods by phase, restarts).
 type metrics struct {
+	manifestErrors *prometheus.CounterVec // by source
 	syncDuration   prometheus.Histogram
 	relistDuration prometheus.Histogram
 	relistInterval prometheus.Histogram
@@ -22,14 +25,21 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		return prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "staticpod", Name: name, Help: help, Buckets: buckets})
 	}
 	m := &metrics{
+		manifestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "staticpod_manifest_errors_total",
+			Help: "Manifests refused because they do not decode or validate, by source.",
+		}, []string{"source"}),
 		syncDuration:   h("pod_worker_duration_seconds", "Duration of one pod sync: plan and execution."),
 		relistDuration: h("pleg_relist_duration_seconds", "Duration of one PLEG relist of the runtime."),
 		relistInterval: h("pleg_relist_interval_seconds", "Interval between the starts of two PLEG relists."),
 		pullDuration:   h("image_pull_duration_seconds", "Duration of making an image present (pull or local check)."),
 		podStart:       h("pod_start_duration_seconds", "From the manifest first seen to every container of the pod running."),
 	}
+	for _, src := range []string{manifests.SourceFile, manifests.SourceHTTP, manifests.SourceAPI} {
+		m.manifestErrors.WithLabelValues(src) // a 0, not no series, before the first error
+	}
 	if reg != nil {
-		reg.MustRegister(m.syncDuration, m.relistDuration, m.relistInterval, m.pullDuration, m.podStart)
+		reg.MustRegister(m.manifestErrors, m.syncDuration, m.relistDuration, m.relistInterval, m.pullDuration, m.podStart)
 	}
 	return m
 }

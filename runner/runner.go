@@ -46,7 +46,7 @@ type Runner struct {
 	metrics  *metrics
 	prober   *prober
 
-	updates chan Update            // from the sources
+	updates chan manifests.Update  // from the sources
 	relist  chan types.UID         // workers asking for a fresh relist
 	plegOut chan relistDone        // relist results, to the loop
 	done    chan types.UID         // workers whose pod is gone
@@ -85,7 +85,7 @@ func New(opts Options) (*Runner, error) {
 		events:   NewEvents(opts.Now),
 		results:  results,
 		metrics:  newMetrics(opts.Registry),
-		updates:  make(chan Update),
+		updates:  make(chan manifests.Update),
 		relist:   make(chan types.UID, 1),
 		plegOut:  make(chan relistDone),
 		done:     make(chan types.UID),
@@ -98,9 +98,9 @@ func New(opts Options) (*Runner, error) {
 	return r, nil
 }
 
-// Update hands a source's snapshot to the sync loop. It blocks until the loop takes it
-// or ctx is done.
-func (r *Runner) Update(ctx context.Context, u Update) error {
+// Update hands a source's update to the sync loop. It blocks until the loop takes it or
+// ctx is done.
+func (r *Runner) Update(ctx context.Context, u manifests.Update) error {
 	select {
 	case r.updates <- u:
 		return nil

@@ -13,6 +13,8 @@ import (
 	"github.com/fsnotify/fsnotify"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // Defaults of the file source.
@@ -20,21 +22,6 @@ const (
 	DefaultPeriod = 20 * time.Second      // full rescan, the safety net under fsnotify
 	settle        = 25 * time.Millisecond // an editor's write-rename-chmod takes less
 )
-
-// Update is the file source's full snapshot: every pod the manifest path wants. A file
-// that fails to read or validate keeps its last good pods in Pods, and is listed in
-// Failures.
-type Update struct {
-	Pods     []*corev1.Pod
-	Failures []Failure
-}
-
-// Failure is a manifest file that could not be used as it is.
-type Failure struct {
-	Path     string
-	Problems []string    // each located: file, document, field path
-	Kept     []types.UID // the pods kept running on their last good spec
-}
 
 // Watcher is the directory source: it rescans the manifest path when fsnotify reports
 // a change (after the burst settles: an editor's write-rename-chmod dance is one
@@ -54,7 +41,7 @@ type Watcher struct {
 // Run watches until ctx is done and sends each new snapshot to emit. The first
 // snapshot is sent at once, even when the path does not exist (an empty source is a
 // ready source, as on the kubelet). It returns nil when ctx is done.
-func (w *Watcher) Run(ctx context.Context, emit func(context.Context, Update) error) error {
+func (w *Watcher) Run(ctx context.Context, emit func(context.Context, manifests.Update) error) error {
 	if w.Period == 0 {
 		w.Period = DefaultPeriod
 	}
@@ -128,14 +115,16 @@ func (w *Watcher) relevant(name string) bool {
 }
 
 // scan reads the path and sends a snapshot if it differs from the last one sent.
-func (w *Watcher) scan(ctx context.Context, emit func(context.Context, Update) error) error {
+func (w *Watcher) scan(ctx context.Context, emit func(context.Context, manifests.Update) error) error {
 	snap, err := Scan(w.Path, w.Node)
 	if err != nil {
 		// The path cannot be listed (permissions, say): keep the last good snapshot.
 		w.report(w.Path, []string{err.Error()})
 		return nil
 	}
-	var u Update
+	// A file that fails to read or validate keeps its last good pods in the snapshot,
+	// and is listed in its failures.
+	u := manifests.Update{Source: manifests.SourceFile}
 	present := map[string]bool{}
 	dropped := map[string][]string{}
 	for _, c := range snap.Conflicts {
@@ -148,7 +137,7 @@ func (w *Watcher) scan(ctx context.Context, emit func(context.Context, Update) e
 		if f.Failed() {
 			kept := w.good[f.Path]
 			u.Pods = append(u.Pods, kept...)
-			u.Failures = append(u.Failures, Failure{Path: f.Path, Problems: problems, Kept: uidsOf(kept)})
+			u.Failures = append(u.Failures, manifests.Failure{Location: f.Path, Problems: problems, Invalid: true, Kept: uidsOf(kept)})
 			continue
 		}
 		w.good[f.Path] = f.Result.Pods
@@ -209,14 +198,14 @@ func uidsOf(pods []*corev1.Pod) []types.UID {
 
 // fingerprint identifies a snapshot: its pods' UIDs (a UID hashes the whole spec) and
 // its failures.
-func fingerprint(u Update) string {
+func fingerprint(u manifests.Update) string {
 	var parts []string
 	for _, p := range u.Pods {
 		parts = append(parts, string(p.UID))
 	}
 	sort.Strings(parts)
 	for _, f := range u.Failures {
-		parts = append(parts, "!"+f.Path+"\n"+strings.Join(f.Problems, "\n"))
+		parts = append(parts, "!"+f.Location+"\n"+strings.Join(f.Problems, "\n"))
 	}
 	return strings.Join(parts, "\x00")
 }

@@ -8,17 +8,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // runWatcher runs a Watcher on path and returns a channel of its snapshots.
-func runWatcher(t *testing.T, path string, period time.Duration) <-chan Update {
+func runWatcher(t *testing.T, path string, period time.Duration) <-chan manifests.Update {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	updates := make(chan Update, 16)
+	updates := make(chan manifests.Update, 16)
 	done := make(chan error)
 	w := &Watcher{Path: path, Node: "n", Period: period}
 	go func() {
-		done <- w.Run(ctx, func(ctx context.Context, u Update) error {
+		done <- w.Run(ctx, func(ctx context.Context, u manifests.Update) error {
 			select {
 			case updates <- u:
 				return nil
@@ -37,19 +39,19 @@ func runWatcher(t *testing.T, path string, period time.Duration) <-chan Update {
 }
 
 // awaitUpdate returns the next snapshot, failing after a deadline.
-func awaitUpdate(t *testing.T, updates <-chan Update, what string) Update {
+func awaitUpdate(t *testing.T, updates <-chan manifests.Update, what string) manifests.Update {
 	t.Helper()
 	select {
 	case u := <-updates:
 		return u
 	case <-time.After(10 * time.Second):
 		t.Fatalf("no snapshot after %s", what)
-		return Update{}
+		return manifests.Update{}
 	}
 }
 
 // noUpdate asserts that no snapshot comes within a short while.
-func noUpdate(t *testing.T, updates <-chan Update, what string) {
+func noUpdate(t *testing.T, updates <-chan manifests.Update, what string) {
 	t.Helper()
 	select {
 	case u := <-updates:
@@ -58,7 +60,7 @@ func noUpdate(t *testing.T, updates <-chan Update, what string) {
 	}
 }
 
-func names(u Update) []string {
+func names(u manifests.Update) []string {
 	var out []string
 	for _, p := range u.Pods {
 		out = append(out, p.Name)
@@ -109,7 +111,7 @@ func TestWatcherFollowsTheDirectory(t *testing.T) {
 	if len(broken.Pods) != 1 || broken.Pods[0].UID != edited.Pods[0].UID || len(broken.Failures) != 1 {
 		t.Fatalf("after a broken edit: pods %v failures %+v; want the last good pod kept and the failure reported", names(broken), broken.Failures)
 	}
-	if f := broken.Failures[0]; !strings.Contains(strings.Join(f.Problems, "\n"), "spec.containers: Required value") || len(f.Kept) != 1 {
+	if f := broken.Failures[0]; broken.Source != manifests.SourceFile || !f.Invalid || !strings.Contains(strings.Join(f.Problems, "\n"), "spec.containers: Required value") || len(f.Kept) != 1 {
 		t.Errorf("failure = %+v, want the field path and the kept pod", f)
 	}
 
