@@ -81,8 +81,15 @@ func TestRunFollowsTheManifestDirectory(t *testing.T) {
 		_, ok := cs["web-node1/main/0"]
 		return !ok
 	})
-	if _, err := os.Stat(filepath.Dir(v2.LogPath)); !os.IsNotExist(err) {
-		t.Errorf("the removed pod's logs are still there (%v)", err)
+	// The pod's data and logs go right after its last container.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, err := os.Stat(filepath.Dir(v2.LogPath))
+		if os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the removed pod's logs are still there 10s after its last container went (%v)", err)
+		}
 	}
 }
 
