@@ -17,6 +17,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	corev1 "k8s.io/api/core/v1"
 
+	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -98,10 +99,10 @@ func TestCLIAgainstTheDaemon(t *testing.T) {
 	if out, _, code := runSplit(t, "", nil, append([]string{"logs"}, append(api, "two-node1", "-c", "setup")...)...); code != 0 || out != "set up\n" {
 		t.Errorf("logs two-node1 -c setup: exit %d, output %q", code, out)
 	}
-	if _, errOut, code := runSplit(t, "", nil, append([]string{"logs", "two-node1"}, api...)...); code != exitUsage || !strings.Contains(errOut, "its containers: a, b (init: setup)") {
+	if _, errOut, code := runSplit(t, "", nil, append([]string{"logs", "two-node1"}, api...)...); code != spcli.ExitUsage || !strings.Contains(errOut, "its containers: a, b (init: setup)") {
 		t.Errorf("logs two-node1 without -c: exit %d, %q", code, errOut)
 	}
-	if _, errOut, code := runSplit(t, "", nil, append([]string{"describe", "web"}, api...)...); code != exitInvalid || !strings.Contains(errOut, "did you mean web-node1?") {
+	if _, errOut, code := runSplit(t, "", nil, append([]string{"describe", "web"}, api...)...); code != spcli.ExitInvalid || !strings.Contains(errOut, "did you mean web-node1?") {
 		t.Errorf("describe web: exit %d, %q", code, errOut)
 	}
 
@@ -125,7 +126,7 @@ func TestCLIAgainstTheDaemon(t *testing.T) {
 		t.Errorf("exec -i cat: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	args = append(append(append([]string{"exec"}, api...), ctr...), "web-node1", "--", "no-such-command")
-	if _, errOut, code := runSplit(t, "", nil, args...); code != exitNotFound {
+	if _, errOut, code := runSplit(t, "", nil, args...); code != spcli.ExitNotFound {
 		t.Errorf("exec no-such-command: exit %d (%s), want 127", code, errOut)
 	}
 }
@@ -346,7 +347,7 @@ func TestOnceRefusesInvalidManifests(t *testing.T) {
 	o.write("bad.yaml", strings.Replace(podManifest("bad", "Never", "true"), "image:", "imag:", 1))
 	_, errOut, code, ns := o.run()
 	want := "error: " + filepath.Join(o.manifests, "bad.yaml") + ": spec.containers[0].image: Required value"
-	if code != exitInvalid || !strings.Contains(errOut, want) || !strings.Contains(errOut, "nothing was run") || ns != "" {
+	if code != spcli.ExitInvalid || !strings.Contains(errOut, want) || !strings.Contains(errOut, "nothing was run") || ns != "" {
 		t.Errorf("once with an invalid manifest: exit %d, namespace %q, stderr:\n%s", code, ns, errOut)
 	}
 }

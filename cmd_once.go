@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/containerdrt"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
@@ -47,7 +48,7 @@ func onceCommand() *cli.Command {
 
 func onceFlags() []cli.Flag {
 	str := func(name, value, usage string, aliases ...string) *cli.StringFlag {
-		return &cli.StringFlag{Name: name, Value: value, Usage: usage, Aliases: aliases, EnvVars: env(name)}
+		return &cli.StringFlag{Name: name, Value: value, Usage: usage, Aliases: aliases, EnvVars: spcli.Env(name)}
 	}
 	// No environment variable for the namespace and the directories: once must never
 	// pick up a daemon's STATICPOD_CONTAINERD_NAMESPACE or STATICPOD_ROOT_DIR, and
@@ -58,8 +59,8 @@ func onceFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.DurationFlag{Name: "timeout", Usage: "stop everything and exit 124 after this long (0: no limit)"},
 		&cli.BoolFlag{Name: "keep", Usage: "leave the containers, their namespace and the files in place at the end"},
-		nodeNameFlag(),
-		str("containerd-address", defaultContainerdSock, "containerd's socket", "container-runtime-endpoint"),
+		spcli.NodeNameFlag(),
+		str("containerd-address", spcli.DefaultContainerdAddress, "containerd's socket", "container-runtime-endpoint"),
 		&cli.BoolFlag{Name: "start-containerd", Usage: "start a containerd under the root dir when none answers (stopped at the end)"},
 		private("root-dir", "directory in which the run makes its own state directory (default: the system's temporary directory)"),
 		private("pod-log-dir", "directory in which the run makes its own directory of CRI log files (default: under its state directory)"),
@@ -89,15 +90,15 @@ type onceJob struct {
 
 func runOnce(c *cli.Context) error {
 	if c.NArg() == 0 {
-		return cli.Exit("once needs at least one PATH (a manifest file or directory)", exitUsage)
+		return cli.Exit("once needs at least one PATH (a manifest file or directory)", spcli.ExitUsage)
 	}
 	log, err := newLogger(c.String("log-level"), "text")
 	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
+		return cli.Exit(err.Error(), spcli.ExitUsage)
 	}
-	node, err := nodeName(c)
+	node, err := spcli.NodeName(c)
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("node name: %v", err), exitUsage)
+		return cli.Exit(fmt.Sprintf("node name: %v", err), spcli.ExitUsage)
 	}
 	pods, err := loadPods(c.App.ErrWriter, c.Args().Slice(), node)
 	if err != nil {
@@ -119,7 +120,7 @@ func runOnce(c *cli.Context) error {
 		defer cancel()
 		if cerr := j.cleanup(cleanCtx); cerr != nil {
 			fmt.Fprintf(j.errOut, "staticpod once: cleaning up: %v\n", cerr)
-			code = max(code, exitInvalid)
+			code = max(code, spcli.ExitInvalid)
 		}
 	}
 	if err != nil {
@@ -210,7 +211,7 @@ func (j *onceJob) setup(ctx context.Context) error {
 	j.log.Debug("once", "namespace", j.ns, "root", j.root, "logs", j.logDir, "containerd", c.String("containerd-address"))
 	if c.Bool("start-containerd") {
 		if j.stopCD, err = startContainerd(ctx, j.root, c.String("containerd-address"), j.log); err != nil {
-			return cli.Exit(err.Error(), exitUsage)
+			return cli.Exit(err.Error(), spcli.ExitUsage)
 		}
 	}
 	cfg := containerdrt.Config{
@@ -223,7 +224,7 @@ func (j *onceJob) setup(ctx context.Context) error {
 		Logger:     j.log,
 	}
 	if j.rt, err = containerdrt.New(ctx, cfg); err != nil {
-		return cli.Exit(fmt.Sprintf("%v (is containerd running? --start-containerd starts one)", err), exitUsage)
+		return cli.Exit(fmt.Sprintf("%v (is containerd running? --start-containerd starts one)", err), spcli.ExitUsage)
 	}
 	j.r, err = runner.New(runner.Options{
 		Runtime: j.rt, Logger: j.log, RelistPeriod: c.Duration("pleg-relist-period"), HostIP: j.rt.HostIP(),
@@ -334,7 +335,7 @@ func done(want, got *corev1.Pod) bool {
 	case got == nil:
 		return false
 	case want.Spec.RestartPolicy == corev1.RestartPolicyAlways:
-		return conditionTrue(got, corev1.PodReady)
+		return spcli.ConditionTrue(got, corev1.PodReady)
 	}
 	return got.Status.Phase == corev1.PodSucceeded || got.Status.Phase == corev1.PodFailed
 }
@@ -345,7 +346,7 @@ func done(want, got *corev1.Pod) bool {
 func exitCode(want, got []*corev1.Pod) int {
 	for i, pod := range got {
 		if pod == nil || !done(want[i], pod) {
-			return exitInvalid
+			return spcli.ExitInvalid
 		}
 		if pod.Status.Phase != corev1.PodFailed {
 			continue
@@ -353,12 +354,12 @@ func exitCode(want, got []*corev1.Pod) int {
 		for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
 			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
 				if t.ExitCode%256 == 0 {
-					return exitInvalid // would read as success
+					return spcli.ExitInvalid // would read as success
 				}
 				return int(t.ExitCode)
 			}
 		}
-		return exitInvalid
+		return spcli.ExitInvalid
 	}
 	return 0
 }

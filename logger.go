@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/logs"
 )
 
@@ -41,11 +42,11 @@ func loggerCommand() *cli.Command {
 		Hidden: true,
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return cli.Exit(fmt.Sprintf("logger: want one CONFIG argument, got %d", c.NArg()), exitUsage)
+				return cli.Exit(fmt.Sprintf("logger: want one CONFIG argument, got %d", c.NArg()), spcli.ExitUsage)
 			}
 			cfg, err := logs.ParseConfig(c.Args().First())
 			if err != nil {
-				return cli.Exit(fmt.Sprintf("logger: %v", err), exitUsage)
+				return cli.Exit(fmt.Sprintf("logger: %v", err), spcli.ExitUsage)
 			}
 			if err := runLogger(cfg); err != nil {
 				return fmt.Errorf("logger for container %s: %w", os.Getenv("CONTAINER_ID"), err)

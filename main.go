@@ -8,22 +8,17 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/internal/pause"
 )
 
 // version is set at build time: go build -ldflags "-X main.version=v0.1.0".
 var version = "dev"
 
-// Exit codes shared by the commands.
-const (
-	exitInvalid = 1 // the input is wrong (an invalid manifest), or the work failed
-	exitUsage   = 2 // the command line is wrong, or the command cannot run here
-)
-
 func main() {
 	if err := newApp().Run(os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "staticpod:", err)
-		os.Exit(exitInvalid)
+		os.Exit(spcli.ExitInvalid)
 	}
 }
 
@@ -32,15 +27,15 @@ func newApp() *cli.App {
 		Name:         "staticpod",
 		Usage:        "run Kubernetes static pods on containerd, without an apiserver",
 		Version:      version,
-		OnUsageError: usageError,
+		OnUsageError: spcli.UsageError,
 		Commands: []*cli.Command{
 			runCommand(),
 			onceCommand(),
-			validateCommand(),
-			psCommand(),
-			logsCommand(),
-			describeCommand(),
-			execCommand(),
+			spcli.Validate(),
+			spcli.PS(),
+			spcli.Logs(),
+			spcli.Describe(),
+			spcli.Exec(),
 			versionCommand(),
 			{
 				Name:   "pause",
@@ -52,12 +47,7 @@ func newApp() *cli.App {
 		},
 	}
 	for _, c := range app.Commands {
-		c.OnUsageError = usageError
+		c.OnUsageError = spcli.UsageError
 	}
 	return app
-}
-
-// usageError makes a wrong command line exit 2, as scripts expect of a CLI.
-func usageError(c *cli.Context, err error, _ bool) error {
-	return cli.Exit(fmt.Sprintf("%v (see 'staticpod %s --help')", err, c.Command.Name), exitUsage)
 }

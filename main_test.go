@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	spcli "github.com/staticpod/staticpod/cli"
 )
 
 // binary is staticpod built once for the tests of this package.
@@ -113,7 +115,7 @@ func TestValidateJSON(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", code, out)
 	}
-	var report validation
+	var report spcli.Validation
 	if err := json.Unmarshal([]byte(out), &report); err != nil {
 		t.Fatalf("validate -o json is not JSON: %v\n%s", err, out)
 	}

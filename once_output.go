@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/logs"
 	"github.com/staticpod/staticpod/runner"
 
@@ -244,7 +245,7 @@ func (p *progress) event(e runner.Record) {
 	}
 	who := e.Pod
 	if ns, name, ok := strings.Cut(e.Pod, "/"); ok {
-		who = displayName(ns, name)
+		who = spcli.DisplayName(ns, name)
 	}
 	if e.Container != "" {
 		who += "/" + e.Container
@@ -284,7 +285,7 @@ func (p *progress) pods(want, got []*corev1.Pod) bool {
 		if say != "" && p.told[pod.UID] != say {
 			p.told[pod.UID] = say
 			if p.terminal {
-				fmt.Fprintf(p.w, "%s%s: %s\n", p.stamp(), displayName(pod.Namespace, pod.Name), say)
+				fmt.Fprintf(p.w, "%s%s: %s\n", p.stamp(), spcli.DisplayName(pod.Namespace, pod.Name), say)
 			}
 		}
 	}
@@ -312,11 +313,11 @@ func printSummary(w io.Writer, want, got []*corev1.Pod) {
 		pod := got[i]
 		if pod == nil {
 			for _, c := range slices.Concat(spec.Spec.InitContainers, spec.Spec.Containers) {
-				rows = append(rows, []string{displayName(spec.Namespace, spec.Name), c.Name, "NotStarted", "-", "0"})
+				rows = append(rows, []string{spcli.DisplayName(spec.Namespace, spec.Name), c.Name, "NotStarted", "-", "0"})
 			}
 			continue
 		}
-		name := displayName(pod.Namespace, pod.Name)
+		name := spcli.DisplayName(pod.Namespace, pod.Name)
 		for _, cs := range pod.Status.InitContainerStatuses {
 			rows = append(rows, summaryRow(name, cs.Name+" (init)", cs))
 		}
@@ -324,7 +325,7 @@ func printSummary(w io.Writer, want, got []*corev1.Pod) {
 			rows = append(rows, summaryRow(name, cs.Name, cs))
 		}
 	}
-	(&table{w: w}).print(rows...)
+	spcli.NewTable(w).Print(rows...)
 }
 
 func summaryRow(pod, container string, cs corev1.ContainerStatus) []string {
@@ -333,7 +334,7 @@ func summaryRow(pod, container string, cs corev1.ContainerStatus) []string {
 	case cs.State.Running != nil:
 		state = "Running"
 	case cs.State.Terminated != nil:
-		state, exit = terminatedReason(cs.State.Terminated), strconv.Itoa(int(cs.State.Terminated.ExitCode))
+		state, exit = spcli.TerminatedReason(cs.State.Terminated), strconv.Itoa(int(cs.State.Terminated.ExitCode))
 	case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":
 		state = cs.State.Waiting.Reason
 	}

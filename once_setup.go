@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/internal/ctrd"
 	"github.com/staticpod/staticpod/runner"
 	"github.com/staticpod/staticpod/watcher"
@@ -49,11 +50,11 @@ func loadPods(errOut io.Writer, paths []string, node string) ([]*corev1.Pod, err
 	owner := map[string]string{} // namespace/name -> the file that defines it
 	for _, path := range paths {
 		if _, err := os.Stat(path); err != nil {
-			return nil, cli.Exit(fmt.Sprintf("once: %v", err), exitUsage)
+			return nil, cli.Exit(fmt.Sprintf("once: %v", err), spcli.ExitUsage)
 		}
 		snap, err := watcher.Scan(path, node)
 		if err != nil {
-			return nil, cli.Exit(fmt.Sprintf("once %s: %v", path, err), exitUsage)
+			return nil, cli.Exit(fmt.Sprintf("once %s: %v", path, err), spcli.ExitUsage)
 		}
 		for _, f := range snap.Files {
 			if f.ReadErr != nil {
@@ -83,10 +84,10 @@ func loadPods(errOut io.Writer, paths []string, node string) ([]*corev1.Pod, err
 		fmt.Fprintf(errOut, "error: %s\n", p)
 	}
 	if len(problems) > 0 {
-		return nil, cli.Exit(fmt.Sprintf("once: %s; nothing was run", count(len(problems), "error")), exitInvalid)
+		return nil, cli.Exit(fmt.Sprintf("once: %s; nothing was run", spcli.Count(len(problems), "error")), spcli.ExitInvalid)
 	}
 	if len(pods) == 0 {
-		return nil, cli.Exit("once: no pods in "+strings.Join(paths, ", "), exitInvalid)
+		return nil, cli.Exit("once: no pods in "+strings.Join(paths, ", "), spcli.ExitInvalid)
 	}
 	return pods, nil
 }

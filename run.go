@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/staticpod/staticpod/api"
+	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/containerdrt"
 	"github.com/staticpod/staticpod/httpsource"
 	"github.com/staticpod/staticpod/internal/ctrd"
@@ -56,15 +57,15 @@ type daemon struct {
 func runDaemon(c *cli.Context) error {
 	log, err := newLogger(c.String("log-level"), c.String("log-format"))
 	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
+		return cli.Exit(err.Error(), spcli.ExitUsage)
 	}
-	node, err := nodeName(c)
+	node, err := spcli.NodeName(c)
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("node name: %v", err), exitUsage)
+		return cli.Exit(fmt.Sprintf("node name: %v", err), spcli.ExitUsage)
 	}
 	headers, err := httpsource.ParseHeaders(c.StringSlice("manifest-url-header"))
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("--manifest-url-header: %v", err), exitUsage)
+		return cli.Exit(fmt.Sprintf("--manifest-url-header: %v", err), spcli.ExitUsage)
 	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -12,7 +12,8 @@ import (
 	"github.com/staticpod/staticpod/watcher"
 )
 
-func validateCommand() *cli.Command {
+// Validate is the validate command: exit 0 when every manifest is valid, 1 otherwise.
+func Validate() *cli.Command {
 	return &cli.Command{
 		Name:      "validate",
 		Usage:     "check manifests: exit 0 when every one is valid, 1 when any is not",
@@ -20,26 +21,28 @@ func validateCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "strict", Usage: "treat unknown and duplicate fields as errors"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "text or json"},
-			nodeNameFlag(),
+			NodeNameFlag(),
 		},
 		Action: runValidate,
 	}
 }
 
-// validation is the report of validate, also its JSON form.
-type validation struct {
+// Validation is the report of validate, also its JSON form.
+type Validation struct {
 	Valid bool             `json:"valid"`
-	Files []fileValidation `json:"files"`
+	Files []FileValidation `json:"files"`
 }
 
-type fileValidation struct {
+// FileValidation is what validate found in one file.
+type FileValidation struct {
 	Path     string    `json:"path"`
 	Pods     []string  `json:"pods"`
-	Errors   []problem `json:"errors"`
-	Warnings []problem `json:"warnings"`
+	Errors   []Problem `json:"errors"`
+	Warnings []Problem `json:"warnings"`
 }
 
-type problem struct {
+// Problem is one error or warning, located by document and field path.
+type Problem struct {
 	Document int    `json:"document,omitempty"`
 	Field    string `json:"field,omitempty"`
 	Message  string `json:"message"`
@@ -48,24 +51,24 @@ type problem struct {
 
 func runValidate(c *cli.Context) error {
 	if c.NArg() == 0 {
-		return cli.Exit("validate needs at least one PATH (a manifest file or directory)", exitUsage)
+		return cli.Exit("validate needs at least one PATH (a manifest file or directory)", ExitUsage)
 	}
 	format := c.String("output")
 	if format != "text" && format != "json" {
-		return cli.Exit(fmt.Sprintf("-o %q: use text or json", format), exitUsage)
+		return cli.Exit(fmt.Sprintf("-o %q: use text or json", format), ExitUsage)
 	}
-	node, err := nodeName(c)
+	node, err := NodeName(c)
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("node name: %v", err), exitUsage)
+		return cli.Exit(fmt.Sprintf("node name: %v", err), ExitUsage)
 	}
-	report := validation{Valid: true}
+	report := Validation{Valid: true}
 	for _, path := range c.Args().Slice() {
 		if _, err := os.Stat(path); err != nil {
-			return cli.Exit(fmt.Sprintf("validate: %v", err), exitUsage)
+			return cli.Exit(fmt.Sprintf("validate: %v", err), ExitUsage)
 		}
 		snap, err := watcher.Scan(path, node)
 		if err != nil {
-			return cli.Exit(fmt.Sprintf("validate %s: %v", path, err), exitUsage)
+			return cli.Exit(fmt.Sprintf("validate %s: %v", path, err), ExitUsage)
 		}
 		report.add(snap, c.Bool("strict"))
 	}
@@ -78,17 +81,17 @@ func runValidate(c *cli.Context) error {
 		return err
 	}
 	if !report.Valid {
-		return cli.Exit("", exitInvalid)
+		return cli.Exit("", ExitInvalid)
 	}
 	return nil
 }
 
-func (v *validation) add(snap watcher.Snapshot, strict bool) {
+func (v *Validation) add(snap watcher.Snapshot, strict bool) {
 	start := len(v.Files)
 	for _, f := range snap.Files {
-		fv := fileValidation{Path: f.Path, Pods: []string{}, Errors: []problem{}, Warnings: []problem{}}
+		fv := FileValidation{Path: f.Path, Pods: []string{}, Errors: []Problem{}, Warnings: []Problem{}}
 		if f.ReadErr != nil {
-			fv.Errors = append(fv.Errors, problem{Message: f.ReadErr.Error(), Text: f.ReadErr.Error()})
+			fv.Errors = append(fv.Errors, Problem{Message: f.ReadErr.Error(), Text: f.ReadErr.Error()})
 		}
 		for _, p := range f.Result.Pods {
 			fv.Pods = append(fv.Pods, manifests.Key(p))
@@ -104,7 +107,7 @@ func (v *validation) add(snap watcher.Snapshot, strict bool) {
 	for _, c := range snap.Conflicts {
 		for i := start; i < len(v.Files); i++ {
 			if v.Files[i].Path == c.Dropped {
-				v.Files[i].Errors = append(v.Files[i].Errors, problem{Field: "metadata.name", Message: c.Error(), Text: c.Error()})
+				v.Files[i].Errors = append(v.Files[i].Errors, Problem{Field: "metadata.name", Message: c.Error(), Text: c.Error()})
 			}
 		}
 	}
@@ -115,22 +118,22 @@ func (v *validation) add(snap watcher.Snapshot, strict bool) {
 	}
 }
 
-func toProblems(ps []manifests.Problem) []problem {
-	out := make([]problem, 0, len(ps))
+func toProblems(ps []manifests.Problem) []Problem {
+	out := make([]Problem, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, problem{Document: p.Doc, Field: p.Field(), Message: p.Message(), Text: p.Error()})
+		out = append(out, Problem{Document: p.Doc, Field: p.Field(), Message: p.Message(), Text: p.Error()})
 	}
 	return out
 }
 
-func writeJSONReport(w io.Writer, v validation) error {
+func writeJSONReport(w io.Writer, v Validation) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
 
 // writeTextReport prints one line per problem, then a summary line.
-func writeTextReport(w io.Writer, v validation) error {
+func writeTextReport(w io.Writer, v Validation) error {
 	var pods, bad, errs, warns int
 	for _, f := range v.Files {
 		for _, p := range f.Errors {
@@ -146,12 +149,13 @@ func writeTextReport(w io.Writer, v validation) error {
 			bad++
 		}
 	}
-	_, err := fmt.Fprintf(w, "checked %s: %s valid, %s invalid; %s, %s\n", count(len(v.Files), "file"),
-		count(pods, "pod"), count(bad, "file"), count(errs, "error"), count(warns, "warning"))
+	_, err := fmt.Fprintf(w, "checked %s: %s valid, %s invalid; %s, %s\n", Count(len(v.Files), "file"),
+		Count(pods, "pod"), Count(bad, "file"), Count(errs, "error"), Count(warns, "warning"))
 	return err
 }
 
-func count(n int, noun string) string {
+// Count is n and the noun, plural unless n is 1: "1 file", "3 errors".
+func Count(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -11,12 +11,15 @@ import (
 
 	"github.com/urfave/cli/v2"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/api/client"
 )
 
 // watchPeriod is how often ps -w lists the pods again.
 const watchPeriod = time.Second
 
-func psCommand() *cli.Command {
+// PS is the ps command: the pods and their status, as kubectl get pods prints them.
+func PS() *cli.Command {
 	return &cli.Command{
 		Name:  "ps",
 		Usage: "list the pods and their status",
@@ -32,25 +35,25 @@ func psCommand() *cli.Command {
 
 func runPS(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return cli.Exit(fmt.Sprintf("ps takes no arguments, got %q (see 'staticpod ps --help')", c.Args().First()), exitUsage)
+		return cli.Exit(fmt.Sprintf("ps takes no arguments, got %q (see 'staticpod ps --help')", c.Args().First()), ExitUsage)
 	}
 	format := c.String("output")
 	switch format {
 	case "", "wide":
 	case "json", "yaml":
 		if c.Bool("watch") {
-			return cli.Exit("-w prints tables only: use it without -o json|yaml", exitUsage)
+			return cli.Exit("-w prints tables only: use it without -o json|yaml", ExitUsage)
 		}
 	default:
-		return cli.Exit(fmt.Sprintf("-o %q: use wide, json or yaml", format), exitUsage)
+		return cli.Exit(fmt.Sprintf("-o %q: use wide, json or yaml", format), ExitUsage)
 	}
-	client, err := newAPIClient(c)
+	api, err := newClient(c)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	list, err := client.pods(ctx)
+	list, err := api.Pods(ctx)
 	if err != nil {
 		return exitError("ps", err)
 	}
@@ -58,7 +61,7 @@ func runPS(c *cli.Context) error {
 	case format == "json" || format == "yaml":
 		err = printPodList(c.App.Writer, list, format)
 	case c.Bool("watch"):
-		err = watchPods(ctx, client, c.App.Writer, list, format == "wide")
+		err = watchPods(ctx, api, c.App.Writer, list, format == "wide")
 	case len(list.Items) == 0:
 		fmt.Fprintln(c.App.ErrWriter, "No pods found.")
 	default:
@@ -70,8 +73,8 @@ func runPS(c *cli.Context) error {
 // watchPods prints the list, then lists the pods every watchPeriod and prints the
 // pods that changed (readiness, status, restarts), new pods, and pods that went
 // away, until ctx is done.
-func watchPods(ctx context.Context, client *apiClient, w io.Writer, list *corev1.PodList, wide bool) error {
-	t := &table{w: w}
+func watchPods(ctx context.Context, api *client.Client, w io.Writer, list *corev1.PodList, wide bool) error {
+	t := NewTable(w)
 	rows := [][]string{podHeader(wide)}
 	shown := map[string][]string{} // by display name: the row printed last
 	tick := time.NewTicker(watchPeriod)
@@ -95,7 +98,7 @@ func watchPods(ctx context.Context, client *apiClient, w io.Writer, list *corev1
 				delete(shown, name)
 			}
 		}
-		if err := t.print(rows...); err != nil {
+		if err := t.Print(rows...); err != nil {
 			return err
 		}
 		rows = nil
@@ -105,7 +108,7 @@ func watchPods(ctx context.Context, client *apiClient, w io.Writer, list *corev1
 		case <-tick.C:
 		}
 		var err error
-		if list, err = client.pods(ctx); err != nil {
+		if list, err = api.Pods(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}

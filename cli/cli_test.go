@@ -1,9 +1,8 @@
-package main
+package cli
 
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -137,12 +136,6 @@ func TestPSRestartsAndAge(t *testing.T) {
 	}
 }
 
-// fixturePods are what the fake daemon runs: a pod from a file with two containers, a
-// crashing one in kube-system from a URL, and a pushed one.
-// fakeDaemon serves the API's read endpoints on a unix socket, from fixed objects.
-// setPods changes what the daemon serves.
-// runCLI runs staticpod in this process and returns what it printed and its exit code.
-// It is not safe for parallel tests: urfave/cli exits through package variables.
 func TestSplitArgsTakesFlagsAfterThePod(t *testing.T) {
 	var args, rest []string
 	var tty, stdin bool
@@ -316,62 +309,5 @@ Events:
 	describeEvents(prefixWriter{&out}, nil, errors.New("HTTP 404"), cliNow)
 	if got := out.String(); got != "Events:\t<cannot read: HTTP 404>\n" {
 		t.Errorf("events that cannot be read: %q", got)
-	}
-}
-
-func TestOnceExitCode(t *testing.T) {
-	job := func(policy corev1.RestartPolicy) *corev1.Pod {
-		return &corev1.Pod{Spec: corev1.PodSpec{RestartPolicy: policy}}
-	}
-	failed := func(inits []corev1.ContainerStatus, apps ...corev1.ContainerStatus) *corev1.Pod {
-		return statusPod(corev1.PodFailed, apps, inits...)
-	}
-	ready := withCondition(statusPod(corev1.PodRunning, []corev1.ContainerStatus{csRunning(true)}), corev1.PodReady, true)
-	for _, tc := range []struct {
-		name      string
-		want, got []*corev1.Pod
-		code      int
-	}{
-		{"all succeeded", []*corev1.Pod{job(corev1.RestartPolicyNever), job(corev1.RestartPolicyAlways)},
-			[]*corev1.Pod{statusPod(corev1.PodSucceeded, nil), ready}, 0},
-		{"first failure wins", []*corev1.Pod{job(corev1.RestartPolicyOnFailure), job(corev1.RestartPolicyNever), job(corev1.RestartPolicyNever)},
-			[]*corev1.Pod{statusPod(corev1.PodSucceeded, nil), failed(nil, csExited("a", "Completed", 0), csExited("b", "Error", 3)), failed(nil, csExited("c", "Error", 4))}, 3},
-		{"init container first", []*corev1.Pod{job(corev1.RestartPolicyNever)},
-			[]*corev1.Pod{failed([]corev1.ContainerStatus{csExited("setup", "Error", 7)}, csWaiting("main", runner.ReasonPodInitializing))}, 7},
-		{"failed without a code", []*corev1.Pod{job(corev1.RestartPolicyNever)}, []*corev1.Pod{failed(nil, csWaiting("main", runner.ReasonRunContainerError))}, 1},
-		{"exit 256 is not success", []*corev1.Pod{job(corev1.RestartPolicyNever)}, []*corev1.Pod{failed(nil, csExited("main", "Error", 256))}, 1},
-		{"not done", []*corev1.Pod{job(corev1.RestartPolicyAlways)}, []*corev1.Pod{nil}, 1},
-	} {
-		if got := exitCode(tc.want, tc.got); got != tc.code {
-			t.Errorf("%s: exitCode = %d, want %d", tc.name, got, tc.code)
-		}
-	}
-}
-
-func TestOnceSummaryAndPrefixedLines(t *testing.T) {
-	web := withCondition(statusPod(corev1.PodRunning, []corev1.ContainerStatus{csRunning(true)}, csExited("setup", "Completed", 0)), corev1.PodReady, true)
-	crash := csWaiting("main", runner.ReasonCrashLoopBackOff)
-	crash.RestartCount = 2
-	crash.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1}
-	loop := statusPod(corev1.PodRunning, []corev1.ContainerStatus{crash})
-	loop.Name = "loop-node1"
-	never := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "late-node1", Namespace: "ci"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main"}}}}
-	var out bytes.Buffer
-	printSummary(&out, []*corev1.Pod{web, loop, never}, []*corev1.Pod{web, loop, nil})
-	want := `POD             CONTAINER      STATE              EXIT   RESTARTS
-web-node1       setup (init)   Completed          0      0
-web-node1       main           Running            -      0
-loop-node1      main           CrashLoopBackOff   1      2
-ci/late-node1   main           NotStarted         -      0
-`
-	if out.String() != want {
-		t.Errorf("summary:\n%s\nwant:\n%s", out.String(), want)
-	}
-	out.Reset()
-	w := &prefixedLines{out: &out, prefix: "job-node1/main | "}
-	fmt.Fprint(w, "one\n")
-	fmt.Fprint(w, "cut short")
-	if got := out.String(); got != "job-node1/main | one\njob-node1/main | cut short\n" {
-		t.Errorf("prefixed lines: %q", got)
 	}
 }

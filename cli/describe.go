@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -19,7 +19,8 @@ import (
 // describeTime is how describe prints times, as kubectl does.
 const describeTime = time.RFC1123Z
 
-func describeCommand() *cli.Command {
+// Describe is the describe command: a pod's source, containers, state and events.
+func Describe() *cli.Command {
 	return &cli.Command{
 		Name:        "describe",
 		Usage:       "show a pod's source, containers, state and events",
@@ -36,8 +37,8 @@ func runDescribe(c *cli.Context) error {
 		return err
 	}
 	defer req.stop()
-	events, evErr := req.client.events(req.ctx, req.ref)
-	return exitError("describe", describePod(c.App.Writer, req.pod, events, evErr, time.Now()))
+	events, evErr := req.api.Events(req.ctx, req.ref.Namespace, req.ref.Name)
+	return exitError("describe", describePod(c.App.Writer, req.pod, events, explain(evErr), time.Now()))
 }
 
 // prefixWriter writes describe's lines, indented two spaces per level, to a tab

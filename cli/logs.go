@@ -1,19 +1,20 @@
-package main
+package cli
 
 import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/api/client"
 )
 
-func logsCommand() *cli.Command {
+// Logs is the logs command: a container's log, read through the daemon.
+func Logs() *cli.Command {
 	return &cli.Command{
 		Name:      "logs",
 		Usage:     "print a container's logs",
@@ -31,46 +32,35 @@ func logsCommand() *cli.Command {
 	}
 }
 
-func containerFlag() cli.Flag {
-	return &cli.StringFlag{Name: "container", Aliases: []string{"c"}, Usage: "the container's `NAME`; optional when the pod has one container"}
-}
-
 func runLogs(c *cli.Context) error {
 	req, err := lookupPod(c, "logs")
 	if err != nil {
 		return err
 	}
 	defer req.stop()
-	ctx, client, ref, pod := req.ctx, req.client, req.ref, req.pod
-	container, err := pickContainer(pod, c.String("container"))
+	container, err := pickContainer(req.pod, c.String("container"))
 	if err != nil {
 		return err
 	}
-	path := "/containerLogs/" + url.PathEscape(ref.Namespace) + "/" + url.PathEscape(ref.Name) + "/" + url.PathEscape(container)
-	resp, err := client.get(ctx, path, logsQuery(c))
+	stream, err := req.api.Logs(req.ctx, req.ref.Namespace, req.ref.Name, container, logOptions(c))
 	if err != nil {
 		return exitError("logs", err)
 	}
-	defer resp.Body.Close()
-	_, err = io.Copy(c.App.Writer, resp.Body)
-	if ctx.Err() != nil || errors.Is(err, io.ErrUnexpectedEOF) && c.Bool("follow") {
+	defer stream.Close()
+	_, err = io.Copy(c.App.Writer, stream)
+	if req.ctx.Err() != nil || errors.Is(err, io.ErrUnexpectedEOF) && c.Bool("follow") {
 		return nil // interrupted, or the daemon went away while following
 	}
 	return exitError("logs", err)
 }
 
-// logsQuery is the query of GET /containerLogs for the command's flags.
-func logsQuery(c *cli.Context) url.Values {
-	q := url.Values{}
-	for _, flag := range []string{"follow", "previous", "timestamps"} {
-		if c.Bool(flag) {
-			q.Set(flag, "1")
-		}
-	}
+// logOptions are the command's flags as the API client takes them.
+func logOptions(c *cli.Context) client.LogOptions {
+	opts := client.LogOptions{Follow: c.Bool("follow"), Previous: c.Bool("previous"), Timestamps: c.Bool("timestamps")}
 	if n := c.Int("tail"); n >= 0 {
-		q.Set("tailLines", strconv.Itoa(n))
+		opts.TailLines = &n
 	}
-	return q
+	return opts
 }
 
 // pickContainer returns the container named, checked against the pod, or the
@@ -82,12 +72,12 @@ func pickContainer(pod *corev1.Pod, name string) (string, error) {
 				return name, nil
 			}
 		}
-		return "", cli.Exit(fmt.Sprintf("pod %s has no container %q; %s", displayName(pod.Namespace, pod.Name), name, listContainers(pod)), exitUsage)
+		return "", cli.Exit(fmt.Sprintf("pod %s has no container %q; %s", DisplayName(pod.Namespace, pod.Name), name, listContainers(pod)), ExitUsage)
 	}
 	if len(pod.Spec.Containers) == 1 {
 		return pod.Spec.Containers[0].Name, nil
 	}
-	return "", cli.Exit(fmt.Sprintf("pod %s has %d containers: choose one with -c; %s", displayName(pod.Namespace, pod.Name), len(pod.Spec.Containers), listContainers(pod)), exitUsage)
+	return "", cli.Exit(fmt.Sprintf("pod %s has %d containers: choose one with -c; %s", DisplayName(pod.Namespace, pod.Name), len(pod.Spec.Containers), listContainers(pod)), ExitUsage)
 }
 
 // listContainers names a pod's containers, for errors: "its containers: a, b (init: c)".

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -16,18 +16,13 @@ import (
 	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/api/client"
 	"github.com/staticpod/staticpod/containerdrt"
 	"github.com/staticpod/staticpod/runner"
 )
 
-// Exit codes of exec when the command could not run, as shells and docker exec use
-// them.
-const (
-	exitCannotRun = 126
-	exitNotFound  = 127
-)
-
-func execCommand() *cli.Command {
+// Exec is the exec command: a command run in a pod's container, through containerd.
+func Exec() *cli.Command {
 	return &cli.Command{
 		Name:      "exec",
 		Usage:     "run a command in a container",
@@ -44,45 +39,31 @@ func execCommand() *cli.Command {
 	}
 }
 
-// containerdFlags name the daemon's containerd, for the commands that reach it
-// directly. Their defaults and environment variables are run's.
-func containerdFlags() []cli.Flag {
-	str := func(name, value, usage string, aliases ...string) cli.Flag {
-		return &cli.StringFlag{Name: name, Value: value, Usage: usage, Aliases: aliases, EnvVars: env(name)}
-	}
-	return []cli.Flag{
-		str("containerd-address", defaultContainerdSock, "containerd's socket", "container-runtime-endpoint"),
-		str("containerd-namespace", defaultNamespace, "containerd namespace of the daemon"),
-		str("root-dir", defaultRootDir, "the daemon's state directory"),
-		str("pod-log-dir", defaultPodLogDir, "the daemon's directory of pod logs"),
-	}
-}
-
 func runExec(c *cli.Context) error {
 	args, command, err := splitArgs(c)
 	if err != nil {
 		return err
 	}
 	if len(args) != 1 || len(command) == 0 {
-		return cli.Exit("exec takes one POD, then the command after --: staticpod exec web-node1 -- sh -c 'echo hi'", exitUsage)
+		return cli.Exit("exec takes one POD, then the command after --: staticpod exec web-node1 -- sh -c 'echo hi'", ExitUsage)
 	}
 	ref, err := parsePodRef(args[0])
 	if err != nil {
 		return err
 	}
-	client, err := newAPIClient(c)
+	api, err := newClient(c)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM)
 	defer stop()
-	id, err := execTarget(ctx, client, ref, c.String("container"))
+	id, err := execTarget(ctx, api, ref, c.String("container"))
 	if err != nil {
 		return exitError("exec", err)
 	}
 	root, err := filepath.Abs(c.String("root-dir"))
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("--root-dir: %v", err), exitUsage)
+		return cli.Exit(fmt.Sprintf("--root-dir: %v", err), ExitUsage)
 	}
 	rt, err := containerdrt.New(ctx, containerdrt.Config{
 		Address:   c.String("containerd-address"),
@@ -92,7 +73,7 @@ func runExec(c *cli.Context) error {
 		Logger:    slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("exec: %v (exec reaches containerd directly: see --containerd-address)", err), exitInvalid)
+		return cli.Exit(fmt.Sprintf("exec: %v (exec reaches containerd directly: see --containerd-address)", err), ExitInvalid)
 	}
 	defer rt.Close()
 	code, err := execIn(ctx, c, rt, id, command)
@@ -107,8 +88,8 @@ func runExec(c *cli.Context) error {
 
 // execTarget returns the containerd ID of the pod's running container name (or of its
 // only container).
-func execTarget(ctx context.Context, client *apiClient, ref podRef, name string) (string, error) {
-	pod, err := client.pod(ctx, ref)
+func execTarget(ctx context.Context, api *client.Client, ref podRef, name string) (string, error) {
+	pod, err := fetchPod(ctx, api, ref)
 	if err != nil {
 		return "", err
 	}
@@ -121,11 +102,11 @@ func execTarget(ctx context.Context, client *apiClient, ref podRef, name string)
 			continue
 		}
 		if cs.State.Running == nil || !strings.HasPrefix(cs.ContainerID, "containerd://") {
-			return "", fmt.Errorf("container %s of pod %s is not running (%s)", name, displayName(pod.Namespace, pod.Name), stateWord(cs.State))
+			return "", fmt.Errorf("container %s of pod %s is not running (%s)", name, DisplayName(pod.Namespace, pod.Name), stateWord(cs.State))
 		}
 		return strings.TrimPrefix(cs.ContainerID, "containerd://"), nil
 	}
-	return "", fmt.Errorf("container %s of pod %s has not started yet", name, displayName(pod.Namespace, pod.Name))
+	return "", fmt.Errorf("container %s of pod %s has not started yet", name, DisplayName(pod.Namespace, pod.Name))
 }
 
 // execIn runs the command in the container through the runtime. With -t the local
@@ -194,18 +175,18 @@ func execError(err error) error {
 	case errors.Is(err, context.Canceled):
 		return cli.Exit("", 130)
 	case strings.Contains(msg, "executable file not found") || strings.Contains(msg, "exec failed") && strings.Contains(msg, "no such file"):
-		return cli.Exit("exec: "+msg, exitNotFound)
+		return cli.Exit("exec: "+msg, ExitNotFound)
 	case strings.Contains(msg, "exec failed"):
-		return cli.Exit("exec: "+msg, exitCannotRun)
+		return cli.Exit("exec: "+msg, ExitCannotRun)
 	}
-	return cli.Exit("exec: "+msg, exitInvalid)
+	return cli.Exit("exec: "+msg, ExitInvalid)
 }
 
 // stateWord says what a container that does not run is doing: Waiting: CrashLoopBackOff.
 func stateWord(st corev1.ContainerState) string {
 	switch {
 	case st.Terminated != nil:
-		return "Terminated: " + terminatedReason(st.Terminated)
+		return "Terminated: " + TerminatedReason(st.Terminated)
 	case st.Waiting != nil && st.Waiting.Reason != "":
 		return "Waiting: " + st.Waiting.Reason
 	}

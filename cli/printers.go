@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
 
@@ -18,15 +19,18 @@ import (
 	"github.com/staticpod/staticpod/runner"
 )
 
-// table prints rows in columns as kubectl does: three spaces apart, six wide at
+// Table prints rows in columns as kubectl does: three spaces apart, six wide at
 // least. The widths it found are kept for later rows, so that a watch stays aligned.
-type table struct {
+type Table struct {
 	w      io.Writer
 	widths []int
 }
 
-// print writes rows, widening the columns where a cell needs it.
-func (t *table) print(rows ...[]string) error {
+// NewTable returns a table that prints to w.
+func NewTable(w io.Writer) *Table { return &Table{w: w} }
+
+// Print writes rows, widening the columns where a cell needs it.
+func (t *Table) Print(rows ...[]string) error {
 	for _, r := range rows {
 		for i, cell := range r {
 			if i == len(t.widths) {
@@ -71,7 +75,7 @@ func podRow(pod *corev1.Pod, now time.Time, wide bool) []string {
 		restarts = fmt.Sprintf("%d (%s ago)", s.restarts, since(s.lastRestart, now))
 	}
 	row := []string{
-		displayName(pod.Namespace, pod.Name),
+		DisplayName(pod.Namespace, pod.Name),
 		fmt.Sprintf("%d/%d", s.ready, s.total),
 		s.reason,
 		restarts,
@@ -89,7 +93,7 @@ func printPods(w io.Writer, pods []corev1.Pod, wide bool, now time.Time) error {
 	for i := range pods {
 		rows = append(rows, podRow(&pods[i], now, wide))
 	}
-	return (&table{w: w}).print(rows...)
+	return NewTable(w).Print(rows...)
 }
 
 // printPodList prints the list as JSON (indented as kubectl does) or YAML, with the
@@ -144,7 +148,7 @@ func summarize(pod *corev1.Pod) podSummary {
 		}
 	}
 	initializing := summarizeInit(pod, sidecars, &s)
-	if !initializing || conditionTrue(pod, corev1.PodInitialized) {
+	if !initializing || ConditionTrue(pod, corev1.PodInitialized) {
 		summarizeApps(pod, sidecars, &s)
 	}
 	if pod.DeletionTimestamp != nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
@@ -168,7 +172,7 @@ func summarizeInit(pod *corev1.Pod, sidecars map[string]bool, s *podSummary) boo
 			}
 			continue
 		case cs.State.Terminated != nil:
-			s.reason = "Init:" + terminatedReason(cs.State.Terminated)
+			s.reason = "Init:" + TerminatedReason(cs.State.Terminated)
 		case cs.State.Waiting != nil && cs.State.Waiting.Reason != "" && cs.State.Waiting.Reason != "PodInitializing":
 			s.reason = "Init:" + cs.State.Waiting.Reason
 		default:
@@ -198,7 +202,7 @@ func summarizeApps(pod *corev1.Pod, sidecars map[string]bool, s *podSummary) {
 		case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":
 			s.reason = cs.State.Waiting.Reason
 		case cs.State.Terminated != nil:
-			s.reason = terminatedReason(cs.State.Terminated)
+			s.reason = TerminatedReason(cs.State.Terminated)
 		case cs.Ready && cs.State.Running != nil:
 			running = true
 			s.ready++
@@ -206,7 +210,7 @@ func summarizeApps(pod *corev1.Pod, sidecars map[string]bool, s *podSummary) {
 	}
 	if s.reason == "Completed" && running {
 		s.reason = "NotReady"
-		if conditionTrue(pod, corev1.PodReady) {
+		if ConditionTrue(pod, corev1.PodReady) {
 			s.reason = "Running"
 		}
 	}
@@ -219,8 +223,8 @@ func (s *podSummary) noteRestart(cs corev1.ContainerStatus) {
 	}
 }
 
-// terminatedReason is a terminated container's reason, or its exit code or signal.
-func terminatedReason(t *corev1.ContainerStateTerminated) string {
+// TerminatedReason is a terminated container's reason, or its exit code or signal.
+func TerminatedReason(t *corev1.ContainerStateTerminated) string {
 	switch {
 	case t.Reason != "":
 		return t.Reason
@@ -230,7 +234,8 @@ func terminatedReason(t *corev1.ContainerStateTerminated) string {
 	return fmt.Sprintf("ExitCode:%d", t.ExitCode)
 }
 
-func conditionTrue(pod *corev1.Pod, t corev1.PodConditionType) bool {
+// ConditionTrue reports whether the pod's condition of type t is True.
+func ConditionTrue(pod *corev1.Pod, t corev1.PodConditionType) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == t {
 			return c.Status == corev1.ConditionTrue
@@ -284,6 +289,15 @@ func podSource(pod *corev1.Pod) string {
 		return kind + ":" + loc
 	}
 	return kind
+}
+
+// DisplayName is how a pod is shown, and typed back: its name in the default namespace,
+// namespace/name elsewhere.
+func DisplayName(namespace, name string) string {
+	if namespace == metav1.NamespaceDefault || namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
 }
 
 func orNone(s string) string {

@@ -1,0 +1,122 @@
+// Package apitest serves a fake of staticpod's API on a unix socket, for the tests of its
+// clients (package api/client and the commands of package cli): the read endpoints
+// /pods, /pods/{namespace}/{name}, /events and /containerLogs/..., answered from objects
+// the test sets, and a record of what was asked. It imports runner for the types of the
+// answers only.
+package apitest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/staticpod/staticpod/runner"
+)
+
+// Log is what the fake answers for the log of any container.
+const Log = "line 1\nline 2\n"
+
+// Server is the fake API. Its methods are safe while it serves.
+type Server struct {
+	Socket string // the unix socket it serves on
+
+	mu       sync.Mutex // guards pods, events and requests
+	pods     []corev1.Pod
+	events   []runner.Record
+	requests []string
+}
+
+// NewServer serves pods on a socket under t's temporary directory until t ends. A pod it
+// does not hold is answered 404 with a metav1.Status, as the daemon does.
+func NewServer(t testing.TB, pods []corev1.Pod) *Server {
+	t.Helper()
+	s := &Server{Socket: filepath.Join(t.TempDir(), "api.sock"), pods: pods}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) {
+		s.note(r)
+		writeJSON(w, http.StatusOK, corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Items: s.servedPods()})
+	})
+	mux.HandleFunc("GET /pods/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
+		s.note(r)
+		for _, p := range s.servedPods() {
+			if p.Namespace == r.PathValue("namespace") && p.Name == r.PathValue("name") {
+				writeJSON(w, http.StatusOK, p)
+				return
+			}
+		}
+		writeJSON(w, http.StatusNotFound, metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,
+			Reason: metav1.StatusReasonNotFound, Message: fmt.Sprintf("pods %q not found", r.PathValue("name"))})
+	})
+	mux.HandleFunc("GET /containerLogs/{namespace}/{name}/{container}", func(w http.ResponseWriter, r *http.Request) {
+		s.note(r)
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprint(w, Log)
+	})
+	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) {
+		s.note(r)
+		s.mu.Lock()
+		events := s.events
+		s.mu.Unlock()
+		writeJSON(w, http.StatusOK, events)
+	})
+	l, err := net.Listen("unix", s.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(mux)
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return s
+}
+
+// SetPods changes the pods the fake serves.
+func (s *Server) SetPods(pods []corev1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pods = pods
+}
+
+// SetEvents sets the events /events answers, whatever pod is asked for.
+func (s *Server) SetEvents(events []runner.Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = events
+}
+
+// LastRequest is the path and query of the last request.
+func (s *Server) LastRequest() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.requests) == 0 {
+		return ""
+	}
+	return s.requests[len(s.requests)-1]
+}
+
+func (s *Server) servedPods() []corev1.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pods
+}
+
+func (s *Server) note(r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, r.URL.RequestURI())
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,105 @@
+// Package cli holds the operator's commands of staticpod — ps, logs, describe, exec and
+// validate — one file each, with the printers they share, the handling of their
+// arguments (pod references, flags after POD) and the exit codes every command of the
+// binary uses. main appends the commands to its urfave/cli app (PS, Logs, Describe,
+// Exec, Validate).
+//
+// The commands read the daemon through the api/client package; exec reaches containerd
+// through containerdrt only: cli must not import containerd itself.
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/staticpod/staticpod/api/client"
+	"github.com/staticpod/staticpod/containerdrt"
+	"github.com/staticpod/staticpod/logs"
+)
+
+// Defaults of the daemon that the commands reaching it directly share with `run`.
+const (
+	DefaultContainerdAddress = "/run/containerd/containerd.sock"
+	DefaultRootDir           = "/var/lib/staticpod"
+)
+
+// Env is the environment variable that sets a flag: STATICPOD_<FLAG>, upper case with
+// underscores, e.g. STATICPOD_POD_MANIFEST_PATH.
+func Env(flag string) []string {
+	return []string{"STATICPOD_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))}
+}
+
+// NodeNameFlag is shared by every command that computes static pod names.
+func NodeNameFlag() cli.Flag {
+	return &cli.StringFlag{
+		Name:    "hostname-override",
+		Usage:   "node name that static pod names are suffixed with (default: the host name)",
+		EnvVars: Env("hostname-override"),
+	}
+}
+
+// NodeName is the node name static pods are named after: --hostname-override, else the
+// host name, lower-cased as the kubelet does.
+func NodeName(c *cli.Context) (string, error) {
+	name := c.String("hostname-override")
+	if name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return "", err
+		}
+		name = h
+	}
+	return strings.ToLower(strings.TrimSpace(name)), nil
+}
+
+// clientFlags are the flags of every command that talks to the daemon's API.
+func clientFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "api-socket", Value: client.DefaultSocket, Usage: "unix socket of the daemon's API", EnvVars: Env("api-socket")},
+		&cli.StringFlag{Name: "server", Usage: "`http://host:port` of the daemon's TCP API (staticpod run --listen), instead of the socket", EnvVars: Env("server")},
+		&cli.StringFlag{Name: "token-file", Usage: "file holding the bearer token of the TCP API", EnvVars: Env("token-file")},
+	}
+}
+
+// newClient returns a client of the API the command's clientFlags name.
+func newClient(c *cli.Context) (*client.Client, error) {
+	server := c.String("server")
+	if server == "" {
+		return client.New(c.String("api-socket")), nil
+	}
+	var token string
+	var tokenErr error
+	if f := c.String("token-file"); f != "" {
+		data, err := os.ReadFile(f)
+		token, tokenErr = strings.TrimSpace(string(data)), err
+	}
+	api, err := client.NewURL(server, token)
+	switch {
+	case err != nil:
+		return nil, cli.Exit(fmt.Sprintf("--server %q: use http://host:port", server), ExitUsage)
+	case tokenErr != nil:
+		return nil, cli.Exit(fmt.Sprintf("--token-file: %v", tokenErr), ExitUsage)
+	}
+	return api, nil
+}
+
+func containerFlag() cli.Flag {
+	return &cli.StringFlag{Name: "container", Aliases: []string{"c"}, Usage: "the container's `NAME`; optional when the pod has one container"}
+}
+
+// containerdFlags name the daemon's containerd, for the commands that reach it
+// directly. Their defaults and environment variables are run's.
+func containerdFlags() []cli.Flag {
+	str := func(name, value, usage string, aliases ...string) cli.Flag {
+		return &cli.StringFlag{Name: name, Value: value, Usage: usage, Aliases: aliases, EnvVars: Env(name)}
+	}
+	return []cli.Flag{
+		str("containerd-address", DefaultContainerdAddress, "containerd's socket", "container-runtime-endpoint"),
+		str("containerd-namespace", containerdrt.DefaultNamespace, "containerd namespace of the daemon"),
+		str("root-dir", DefaultRootDir, "the daemon's state directory"),
+		str("pod-log-dir", logs.DefaultPodsDir, "the daemon's directory of pod logs"),
+	}
+}
