@@ -19,6 +19,7 @@ import (
 
 	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/internal/testenv"
+	"github.com/staticpod/staticpod/once"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -184,7 +185,7 @@ func (o *onceEnv) write(name, content string) {
 	}
 }
 
-var onceNamespace = regexp.MustCompile(`namespace=(` + onceNSPrefix + `[0-9a-f]+)`)
+var onceNamespace = regexp.MustCompile(`namespace=(` + once.NamespacePrefix + `[0-9a-f]+)`)
 
 // run runs once on the manifests and returns its stdout, stderr, exit code and the
 // containerd namespace it used (from its debug log).
@@ -226,7 +227,7 @@ func (o *onceEnv) assertNothingLeft(ns string) {
 	if shims := shimsOf(ns); len(shims) > 0 {
 		o.t.Errorf("shims of namespace %s still run: %v", ns, shims)
 	}
-	for _, p := range []string{filepath.Join(runcStateDir, ns), filepath.Join(cgroupDir, ns)} {
+	for _, p := range []string{filepath.Join(once.RuncStateDir, ns), filepath.Join(once.CgroupDir, ns)} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			o.t.Errorf("%s is left (%v)", p, err)
 		}
@@ -329,7 +330,7 @@ func TestOnceTimeoutStopsAndLeavesNothing(t *testing.T) {
 	start := time.Now()
 	out, errOut, code, ns := o.run("--timeout", "5s")
 	took := time.Since(start)
-	if code != exitTimeout {
+	if code != once.ExitTimeout {
 		t.Fatalf("once --timeout 5s: exit %d, want 124", code)
 	}
 	if took < 5*time.Second || took > 30*time.Second {
@@ -361,7 +362,7 @@ func TestOnceKeep(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		o.d.PurgeNamespace(context.Background(), ns)
-		removeHostState(ns)
+		once.RemoveHostState(ns)
 		unmountUnder(t, o.tmp) // the pod's /dev/shm, kept with the rest
 	})
 	cs, err := o.d.Client.Containers(namespaces.WithNamespace(o.d.Context(t, ns), ns))
@@ -400,7 +401,7 @@ func TestOnceNeverDisturbsADaemon(t *testing.T) {
 	if data, err := os.ReadFile(file); err != nil || string(data) != "kept\n" {
 		t.Errorf("once removed the daemon's emptyDir: %q, %v", data, err)
 	}
-	if left, _ := filepath.Glob(filepath.Join(n.path("root"), onceNSPrefix+"*")); len(left) > 0 {
+	if left, _ := filepath.Glob(filepath.Join(n.path("root"), once.NamespacePrefix+"*")); len(left) > 0 {
 		t.Errorf("once left %v in the root dir it was given", left)
 	}
 }

@@ -11,8 +11,9 @@ const module = "github.com/staticpod/staticpod"
 // TestImportDirection enforces the package rules of DESIGN.md: manifests imports nothing
 // of ours; sources import manifests; runner imports manifests and never containerd;
 // containerdrt imports manifests and runner (and logs, a leaf that names and writes the
-// CRI log files); the commands of cli read the daemon through api/client, which knows
-// neither urfave/cli nor containerd; nothing imports main.
+// CRI log files); once runs pods through containerdrt and the runner; the commands of
+// cli read the daemon through api/client, which knows neither urfave/cli nor containerd;
+// nothing imports main.
 func TestImportDirection(t *testing.T) {
 	allowed := map[string][]string{
 		"manifests":    nil,
@@ -22,6 +23,7 @@ func TestImportDirection(t *testing.T) {
 		"runner":       {"manifests"},
 		"containerdrt": {"manifests", "runner", "logs"},
 		"api":          {"manifests", "runner", "logs", "httpsource"},
+		"once":         {"cli", "api/client", "containerdrt", "watcher", "manifests", "runner", "logs"},
 		"cli":          {"api/client", "containerdrt", "watcher", "manifests", "runner", "logs"},
 		"api/client":   {"runner", "manifests"},
 	}
@@ -48,10 +50,11 @@ func TestImportDirection(t *testing.T) {
 	}
 }
 
-// TestCommandsLeaveContainerdToContainerdrt enforces that the commands of cli reach
-// containerd only through containerdrt: none of their own imports is containerd's.
+// TestCommandsLeaveContainerdToContainerdrt enforces that once and the commands of cli
+// reach containerd only through containerdrt (and internal/ctrd): none of their own
+// imports is containerd's.
 func TestCommandsLeaveContainerdToContainerdrt(t *testing.T) {
-	for _, pkg := range []string{"cli"} {
+	for _, pkg := range []string{"once", "cli"} {
 		out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, "./"+pkg).Output()
 		if err != nil {
 			t.Fatalf("go list ./%s: %v", pkg, err)

@@ -10,6 +10,7 @@ import (
 
 	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/internal/pause"
+	"github.com/staticpod/staticpod/once"
 )
 
 // version is set at build time: go build -ldflags "-X main.version=v0.1.0".
@@ -30,7 +31,7 @@ func newApp() *cli.App {
 		OnUsageError: spcli.UsageError,
 		Commands: []*cli.Command{
 			runCommand(),
-			onceCommand(),
+			once.Command(),
 			spcli.Validate(),
 			spcli.PS(),
 			spcli.Logs(),

@@ -187,16 +187,7 @@ func runtimeConfig(c *cli.Context, root string, log *slog.Logger) containerdrt.C
 }
 
 func containerdSupervisor(c *cli.Context, root string, log *slog.Logger) *ctrd.Supervisor {
-	dir := filepath.Join(root, "containerd")
-	return &ctrd.Supervisor{
-		Config: ctrd.Config{
-			Root: filepath.Join(dir, "root"), State: filepath.Join(dir, "state"),
-			Address: c.String("containerd-address"),
-		},
-		ConfigPath: filepath.Join(dir, "config.toml"),
-		LogPath:    filepath.Join(dir, "containerd.log"),
-		Log:        log,
-	}
+	return ctrd.Under(filepath.Join(root, "containerd"), c.String("containerd-address"), log)
 }
 
 // newLogger returns the daemon's structured logger on stderr.

@@ -2,8 +2,8 @@
 // /var/log/pods and /var/log/containers, the writer that turns a container's stdout and
 // stderr into CRI-format records (`<RFC3339Nano> stdout|stderr F|P <content>`) and
 // rotates them, the configuration the staticpod logger subcommand receives from
-// containerd's binary:// log driver, and the reader that prints them back (tail, follow
-// across rotation).
+// containerd's binary:// log driver and that subcommand's body (RunShimLogger), and the
+// reader that prints them back (tail, follow across rotation).
 //
 // It imports nothing of staticpod's, so that the runtime (which names log files) and the
 // logger process and API (which write and read them) can all use it.

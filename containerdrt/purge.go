@@ -1,0 +1,43 @@
+package containerdrt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	cimages "github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/core/leases"
+)
+
+// PurgeNamespace deletes the runtime's namespace: its images and leases first (their
+// content and snapshots are collected at once), then the namespace itself, which
+// containerd refuses while anything is left in it, so the containers must be removed
+// before. It is for a namespace the caller owns alone, as `staticpod once` does; a
+// namespace that is already gone is no error.
+func (r *Runtime) PurgeNamespace(ctx context.Context) error {
+	ctx, cancel := r.call(ctx)
+	defer cancel()
+	var errs []error
+	imgs, err := r.client.ImageService().List(ctx)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list images: %w", convertErr(err)))
+	}
+	for _, img := range imgs {
+		if err := ignoreNotFound(r.client.ImageService().Delete(ctx, img.Name, cimages.SynchronousDelete())); err != nil {
+			errs = append(errs, fmt.Errorf("delete image %s: %w", img.Name, convertErr(err)))
+		}
+	}
+	ls, err := r.client.LeasesService().List(ctx)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list leases: %w", convertErr(err)))
+	}
+	for _, l := range ls {
+		if err := ignoreNotFound(r.client.LeasesService().Delete(ctx, l, leases.SynchronousDelete)); err != nil {
+			errs = append(errs, fmt.Errorf("delete lease %s: %w", l.ID, convertErr(err)))
+		}
+	}
+	if err := ignoreNotFound(r.client.NamespaceService().Delete(ctx, r.cfg.Namespace)); err != nil {
+		errs = append(errs, fmt.Errorf("delete containerd namespace %s: %w", r.cfg.Namespace, convertErr(err)))
+	}
+	return errors.Join(errs...)
+}
