@@ -224,7 +224,13 @@ func (o *onceEnv) assertNothingLeft(ns string) {
 	if cs, err := o.d.Client.Containers(namespaces.WithNamespace(ctx, ns)); err != nil || len(cs) > 0 {
 		o.t.Errorf("containers left in %s: %d (%v)", ns, len(cs), err)
 	}
-	if shims := shimsOf(ns); len(shims) > 0 {
+	// containerd asks a shim to shut down after its last task is deleted, and does not
+	// wait for its exit: give it a moment.
+	shims := shimsOf(ns)
+	for deadline := time.Now().Add(10 * time.Second); len(shims) > 0 && time.Now().Before(deadline); shims = shimsOf(ns) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(shims) > 0 {
 		o.t.Errorf("shims of namespace %s still run: %v", ns, shims)
 	}
 	for _, p := range []string{filepath.Join(once.RuncStateDir, ns), filepath.Join(once.CgroupDir, ns)} {
