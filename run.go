@@ -144,7 +144,7 @@ func (d *daemon) run(ctx context.Context) error {
 	c := d.c
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return d.rt.Images().Run(ctx, func(provides func(string) bool) { d.r.ImagesArrived(ctx, provides) })
+		return d.rt.Images().Run(ctx, d.r.ImagesArrived)
 	})
 	g.Go(func() error { return d.api.Run(ctx) })
 	select {

@@ -335,6 +335,33 @@ func TestArrivedImageEndsThePullBackoff(t *testing.T) {
 	}
 }
 
+// Archives are imported while staticpod starts, before the loop runs: telling the
+// runner of their images must not wait for it, and nothing told is lost.
+func TestImagesArrivedNeverBlocks(t *testing.T) {
+	h := newHarness(t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, name := range []string{"a:1", "b:1", "c:1"} {
+			h.r.ImagesArrived(func(image string) bool { return image == name })
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ImagesArrived blocked with no loop running")
+	}
+	provides := <-h.r.arrived
+	for _, image := range []string{"a:1", "b:1", "c:1"} {
+		if !provides(image) {
+			t.Errorf("the arrival of %s was lost", image)
+		}
+	}
+	if provides("d:1") {
+		t.Error("an image that did not arrive is said to have")
+	}
+}
+
 func TestPanicInSyncIsRecovered(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod(t, "boom", "true", corev1.RestartPolicyAlways)

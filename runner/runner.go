@@ -89,7 +89,7 @@ func New(opts Options) (*Runner, error) {
 		relist:   make(chan types.UID, 1),
 		plegOut:  make(chan relistDone),
 		done:     make(chan types.UID),
-		arrived:  make(chan func(string) bool),
+		arrived:  make(chan func(string) bool, 1),
 		statuses: map[types.UID]*corev1.Pod{},
 		ready:    map[string]bool{},
 		seen:     map[types.UID]time.Time{},
@@ -111,13 +111,17 @@ func (r *Runner) Update(ctx context.Context, u manifests.Update) error {
 
 // ImagesArrived tells the runner that images came in without a pull (an archive was
 // imported): pods whose pulls back off for an image that provides reports present try
-// again at once. It blocks until the loop takes it or ctx is done.
-func (r *Runner) ImagesArrived(ctx context.Context, provides func(image string) bool) error {
-	select {
-	case r.arrived <- provides:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// again at once. It never blocks, also before Run starts (archives are imported while
+// staticpod starts): what the loop has not taken yet is folded into one.
+func (r *Runner) ImagesArrived(provides func(image string) bool) {
+	for {
+		select {
+		case r.arrived <- provides:
+			return
+		case pending := <-r.arrived:
+			next := provides
+			provides = func(image string) bool { return pending(image) || next(image) }
+		}
 	}
 }
 
