@@ -85,12 +85,14 @@ func (r *Runner) runPLEG(ctx context.Context) {
 	ticker := time.NewTicker(r.opts.RelistPeriod)
 	defer ticker.Stop()
 	var last time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		case <-r.relist:
+	for first := true; ; first = false {
+		if !first { // the first relist is at once: pods wait for it to know what runs
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			case <-r.relist:
+			}
 		}
 		start := time.Now()
 		if !last.IsZero() {

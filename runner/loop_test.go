@@ -362,6 +362,30 @@ func TestImagesArrivedNeverBlocks(t *testing.T) {
 	}
 }
 
+// The first relist comes at once, not a relist period after the start: pods wait for
+// it to know what runs already.
+func TestFirstRelistIsAtOnce(t *testing.T) {
+	f := newFakeRuntime(time.Now)
+	r, err := New(Options{Runtime: f, RelistPeriod: time.Hour, HostIP: "10.0.0.1", ResultsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	pod := testPod(t, "first", "sleep 1", corev1.RestartPolicyAlways)
+	pod.Spec.HostNetwork = true
+	if err := r.Update(ctx, manifests.Update{Source: manifests.SourceFile, Pods: []*corev1.Pod{pod}}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); f.byName(pod.UID)["c/0"].State != StateRunning; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the pod did not start within 10s with a relist period of an hour")
+		}
+	}
+}
+
 func TestPanicInSyncIsRecovered(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod(t, "boom", "true", corev1.RestartPolicyAlways)
