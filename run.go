@@ -77,11 +77,16 @@ func runDaemon(c *cli.Context) error {
 	log.Info("staticpod started", "version", version, "node", node, "manifests", c.String("pod-manifest-path"),
 		"containerd", c.String("containerd-address"), "api", c.String("api-socket"))
 	err = d.run(ctx)
-	if c.Bool("stop-pods-on-exit") {
+	switch {
+	case err != nil:
+		// A daemon that failed (another one holds its API socket, say) may not be the
+		// one that runs these pods: it never stops them.
+		log.Info("staticpod failed; its pods keep running, --stop-pods-on-exit or not")
+	case c.Bool("stop-pods-on-exit"):
 		log.Info("stopping every pod (--stop-pods-on-exit)")
-		err = errors.Join(err, d.r.StopAll(context.WithoutCancel(ctx)))
+		err = d.r.StopAll(context.WithoutCancel(ctx))
 		log.Info("staticpod stopped, and its pods")
-	} else {
+	default:
 		log.Info("staticpod stopped; its pods keep running")
 	}
 	return err
