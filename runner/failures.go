@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/staticpod/staticpod/manifests"
 )
 
@@ -18,7 +20,9 @@ type failures struct {
 	last map[string]map[string]manifests.Failure // source -> location -> failure
 }
 
-func (f failures) record(u manifests.Update) {
+// record records u's failures. podOf names a pod by UID (namespace/name), so that a
+// pod's events show with it.
+func (f failures) record(u manifests.Update, podOf func(types.UID) string) {
 	last := f.last[u.Source]
 	now := make(map[string]manifests.Failure, len(u.Failures))
 	for _, fl := range u.Failures {
@@ -34,7 +38,7 @@ func (f failures) record(u manifests.Update) {
 		f.r.metrics.manifestErrors.WithLabelValues(u.Source).Inc()
 		f.r.events.Add(Record{Type: EventWarning, Reason: "InvalidManifest", Message: msg, Source: u.Source})
 		for _, uid := range fl.Kept {
-			f.r.events.Add(Record{UID: uid, Type: EventWarning, Reason: "InvalidManifest",
+			f.r.events.Add(Record{UID: uid, Pod: podOf(uid), Type: EventWarning, Reason: "InvalidManifest",
 				Message: "manifest is invalid; the pod keeps running on its last good spec: " + msg, Source: u.Source})
 		}
 	}

@@ -41,13 +41,13 @@ func TestFailuresAreRecordedOnce(t *testing.T) {
 	}
 	var got []string
 	for _, e := range h.r.events.All() {
-		got = append(got, fmt.Sprintf("%s %s x%d pod=%v", e.Source, e.Reason, e.Count, e.UID != ""))
+		got = append(got, fmt.Sprintf("%s %s x%d pod=%s", e.Source, e.Reason, e.Count, e.Pod))
 	}
 	want := []string{
-		"file InvalidManifest x1 pod=false", "file InvalidManifest x1 pod=true", // bad
-		"file InvalidManifest x1 pod=false", "file InvalidManifest x1 pod=true", // worse
-		"http SourceFailed x1 pod=false",
-		"http SourceRecovered x1 pod=false",
+		"file InvalidManifest x1 pod=", "file InvalidManifest x1 pod=default/etcd-n", // bad
+		"file InvalidManifest x1 pod=", "file InvalidManifest x1 pod=default/etcd-n", // worse
+		"http SourceFailed x1 pod=",
+		"http SourceRecovered x1 pod=",
 	}
 	slices.Sort(got)
 	slices.Sort(want)

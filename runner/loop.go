@@ -103,6 +103,7 @@ func (r *Runner) runPLEG(ctx context.Context) {
 		r.metrics.relistDuration.Observe(time.Since(start).Seconds())
 		select {
 		case r.plegOut <- relistDone{events, err}:
+			r.relists.Add(1)
 		case <-ctx.Done():
 			return
 		}
@@ -112,7 +113,7 @@ func (r *Runner) runPLEG(ctx context.Context) {
 // apply records a source's failures, merges its snapshot and starts, updates or stops
 // workers to match.
 func (l *loop) apply(ctx context.Context, u manifests.Update) {
-	l.failures.record(u)
+	l.failures.record(u, l.podName)
 	if u.Unchanged {
 		return
 	}
@@ -154,6 +155,14 @@ func (l *loop) apply(ctx context.Context, u manifests.Update) {
 	for uid, pod := range desired {
 		l.want(ctx, uid, pod)
 	}
+}
+
+// podName is the namespace/name of a wanted pod, "" for one not wanted.
+func (l *loop) podName(uid types.UID) string {
+	if pod := l.config.desired[uid]; pod != nil {
+		return manifests.Key(pod)
+	}
+	return ""
 }
 
 // want makes sure a worker syncs pod, unless another pod with its name still holds it:
