@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +52,7 @@ type Runner struct {
 	plegOut chan relistDone        // relist results, to the loop
 	done    chan types.UID         // workers whose pod is gone
 	arrived chan func(string) bool // images that came without a pull, see ImagesArrived
+	relists atomic.Uint64          // relists handed to the loop, see Relists
 
 	mu       sync.RWMutex // guards statuses, ready and seen
 	statuses map[types.UID]*corev1.Pod
@@ -130,6 +132,12 @@ func (r *Runner) Events() *Events { return r.events }
 
 // Healthy reports whether the PLEG relisted in the last 3 minutes.
 func (r *Runner) Healthy() (bool, time.Time) { return r.pleg.Healthy() }
+
+// Relists is how many relists of the runtime, failed ones included, the sync loop has
+// taken since Run started: one at once, then one every relist period or sooner. Each
+// wakes every worker, so a few of them prove that the runner had its chance to act; the
+// daemon exports the same count as staticpod_pleg_relist_duration_seconds_count.
+func (r *Runner) Relists() uint64 { return r.relists.Load() }
 
 // SourceReady reports whether a source has delivered its first snapshot.
 func (r *Runner) SourceReady(source string) bool {
