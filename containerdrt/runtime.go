@@ -127,10 +127,6 @@ func (r *Runtime) Healthy(ctx context.Context) error {
 // Type names the runtime in the container IDs of statuses: containerd://<id>.
 func (r *Runtime) Type() string { return "containerd" }
 
-// Client is the containerd client, for the parts of staticpod that talk to containerd
-// beyond the runner's needs (image import, exec from the CLI).
-func (r *Runtime) Client() *client.Client { return r.client }
-
 // Images runs the import of --image-dir until ctx is done, telling arrived (if not nil)
 // of the images each archive brought; Imported is closed once the archives present at
 // start are in.
