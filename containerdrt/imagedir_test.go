@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -156,23 +157,22 @@ func startImageDir(t *testing.T, ctx context.Context, imgs *images) (stop func()
 // awaitImages waits until every ref is present and unpacked, or fails t after importWait.
 func awaitImages(t *testing.T, ctx context.Context, imgs *images, refs ...string) {
 	t.Helper()
-	deadline := time.Now().Add(importWait)
-	for _, ref := range refs {
-		for {
+	// Polling containerd, which has no event for this.
+	testenv.Await(t, fmt.Sprintf("images %v imported and unpacked", refs), importWait, func() bool {
+		for _, ref := range refs {
 			img, err := imgs.client.GetImage(ctx, ref)
-			if err == nil {
-				if ok, err := img.IsUnpacked(ctx, ""); ok && err == nil {
-					break
-				}
-			} else if !errdefs.IsNotFound(err) {
+			if err != nil && !errdefs.IsNotFound(err) {
 				t.Fatalf("get image %s: %v", ref, err)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("image %s not imported and unpacked after %v", ref, importWait)
+			if err != nil {
+				return false
 			}
-			time.Sleep(50 * time.Millisecond) // polling containerd, which has no event for this
+			if ok, err := img.IsUnpacked(ctx, ""); !ok || err != nil {
+				return false
+			}
 		}
-	}
+		return true
+	})
 }
 
 // mustOCIArchive returns testenv's OCI layout archive of the image opts describes, named ref.
@@ -219,21 +219,16 @@ func gzipBytes(t *testing.T, data []byte) []byte {
 // importLog keeps the lines an images logs, and shows them in t's log.
 type importLog struct {
 	t   *testing.T
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
+	buf testenv.Buffer
 }
 
 func (l *importLog) Write(p []byte) (int, error) {
 	l.t.Log(strings.TrimSuffix(string(p), "\n"))
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	return l.buf.Write(p)
 }
 
 // lines returns the lines that contain s.
 func (l *importLog) lines(s string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []string
 	for _, line := range strings.Split(l.buf.String(), "\n") {
 		if strings.Contains(line, s) {

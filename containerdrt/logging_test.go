@@ -33,7 +33,6 @@ const (
 	// its own by TestShimLogOutlivesItsCreator.
 	logCreatorEnv = "STATICPOD_TEST_LOG_CREATOR"
 	logAwait      = 20 * time.Second // bound of every wait on a container or its log
-	logPoll       = 20 * time.Millisecond
 )
 
 func TestLogCreatorArgvSurvivesTheShim(t *testing.T) {
@@ -115,7 +114,7 @@ func TestShimLoggerRotates(t *testing.T) {
 	base := filepath.Base(spec.Path)
 	seen := map[string]bool{} // rotated files ever seen
 	// More rotations than files kept: the oldest were deleted as new ones came.
-	for deadline := time.Now().Add(logAwait); len(seen) <= maxFiles; time.Sleep(logPoll) {
+	testenv.Await(t, fmt.Sprintf("%d rotated files", maxFiles+1), logAwait, func() bool {
 		files := logFiles(t, filepath.Dir(spec.Path))
 		if len(files) > maxFiles {
 			t.Fatalf("log files = %v, want at most %d", files, maxFiles)
@@ -124,10 +123,8 @@ func TestShimLoggerRotates(t *testing.T) {
 			seen[f] = seen[f] || f != base
 		}
 		delete(seen, base)
-		if time.Now().After(deadline) {
-			t.Fatalf("rotated files seen in %v: %v, want %d", logAwait, seen, maxFiles+1)
-		}
-	}
+		return len(seen) > maxFiles
+	})
 	stopLoggedTask(t, e.ctx, task, exited)
 
 	files := logFiles(t, filepath.Dir(spec.Path))
@@ -315,18 +312,16 @@ func awaitRecords(t *testing.T, path string, want map[logs.Stream][]string) {
 		}
 		return out
 	}
-	deadline := time.Now().Add(logAwait)
-	for {
-		got := recordsByStream(t, path)
-		diff := cmp.Diff(summarize(want), summarize(got))
-		if diff == "" {
-			return
+	var diff string
+	defer func() { // runs as a failed Await ends the test: show how the records differ
+		if diff != "" {
+			t.Logf("records of %s (-want +got):\n%s", path, diff)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("records of %s (-want +got):\n%s", path, diff)
-		}
-		time.Sleep(logPoll)
-	}
+	}()
+	testenv.Await(t, "the records of "+path, logAwait, func() bool {
+		diff = cmp.Diff(summarize(want), summarize(recordsByStream(t, path)))
+		return diff == ""
+	})
 }
 
 // recordsByStream returns the tag and content of each record of the file, by stream,
@@ -451,14 +446,12 @@ func fileSize(t *testing.T, path string) int64 {
 // awaitGrowth polls until the file at path is larger than size, and returns its size.
 func awaitGrowth(t *testing.T, path string, size int64) int64 {
 	t.Helper()
-	for deadline := time.Now().Add(logAwait); ; time.Sleep(logPoll) {
-		if now := fileSize(t, path); now > size {
-			return now
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s stayed at %d bytes for %v", path, size, logAwait)
-		}
-	}
+	var now int64
+	testenv.Await(t, fmt.Sprintf("%s to grow beyond %d bytes", path, size), logAwait, func() bool {
+		now = fileSize(t, path)
+		return now > size
+	})
+	return now
 }
 
 // loggerPIDs returns the processes running `staticpod logger` for the log at path.

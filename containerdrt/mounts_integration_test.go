@@ -1,12 +1,10 @@
 package containerdrt
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -98,7 +96,7 @@ func (e *mountsEnv) mustRun(pod *corev1.Pod, podDir, container, script string, e
 func (e *mountsEnv) runTask(c client.Container) (string, uint32) {
 	t := e.t
 	t.Helper()
-	var out mountsOutput
+	var out testenv.Buffer
 	task, err := c.NewTask(e.ctx, cio.NewCreator(cio.WithStreams(nil, &out, &out), cio.WithFIFODir(e.d.FIFODir())))
 	if err != nil {
 		t.Fatalf("create task %s: %v", c.ID(), err)
@@ -131,24 +129,6 @@ func (e *mountsEnv) mustSucceed(pod *corev1.Pod, podDir, container, script strin
 		e.t.Fatalf("container %s exited with %d:\n%s", container, code, out)
 	}
 	return out
-}
-
-// mountsOutput is a container's combined output, written by two copiers.
-type mountsOutput struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (o *mountsOutput) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
-
-func (o *mountsOutput) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
 }
 
 func hostPathVolume(name, path string, typ corev1.HostPathType) corev1.Volume {

@@ -143,17 +143,17 @@ func (r *testRuntime) find(t *testing.T, id string) (runner.Container, bool) {
 // awaitState polls List, as the PLEG does, until the container is in state.
 func (r *testRuntime) awaitState(t *testing.T, id string, state runner.State) runner.Container {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, ok := r.find(t, id)
-		if ok && c.State == state {
-			return c
+	var c runner.Container
+	defer func() { // runs as a failed Await ends the test: show what was listed instead
+		if c.State != state {
+			t.Logf("container %s: %+v", id, c)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("container %s: state %q after 30s, want %q (%+v)", id, c.State, state, c)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	}()
+	testenv.Await(t, fmt.Sprintf("container %s %s", id, state), 30*time.Second, func() bool {
+		c, _ = r.find(t, id)
+		return c.State == state
+	})
+	return c
 }
 
 func TestPodContainersShareLoopbackAndHostname(t *testing.T) {
@@ -600,16 +600,11 @@ func TestLostTaskIsReportedExited(t *testing.T) {
 	if got.ExitCode != 255 || got.Reason != "Unknown" {
 		t.Errorf("a container whose task vanished: exit %d reason %q, want 255 Unknown", got.ExitCode, got.Reason)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(int(running.PID), 0) == nil { // gone, or a zombie of init's
-		if stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", running.PID)); strings.Contains(string(stat), ") Z ") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the container's process %d still runs after its shim died; it would run beside the restart", running.PID)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	what := fmt.Sprintf("the container's process %d gone after its shim died, not running beside the restart", running.PID)
+	testenv.Await(t, what, 10*time.Second, func() bool { // gone, or a zombie of init's
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", running.PID))
+		return syscall.Kill(int(running.PID), 0) != nil || strings.Contains(string(stat), ") Z ")
+	})
 }
 
 // shimOf finds the PID of the shim that runs container id.

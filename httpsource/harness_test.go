@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/manifests"
 )
 
@@ -318,17 +319,18 @@ func (r *running) awaitCalls(t *testing.T, n int) []error {
 // listen listens on addr, retrying while a just-closed port is still held.
 func listen(t *testing.T, addr string) net.Listener {
 	t.Helper()
-	deadline := time.Now().Add(awaitUp)
-	for {
-		ln, err := net.Listen("tcp", addr)
-		if err == nil {
-			return ln
+	var ln net.Listener
+	var err error
+	defer func() { // runs as a failed Await ends the test: say why
+		if err != nil {
+			t.Logf("listen %s: %v", addr, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("listen %s: %v", addr, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	}()
+	testenv.Await(t, "a listener on "+addr, awaitUp, func() bool {
+		ln, err = net.Listen("tcp", addr)
+		return err == nil
+	})
+	return ln
 }
 
 func serve(ln net.Listener, h http.Handler) *httptest.Server {

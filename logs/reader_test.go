@@ -7,9 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/staticpod/staticpod/internal/testenv"
 )
 
 // rec returns a CRI record written sec seconds after epoch.
@@ -102,7 +103,7 @@ func TestReadFollowsAppendsAndRotations(t *testing.T) {
 	mustCopy(t, w, Stdout, "line 01\nline 02\n")
 
 	ctx, cancel := context.WithCancel(t.Context())
-	out := &syncBuffer{}
+	out := &testenv.Buffer{}
 	done := make(chan error, 1)
 	go func() { done <- Read(ctx, w.cfg.Path, ReadOptions{Tail: 1, Follow: true}, out) }()
 	awaitOutput(t, out, "line 02\n")
@@ -130,7 +131,7 @@ func TestReadFollowJoinsAcrossRotation(t *testing.T) {
 	w := mustOpen(t, Config{MaxSize: 60, MaxFiles: 4, MaxLineSize: 10}, steppingClock(time.Second))
 	mustCopy(t, w, Stdout, "first\n")
 	ctx, cancel := context.WithCancel(t.Context())
-	out := &syncBuffer{}
+	out := &testenv.Buffer{}
 	done := make(chan error, 1)
 	go func() { done <- Read(ctx, w.cfg.Path, ReadOptions{Tail: -1, Follow: true}, out) }()
 	awaitOutput(t, out, "first\n")
@@ -145,32 +146,17 @@ func TestReadFollowJoinsAcrossRotation(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// awaitOutput polls until out holds exactly want, and fails after 5 seconds.
-func awaitOutput(t *testing.T, out *syncBuffer, want string) {
+// awaitOutput waits until out holds exactly want.
+func awaitOutput(t *testing.T, out *testenv.Buffer, want string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for out.String() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("output = %q, want %q", out.String(), want)
+	var got string
+	defer func() { // runs as a failed Await ends the test: show what was read instead
+		if got != want {
+			t.Logf("output = %q, want %q", got, want)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	}()
+	testenv.Await(t, "the output read", 5*time.Second, func() bool {
+		got = out.String()
+		return got == want
+	})
 }

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/manifests"
 )
 
@@ -128,7 +129,7 @@ func TestDeleteDuringCreate(t *testing.T) {
 	}
 	done := make(chan bool)
 	go func() { done <- w.syncOnce(h.ctx) }()
-	waitFor(t, func() bool { return h.f.count("CreateContainer") == 1 }, "CreateContainer to be called")
+	testenv.Await(t, "CreateContainer to be called", 10*time.Second, func() bool { return h.f.count("CreateContainer") == 1 })
 	w.terminate() // the manifest is deleted while the container is being created
 	close(gate)
 	if gone := <-done; gone {
@@ -379,11 +380,32 @@ func TestFirstRelistIsAtOnce(t *testing.T) {
 	if err := r.Update(ctx, manifests.Update{Source: manifests.SourceFile, Pods: []*corev1.Pod{pod}}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); f.byName(pod.UID)["c/0"].State != StateRunning; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the pod did not start within 10s with a relist period of an hour")
-		}
+	testenv.Await(t, "the pod running with a relist period of an hour", 10*time.Second, func() bool {
+		return f.byName(pod.UID)["c/0"].State == StateRunning
+	})
+}
+
+// Relists counts the relists the loop took, one a period: what tests await to know
+// that the runner had its chance to act.
+func TestRelistsCountsEveryRelist(t *testing.T) {
+	f := newFakeRuntime(time.Now)
+	r, err := New(Options{Runtime: f, RelistPeriod: 10 * time.Millisecond, ResultsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if n := r.Relists(); n != 0 {
+		t.Fatalf("Relists() = %d before Run, want 0", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	testenv.Await(t, "5 relists of a 10ms period", 10*time.Second, func() bool { return r.Relists() >= 5 })
+	f.mu.Lock()
+	f.fail["List"] = errors.New("containerd restarting")
+	f.mu.Unlock()
+	from := r.Relists()
+	testenv.Await(t, "failed relists counted too", 10*time.Second, func() bool { return r.Relists() >= from+2 })
 }
 
 func TestPanicInSyncIsRecovered(t *testing.T) {
@@ -413,17 +435,6 @@ func TestRelistErrorKeepsPods(t *testing.T) {
 	w.syncOnce(h.ctx)
 	if n := h.f.count("CreateContainer"); n != 1 {
 		t.Fatalf("a failed relist led to %d creates, want the pod left as it was", n)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

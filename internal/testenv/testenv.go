@@ -2,8 +2,10 @@
 // daemons (root, state, sockets and log in one temporary directory, no CRI), hands out a
 // fresh namespace per test, builds busybox images as OCI layout archives without any
 // registry, and tears everything down by PID — containers, shims, mounts, cgroups and
-// files. It must not import any staticpod package, so that every package's tests can use
-// it.
+// files. It also holds two helpers every package's tests share: Await, the one poll with a
+// deadline, and Buffer, a process's output that a test reads while it is written. It must
+// not import any staticpod package but internal/ctrd, so that every package's tests can
+// use it.
 //
 // Tests skip when the host cannot run containerd (no containerd or runc, not root) unless
 // CI=true or STATICPOD_REQUIRE_CONTAINERD=1, when they fail instead. A package shares one

@@ -1,14 +1,12 @@
 package testenv_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -83,7 +81,7 @@ func TestContainerExitCodeReported(t *testing.T) {
 // combined output and exit code.
 func mustRunToExit(t *testing.T, ctx context.Context, d *testenv.Daemon, image client.Image, id string, opts ...oci.SpecOpts) (string, uint32) {
 	t.Helper()
-	var out lockedBuffer
+	var out testenv.Buffer
 	task := mustStartTask(t, ctx, d, image, id, &out, opts...)
 	exited, err := task.Wait(ctx)
 	if err != nil {
@@ -109,7 +107,7 @@ func mustRunToExit(t *testing.T, ctx context.Context, d *testenv.Daemon, image c
 
 // mustStartTask creates a container from image and its task, not yet started, with stdout
 // and stderr going to out. The container is deleted when t ends.
-func mustStartTask(t *testing.T, ctx context.Context, d *testenv.Daemon, image client.Image, id string, out *lockedBuffer, opts ...oci.SpecOpts) client.Task {
+func mustStartTask(t *testing.T, ctx context.Context, d *testenv.Daemon, image client.Image, id string, out *testenv.Buffer, opts ...oci.SpecOpts) client.Task {
 	t.Helper()
 	c, err := d.Client.NewContainer(ctx, id,
 		client.WithNewSnapshot(id+"-rootfs", image),
@@ -129,24 +127,6 @@ func mustStartTask(t *testing.T, ctx context.Context, d *testenv.Daemon, image c
 	return task
 }
 
-// lockedBuffer is a bytes.Buffer written by the stdout and stderr copiers at once.
-type lockedBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestStopLeavesNothing runs containers on a daemon of its own and checks that purging a
 // namespace and stopping the daemon leave no container, process, mount, cgroup or file.
 func TestStopLeavesNothing(t *testing.T) {
@@ -163,7 +143,7 @@ func testStopLeavesNothing(t *testing.T, crash bool) {
 	ctx := d.Context(t, ns)
 	image := d.MustImportImage(t, ns, testenv.ImageOptions{Ref: testRef, Cmd: []string{"sleep", "600"}})
 
-	purged := mustStartTask(t, ctx, d, image, "purged", &lockedBuffer{})
+	purged := mustStartTask(t, ctx, d, image, "purged", &testenv.Buffer{})
 	if err := purged.Start(ctx); err != nil {
 		t.Fatalf("start task: %v", err)
 	}
@@ -175,7 +155,7 @@ func testStopLeavesNothing(t *testing.T, crash bool) {
 	}
 	assertGone(t, purged.Pid())
 
-	left := mustStartTask(t, ctx, d, image, "left", &lockedBuffer{})
+	left := mustStartTask(t, ctx, d, image, "left", &testenv.Buffer{})
 	if err := left.Start(ctx); err != nil {
 		t.Fatalf("start task: %v", err)
 	}
