@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -18,9 +18,6 @@ import (
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
 )
-
-// ctd is the containerd the end-to-end tests share; each test has its own namespace.
-var ctd testenv.Shared
 
 const (
 	e2eImage  = "docker.io/library/busybox:e2e"

@@ -1,56 +1,14 @@
-package main
+package e2e
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	spcli "github.com/staticpod/staticpod/cli"
 )
-
-// binary is staticpod built once for the tests of this package.
-var binary string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "staticpod-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "staticpod")
-	build := exec.Command("go", "build", "-o", binary, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0") // it runs as the sandbox, in a root holding only itself
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build staticpod: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := ctd.Main(m)
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// runStaticpod runs the binary and returns its combined output and exit code.
-func runStaticpod(t *testing.T, args ...string) (string, int) {
-	t.Helper()
-	cmd := exec.Command(binary, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return out.String(), exit.ExitCode()
-	}
-	if err != nil {
-		t.Fatalf("run staticpod %v: %v", args, err)
-	}
-	return out.String(), 0
-}
 
 func TestValidateAcceptsControlPlaneManifests(t *testing.T) {
 	out, code := runStaticpod(t, "validate", "--hostname-override", "cp1", "testdata/manifests/valid", "examples")
