@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -35,19 +36,21 @@ func socketClient(socket string) *http.Client {
 	}}}
 }
 
-// apiGet fetches path from the node's daemon and returns status and body.
+// apiGet fetches path from the node's daemon and returns status and body. It retries
+// while the daemon does not answer: it may still be starting.
 func (n *node) apiGet(path string) (int, []byte) {
 	n.t.Helper()
 	var resp *http.Response
 	var err error
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err = socketClient(n.path("staticpod.sock")).Get("http://staticpod" + path); err == nil {
-			break
+	defer func() { // runs as a failed Await ends the test: say why
+		if err != nil {
+			n.t.Logf("GET %s: %v", path, err)
 		}
-		if time.Now().After(deadline) { // the daemon may still be starting
-			n.t.Fatalf("GET %s: %v", path, err)
-		}
-	}
+	}()
+	testenv.Await(n.t, "the API to answer GET "+path, 30*time.Second, func() bool {
+		resp, err = socketClient(n.path("staticpod.sock")).Get("http://staticpod" + path)
+		return err == nil
+	})
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, body
@@ -71,16 +74,17 @@ func (n *node) pods() map[string]corev1.Pod {
 // awaitPhase waits until the named pod reports phase through the API.
 func (n *node) awaitPhase(name string, phase corev1.PodPhase) corev1.Pod {
 	n.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if p, ok := n.pods()[name]; ok && p.Status.Phase == phase {
-			return p
+	var p corev1.Pod
+	defer func() { // runs as a failed Await ends the test: show the status instead
+		if p.Status.Phase != phase {
+			n.t.Logf("pod %s: %v", name, p.Status)
 		}
-		if time.Now().After(deadline) {
-			n.t.Fatalf("pod %s not %s after 1m: %v", name, phase, n.pods()[name].Status)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	}()
+	testenv.Await(n.t, fmt.Sprintf("pod %s %s", name, phase), time.Minute, func() bool {
+		p = n.pods()[name]
+		return p.Status.Phase == phase
+	})
+	return p
 }
 
 func TestAPIServesPodsLogsMetricsAndPushes(t *testing.T) {
@@ -174,22 +178,23 @@ func TestAPIOverTCPNeedsTheToken(t *testing.T) {
 	addr := lis.Addr().String()
 	lis.Close()
 	sp := n.start("--listen", addr, "--api-token-file", token)
-	awaitText(t, sp.out, "staticpod started")
+	sp.awaitLog("staticpod started")
 	get := func(auth string) int {
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/pods", nil)
-			if auth != "" {
-				req.Header.Set("Authorization", auth)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err == nil {
-				resp.Body.Close()
-				return resp.StatusCode
-			}
-			if time.Now().After(deadline) {
-				t.Fatal(err)
-			}
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/pods", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
 		}
+		var code int
+		testenv.Await(t, "the API to answer on "+addr, 10*time.Second, func() bool {
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			code = resp.StatusCode
+			return true
+		})
+		return code
 	}
 	if code := get(""); code != http.StatusUnauthorized {
 		t.Errorf("no token: %d, want 401", code)
@@ -263,7 +268,7 @@ func TestManifestURLDrivesPods(t *testing.T) {
 	if now := n.containers()["fleet-node1/main/0"]; now.PID != first.PID || now.State != runner.StateRunning {
 		t.Fatalf("a failing URL disturbed its pod: %+v", now)
 	}
-	awaitText(t, sp.out, "manifest URL")
+	sp.awaitLog("manifest URL")
 
 	ms.set(podManifest("fleet", "Always", "sleep 7200")) // changed
 	n.await("the changed pod", time.Minute, func(cs map[string]runner.Container) bool {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	spcli "github.com/staticpod/staticpod/cli"
+	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -131,19 +133,24 @@ func TestCLIAgainstTheDaemon(t *testing.T) {
 // awaitPS runs ps until a line holds every one of want, or fails after 30 s.
 func awaitPS(t *testing.T, api []string, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out, errOut, code := runSplit(t, "", nil, append([]string{"ps"}, api...)...)
+	var out, errOut string
+	var code int
+	found := false
+	defer func() { // runs as a failed Await ends the test: show what ps said instead
+		if !found {
+			t.Logf("ps: exit %d, %s\n%s", code, errOut, out)
+		}
+	}()
+	testenv.Await(t, fmt.Sprintf("ps to show %q", want), 30*time.Second, func() bool {
+		out, errOut, code = runSplit(t, "", nil, append([]string{"ps"}, api...)...)
 		for _, line := range strings.Split(out, "\n") {
 			if containsAll(line, want) {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ps does not show %q after 30s: exit %d, %s\n%s", want, code, errOut, out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false
+	})
+	found = true
 }
 
 func containsAll(s string, parts []string) bool {

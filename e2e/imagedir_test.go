@@ -23,7 +23,7 @@ spec:
   containers:
   - {name: main, image: late:1, imagePullPolicy: Never, command: [sleep, "3600"]}
 `)
-	awaitText(t, sp.out, "is not present with pull policy of Never")
+	sp.awaitLog("is not present with pull policy of Never")
 	archive, err := testenv.BuildImage(testenv.ImageOptions{Ref: ref})
 	if err != nil {
 		t.Fatal(err)

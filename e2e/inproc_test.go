@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/containerdrt"
+	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -74,18 +75,22 @@ func (p *inproc) apply(docs ...string) {
 // awaitPod polls the runner's statuses until cond holds for the pod named name.
 func (p *inproc) awaitPod(name, what string, timeout time.Duration, cond func(*corev1.Pod) bool) *corev1.Pod {
 	p.n.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var found *corev1.Pod
+	defer func() { // runs as a failed Await ends the test: show the statuses instead
+		if found == nil {
+			p.n.t.Logf("statuses: %s", describePods(p.r.Pods()))
+		}
+	}()
+	testenv.Await(p.n.t, "pod "+name+" "+what, timeout, func() bool {
 		for _, pod := range p.r.Pods() {
 			if pod.Name == name && cond(pod) {
-				return pod
+				found = pod
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			p.n.t.Fatalf("pod %s: not %s after %v; statuses: %s", name, what, timeout, describePods(p.r.Pods()))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	})
+	return found
 }
 
 func describePods(pods []*corev1.Pod) string {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -64,8 +62,9 @@ func (n *node) path(rel string) string { return filepath.Join(n.dir, rel) }
 
 // staticpod is a running `staticpod run`.
 type staticpod struct {
+	t      testing.TB
 	cmd    *exec.Cmd
-	out    *syncBuffer
+	out    *testenv.Buffer // its log
 	exited chan struct{}
 }
 
@@ -85,7 +84,7 @@ func (n *node) start(extra ...string) *staticpod {
 		"--pleg-relist-period", e2eRelist.String(),
 		"--log-level", "debug",
 	}, extra...)
-	sp := &staticpod{cmd: exec.Command(binary, args...), out: &syncBuffer{}, exited: make(chan struct{})}
+	sp := &staticpod{t: n.t, cmd: exec.Command(binary, args...), out: &testenv.Buffer{}, exited: make(chan struct{})}
 	sp.cmd.Stdout, sp.cmd.Stderr = sp.out, sp.out
 	if err := sp.cmd.Start(); err != nil {
 		n.t.Fatal(err)
@@ -115,6 +114,14 @@ func (sp *staticpod) stop() {
 func (sp *staticpod) kill9() {
 	sp.cmd.Process.Kill()
 	<-sp.exited
+}
+
+// awaitLog waits until staticpod's log says want; the log is printed if it never does.
+func (sp *staticpod) awaitLog(want string) {
+	sp.t.Helper()
+	testenv.Await(sp.t, fmt.Sprintf("staticpod's log to say %q", want), 30*time.Second, func() bool {
+		return strings.Contains(sp.out.String(), want)
+	})
 }
 
 // write saves a manifest the way editors do: a temp file, then a rename.
@@ -148,17 +155,34 @@ func (n *node) containers() map[string]runner.Container {
 // await polls until cond holds for the node's containers, or fails after timeout.
 func (n *node) await(what string, timeout time.Duration, cond func(map[string]runner.Container) bool) map[string]runner.Container {
 	n.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		cs := n.containers()
-		if cond(cs) {
-			return cs
+	var cs map[string]runner.Container
+	done := false
+	defer func() { // runs as a failed Await ends the test: show what there was instead
+		if !done {
+			n.t.Logf("containers: %v", summary(cs))
 		}
-		if time.Now().After(deadline) {
-			n.t.Fatalf("timed out after %v waiting for %s; containers: %v", timeout, what, summary(cs))
+	}()
+	testenv.Await(n.t, what, timeout, func() bool {
+		cs = n.containers()
+		return cond(cs)
+	})
+	done = true
+	return cs
+}
+
+// awaitFile waits until the file at path contains want.
+func awaitFile(t testing.TB, path, want string) {
+	t.Helper()
+	var data []byte
+	defer func() { // runs as a failed Await ends the test: show what the file holds
+		if !strings.Contains(string(data), want) {
+			t.Logf("%s:\n%s", path, data)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	}()
+	testenv.Await(t, fmt.Sprintf("%s to contain %q", path, want), 30*time.Second, func() bool {
+		data, _ = os.ReadFile(path)
+		return strings.Contains(string(data), want)
+	})
 }
 
 func summary(cs map[string]runner.Container) []string {
@@ -191,24 +215,6 @@ spec:
     image: %s
     command: ["sh", "-c", %q]
 `, name, policy, strings.Join(extra, ""), e2eImage, script)
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's output and the test's reads.
-type syncBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // unmountUnder unmounts everything mounted below dir, deepest first.

@@ -83,15 +83,6 @@ func (o *onceEnv) assertNothingLeft(ns string) {
 	if cs, err := o.d.Client.Containers(namespaces.WithNamespace(ctx, ns)); err != nil || len(cs) > 0 {
 		o.t.Errorf("containers left in %s: %d (%v)", ns, len(cs), err)
 	}
-	// containerd asks a shim to shut down after its last task is deleted, and does not
-	// wait for its exit: give it a moment.
-	shims := shimsOf(ns)
-	for deadline := time.Now().Add(10 * time.Second); len(shims) > 0 && time.Now().Before(deadline); shims = shimsOf(ns) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if len(shims) > 0 {
-		o.t.Errorf("shims of namespace %s still run: %v", ns, shims)
-	}
 	for _, p := range []string{filepath.Join(once.RuncStateDir, ns), filepath.Join(once.CgroupDir, ns)} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			o.t.Errorf("%s is left (%v)", p, err)
@@ -103,6 +94,18 @@ func (o *onceEnv) assertNothingLeft(ns string) {
 	if mounts, _ := os.ReadFile("/proc/self/mounts"); strings.Contains(string(mounts), o.tmp) {
 		o.t.Errorf("mounts are left under %s", o.tmp)
 	}
+	// containerd asks a shim to shut down after its last task is deleted, and does not
+	// wait for its exit: give it a moment.
+	var shims []string
+	defer func() { // runs as a failed Await ends the test: name the shims
+		if len(shims) > 0 {
+			o.t.Logf("shims still running: %v", shims)
+		}
+	}()
+	testenv.Await(o.t, "the shims of namespace "+ns+" to exit", 10*time.Second, func() bool {
+		shims = shimsOf(ns)
+		return len(shims) == 0
+	})
 }
 
 // shimsOf returns the command lines of the shims serving namespace ns.

@@ -175,10 +175,7 @@ spec:
 	})
 
 	p.apply() // the manifest is removed
-	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(readFile(host+"/order"), "sidecar-stopped") && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	awaitFile(t, host+"/order", "sidecar-stopped")
 	got := strings.Fields(readFile(host + "/order"))
 	tail := strings.Join(got[len(got)-3:], " ")
 	if tail != "prestop-seen app-stopped sidecar-stopped" {

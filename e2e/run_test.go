@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -63,7 +64,7 @@ func TestRunFollowsTheManifestDirectory(t *testing.T) {
 	n.write("a-first.yaml", podManifest("twin", "Always", "sleep 3600"))
 	n.write("b-second.yaml", podManifest("twin", "Always", "sleep 7200"))
 	n.await("one twin", time.Minute, running("twin-node1/main/0"))
-	awaitText(t, sp.out, "b-second.yaml: pod default/twin-node1 is already defined in "+filepath.Join(n.manifests, "a-first.yaml"))
+	sp.awaitLog("b-second.yaml: pod default/twin-node1 is already defined in " + filepath.Join(n.manifests, "a-first.yaml"))
 	twins := 0
 	for key := range n.containers() {
 		if strings.HasPrefix(key, "twin-") {
@@ -82,15 +83,10 @@ func TestRunFollowsTheManifestDirectory(t *testing.T) {
 		return !ok
 	})
 	// The pod's data and logs go right after its last container.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	testenv.Await(t, "the removed pod's logs gone after its last container", 10*time.Second, func() bool {
 		_, err := os.Stat(filepath.Dir(v2.LogPath))
-		if os.IsNotExist(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the removed pod's logs are still there 10s after its last container went (%v)", err)
-		}
-	}
+		return os.IsNotExist(err)
+	})
 }
 
 func TestRunRestartsWithBackoffAndFinishesJobs(t *testing.T) {
@@ -140,7 +136,7 @@ func TestRunKeepsPodsOnBrokenEdits(t *testing.T) {
 	n.write("etcd.yaml", podManifest("etcd", "Always", "sleep 3600"))
 	before := n.await("etcd running", time.Minute, running("etcd-node1/main/0"))["etcd-node1/main/0"]
 	n.write("etcd.yaml", strings.Replace(podManifest("etcd", "Always", "sleep 3601"), "image:", "imag:", 1))
-	awaitText(t, sp.out, "spec.containers[0].image: Required value")
+	sp.awaitLog("spec.containers[0].image: Required value")
 	time.Sleep(5 * e2eRelist)
 	if now := n.containers()["etcd-node1/main/0"]; now.ID != before.ID || now.PID != before.PID || now.State != runner.StateRunning {
 		t.Fatalf("a broken edit disturbed the running pod: %+v", now)
@@ -150,7 +146,7 @@ func TestRunKeepsPodsOnBrokenEdits(t *testing.T) {
 		c := cs["etcd-node1/main/0"]
 		return c.ID != before.ID && c.State == runner.StateRunning
 	})
-	awaitText(t, sp.out, "manifest is valid again")
+	sp.awaitLog("manifest is valid again")
 }
 
 func TestRunAdoptsAfterKill9(t *testing.T) {
@@ -169,7 +165,7 @@ func TestRunAdoptsAfterKill9(t *testing.T) {
 	sp.kill9()
 
 	sp = n.start()
-	awaitText(t, sp.out, "staticpod started")
+	sp.awaitLog("staticpod started")
 	time.Sleep(3 * e2eRelist) // the runner converges within 2 relist periods: watch a third
 	after := n.containers()
 	for _, key := range []string{"etcd-node1/main/1", "api-node1/main/0"} {
@@ -179,33 +175,5 @@ func TestRunAdoptsAfterKill9(t *testing.T) {
 	}
 	if len(after) != len(before) {
 		t.Errorf("containers before the restart %v, after %v", summary(before), summary(after))
-	}
-}
-
-// awaitFile waits until the file at path contains want.
-func awaitFile(t *testing.T, path, want string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		data, _ := os.ReadFile(path)
-		if strings.Contains(string(data), want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s does not contain %q after 30s:\n%s", path, want, data)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// awaitText waits until staticpod's output contains want.
-func awaitText(t *testing.T, out *syncBuffer, want string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("staticpod's log does not say %q after 30s", want)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
