@@ -56,6 +56,34 @@ func (n *node) apiGet(path string) (int, []byte) {
 	return resp.StatusCode, body
 }
 
+// relists returns how many relists the daemon has done, from GET /metrics.
+func (n *node) relists() uint64 {
+	n.t.Helper()
+	code, body := n.apiGet("/metrics")
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if code != http.StatusOK || err != nil {
+		n.t.Fatalf("GET /metrics = %d, parse: %v", code, err)
+	}
+	f := families["staticpod_pleg_relist_duration_seconds"]
+	if f == nil || len(f.GetMetric()) != 1 {
+		n.t.Fatalf("/metrics lacks staticpod_pleg_relist_duration_seconds: %v", f)
+	}
+	return f.GetMetric()[0].GetHistogram().GetSampleCount()
+}
+
+// awaitRelists waits until the daemon has relisted count more times. Each relist wakes
+// every pod's worker, so a test that checks that something does not happen waits for a
+// few: they prove that the daemon had its chances to do it, where a fixed sleep proves
+// nothing on a slow machine.
+func (n *node) awaitRelists(count uint64) {
+	n.t.Helper()
+	from := n.relists()
+	testenv.Await(n.t, fmt.Sprintf("%d relists of the daemon", count), time.Minute, func() bool {
+		return n.relists() >= from+count
+	})
+}
+
 // pods returns GET /pods decoded with k8s.io/api.
 func (n *node) pods() map[string]corev1.Pod {
 	n.t.Helper()
@@ -256,13 +284,14 @@ func TestManifestURLDrivesPods(t *testing.T) {
 		t.Errorf("header X-Fleet = %q, want blue", got)
 	}
 	ms.mu.Unlock()
-	time.Sleep(time.Second)
-	if ms.unmod.Load() == 0 {
-		t.Error("an unchanged body was never answered 304")
-	}
+	testenv.Await(t, "an unchanged body answered 304", 30*time.Second, func() bool { return ms.unmod.Load() > 0 })
 
-	ms.garbage.Store(true) // garbage for a while: the pod keeps running
-	time.Sleep(time.Second)
+	// Garbage for a few polls, and relists after them, each a chance for the runner to
+	// act on the failing source: the pod keeps running.
+	ms.garbage.Store(true)
+	from := ms.polls.Load()
+	testenv.Await(t, "polls answered with garbage", 30*time.Second, func() bool { return ms.polls.Load() >= from+3 })
+	n.awaitRelists(3)
 	srv.CloseClientConnections()
 	ms.garbage.Store(false)
 	if now := n.containers()["fleet-node1/main/0"]; now.PID != first.PID || now.State != runner.StateRunning {
@@ -313,7 +342,7 @@ func TestPreviousLogsAfterACrash(t *testing.T) {
 	}
 	second := n.await("restarted", time.Minute, running("crash-node1/main/1"))["crash-node1/main/1"]
 	awaitFile(t, second.LogPath, "started at")
-	time.Sleep(3 * e2eRelist) // housekeeping runs: the last exit must survive it
+	n.awaitHousekeeping() // the last exit must survive it
 	code, body := n.apiGet("/containerLogs/default/crash-node1/main?previous=1")
 	if code != http.StatusOK || !strings.HasPrefix(string(body), "started at ") || strings.Count(string(body), "\n") != 1 {
 		t.Errorf("previous logs = %d %q, want the first attempt's output", code, body)

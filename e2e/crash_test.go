@@ -49,31 +49,9 @@ func TestCreationSurvivesACrashAtEveryStep(t *testing.T) {
 // the manifest's first container leaves after step.
 func (n *node) leaveHalfCreated(manifest, file, step string) {
 	n.t.Helper()
-	res := manifests.Load([]byte(manifest), manifests.Options{
-		NodeName: e2eNode, Source: manifests.Source{Kind: manifests.SourceFile, Location: filepath.Join(n.manifests, file)},
-	})
-	if len(res.Errors) > 0 {
-		n.t.Fatal(res.Errors)
-	}
-	pod := res.Pods[0]
-	// A runtime configured as the daemon is, to create the container the same way.
-	rt, err := containerdrt.New(n.ctx, containerdrt.Config{
-		Address: n.d.Address, Namespace: n.ns, RootDir: n.path("root"), PodLogDir: n.path("log/pods"), Self: binary,
-		Log: containerdrt.LogConfig{ContainersDir: n.path("log/containers")},
-	})
-	if err != nil {
-		n.t.Fatal(err)
-	}
+	rt := n.daemonRuntime()
 	defer rt.Close()
-	img, err := rt.EnsureImage(n.ctx, e2eImage, corev1.PullIfNotPresent)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	c := &pod.Spec.Containers[0]
-	created, err := rt.CreateContainer(n.ctx, runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Image: img})
-	if err != nil {
-		n.t.Fatal(err)
-	}
+	created := n.createFirstContainer(rt, manifest, file)
 	ctd, err := n.d.Client.LoadContainer(n.ctx, created.ID)
 	if err != nil {
 		n.t.Fatal(err)
@@ -99,4 +77,60 @@ func (n *node) leaveHalfCreated(manifest, file, step string) {
 	if err != nil {
 		n.t.Fatalf("leave the state after %q: %v", step, err)
 	}
+}
+
+// awaitHousekeeping waits until the daemon has run its housekeeping (every 2 s, apart
+// from relists) once from now. It leaves what a staticpod killed right after creating a
+// container leaves, for a pod no manifest wants, and waits until the daemon removed it:
+// only housekeeping finds such orphans.
+func (n *node) awaitHousekeeping() {
+	n.t.Helper()
+	rt := n.daemonRuntime()
+	defer rt.Close()
+	orphan := n.createFirstContainer(rt, podManifest("orphan", "Always", "sleep 3600", "  hostNetwork: true\n"), "orphan.yaml")
+	n.await("the daemon's housekeeping to remove an orphan", time.Minute, func(cs map[string]runner.Container) bool {
+		for _, c := range cs {
+			if c.ID == orphan.ID {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// daemonRuntime returns a runtime configured as the node's daemon is, to create
+// containers the same way; the caller closes it.
+func (n *node) daemonRuntime() *containerdrt.Runtime {
+	n.t.Helper()
+	rt, err := containerdrt.New(n.ctx, containerdrt.Config{
+		Address: n.d.Address, Namespace: n.ns, RootDir: n.path("root"), PodLogDir: n.path("log/pods"), Self: binary,
+		Log: containerdrt.LogConfig{ContainersDir: n.path("log/containers")},
+	})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return rt
+}
+
+// createFirstContainer creates, and does not start, the first container of the pod
+// that manifest defines, as if it came from file in the manifest directory.
+func (n *node) createFirstContainer(rt *containerdrt.Runtime, manifest, file string) runner.Container {
+	n.t.Helper()
+	res := manifests.Load([]byte(manifest), manifests.Options{
+		NodeName: e2eNode, Source: manifests.Source{Kind: manifests.SourceFile, Location: filepath.Join(n.manifests, file)},
+	})
+	if len(res.Errors) > 0 {
+		n.t.Fatal(res.Errors)
+	}
+	pod := res.Pods[0]
+	img, err := rt.EnsureImage(n.ctx, e2eImage, corev1.PullIfNotPresent)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	c := &pod.Spec.Containers[0]
+	created, err := rt.CreateContainer(n.ctx, runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Image: img})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return created
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -91,6 +92,29 @@ func (p *inproc) awaitPod(name, what string, timeout time.Duration, cond func(*c
 		return false
 	})
 	return found
+}
+
+// pod returns the runner's status of the pod named name.
+func (p *inproc) pod(name string) *corev1.Pod {
+	p.n.t.Helper()
+	for _, pod := range p.r.Pods() {
+		if pod.Name == name {
+			return pod
+		}
+	}
+	p.n.t.Fatalf("the runner has no pod %s; statuses: %s", name, describePods(p.r.Pods()))
+	return nil
+}
+
+// awaitRelists waits until the runner has relisted count more times, each a chance for
+// its workers to act: proof that time passed for a test that checks that something does
+// not happen.
+func (p *inproc) awaitRelists(count uint64) {
+	p.n.t.Helper()
+	from := p.r.Relists()
+	testenv.Await(p.n.t, fmt.Sprintf("%d relists of the runner", count), time.Minute, func() bool {
+		return p.r.Relists() >= from+count
+	})
 }
 
 func describePods(pods []*corev1.Pod) string {

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -9,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -46,18 +49,22 @@ spec:
 }
 
 func TestLivenessProbeRestarts(t *testing.T) {
-	p := startInProcess(t, newNode(t))
+	n := newNode(t)
+	runs := probeRuns(t, n)
+	p := startInProcess(t, n)
 	p.apply(`apiVersion: v1
 kind: Pod
 metadata: {name: live}
 spec:
   terminationGracePeriodSeconds: 1
+  volumes: [{name: probes, hostPath: {path: ` + filepath.Dir(runs) + `}}]
   containers:
   - name: app
     image: ` + e2eImage + `
     command: ["sh", "-c", "touch /tmp/alive; trap 'exit 0' TERM; while true; do sleep 0.1; done"]
+    volumeMounts: [{name: probes, mountPath: /probes}]
     livenessProbe:
-      exec: {command: [test, -e, /tmp/alive]}
+      exec: {command: [sh, -c, "echo ran >> /probes/` + filepath.Base(runs) + `; test -e /tmp/alive"]}
       periodSeconds: 1
       failureThreshold: 1
 `)
@@ -65,8 +72,11 @@ spec:
 		return containerStatus(pod, "app").State.Running != nil
 	})
 	id := strings.TrimPrefix(containerStatus(pod, "app").ContainerID, "containerd://")
-	time.Sleep(1500 * time.Millisecond) // a passing probe or two first: it must not restart a healthy container
-	if got := containerStatus(p.r.Pods()[0], "app").RestartCount; got != 0 {
+	// Two passing probes, and relists after them to act on their results: a healthy
+	// container must not restart.
+	awaitProbeRuns(t, runs, 2)
+	p.awaitRelists(2)
+	if got := containerStatus(p.pod("live-node1"), "app").RestartCount; got != 0 {
 		t.Fatalf("a healthy container restarted %d times", got)
 	}
 	if _, err := p.rt.Exec(p.n.ctx, id, runner.ExecRequest{Command: []string{"rm", "/tmp/alive"}}); err != nil {
@@ -83,21 +93,25 @@ spec:
 }
 
 func TestStartupProbeProtectsSlowStarters(t *testing.T) {
-	p := startInProcess(t, newNode(t))
+	n := newNode(t)
+	runs := probeRuns(t, n)
+	p := startInProcess(t, n)
 	p.apply(`apiVersion: v1
 kind: Pod
 metadata: {name: slow}
 spec:
+  volumes: [{name: probes, hostPath: {path: ` + filepath.Dir(runs) + `}}]
   containers:
   - name: app
     image: ` + e2eImage + `
     command: ["sh", "-c", "sleep 4; touch /tmp/up; exec sleep 3600"]
+    volumeMounts: [{name: probes, mountPath: /probes}]
     startupProbe:
       exec: {command: [test, -e, /tmp/up]}
       periodSeconds: 1
       failureThreshold: 30
     livenessProbe:
-      exec: {command: [test, -e, /tmp/up]}
+      exec: {command: [sh, -c, "echo ran >> /probes/` + filepath.Base(runs) + `; test -e /tmp/up"]}
       periodSeconds: 1
       failureThreshold: 1
 `)
@@ -108,10 +122,31 @@ spec:
 	if n := containerStatus(pod, "app").RestartCount; n != 0 {
 		t.Errorf("a slow starter restarted %d times: liveness ran before the startup probe passed", n)
 	}
-	time.Sleep(2 * time.Second)
-	if n := containerStatus(p.r.Pods()[0], "app").RestartCount; n != 0 {
+	// The liveness probe takes over: two of its runs, and relists after them.
+	awaitProbeRuns(t, runs, 2)
+	p.awaitRelists(2)
+	if n := containerStatus(p.pod("slow-node1"), "app").RestartCount; n != 0 {
 		t.Errorf("restarted %d times after starting", n)
 	}
+}
+
+// probeRuns returns the file, in a directory of its own under the node, where a probe
+// command appends a line each time it runs (through a hostPath volume).
+func probeRuns(t *testing.T, n *node) string {
+	t.Helper()
+	dir := n.path("probes")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "runs")
+}
+
+// awaitProbeRuns waits until the probe that appends to the file at path has run count times.
+func awaitProbeRuns(t *testing.T, path string, count int) {
+	t.Helper()
+	testenv.Await(t, fmt.Sprintf("%d runs of the probe", count), time.Minute, func() bool {
+		return strings.Count(readFile(path), "\n") >= count
+	})
 }
 
 func TestInitContainersSidecarsAndHooks(t *testing.T) {
@@ -194,12 +229,12 @@ spec:
   containers:
   - name: app
     image: ` + e2eImage + `
-    command: ["sh", "-c", "trap '' TERM; while true; do sleep 0.1; done"]
+    command: ["sh", "-c", "trap '' TERM; echo ignoring TERM; while true; do sleep 0.1; done"]
 `)
 	p.awaitPod("stubborn-node1", "running", time.Minute, func(pod *corev1.Pod) bool {
 		return containerStatus(pod, "app").State.Running != nil
 	})
-	time.Sleep(300 * time.Millisecond) // the trap is set
+	awaitFile(t, p.n.containers()["stubborn-node1/app/0"].LogPath, "stdout F ignoring TERM") // the trap is set
 	start := time.Now()
 	p.apply()
 	p.n.await("the container gone", time.Minute, func(cs map[string]runner.Container) bool { return len(cs) == 0 })

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -122,7 +124,12 @@ func TestRunRestartsWithBackoffAndFinishesJobs(t *testing.T) {
 	if cs["ok-node1/main/0"].ExitCode != 0 || cs["fail-node1/main/0"].ExitCode != 3 || cs["retry-node1/main/1"].ExitCode != 0 {
 		t.Errorf("exit codes: %v", summary(cs))
 	}
-	time.Sleep(5 * e2eRelist) // a few syncs: nothing finished may start again
+	// The daemon saw them finish, then relisted a few times, each waking their workers:
+	// nothing finished may start again.
+	n.awaitPhase("ok-node1", corev1.PodSucceeded)
+	n.awaitPhase("fail-node1", corev1.PodFailed)
+	n.awaitPhase("retry-node1", corev1.PodSucceeded)
+	n.awaitRelists(5)
 	for _, again := range []string{"ok-node1/main/1", "fail-node1/main/1", "retry-node1/main/2"} {
 		if _, ok := n.containers()[again]; ok {
 			t.Errorf("%s started: a finished pod ran again", again)
@@ -137,7 +144,7 @@ func TestRunKeepsPodsOnBrokenEdits(t *testing.T) {
 	before := n.await("etcd running", time.Minute, running("etcd-node1/main/0"))["etcd-node1/main/0"]
 	n.write("etcd.yaml", strings.Replace(podManifest("etcd", "Always", "sleep 3601"), "image:", "imag:", 1))
 	sp.awaitLog("spec.containers[0].image: Required value")
-	time.Sleep(5 * e2eRelist)
+	n.awaitRelists(5) // each wakes the pod's worker: the broken edit must not reach it
 	if now := n.containers()["etcd-node1/main/0"]; now.ID != before.ID || now.PID != before.PID || now.State != runner.StateRunning {
 		t.Fatalf("a broken edit disturbed the running pod: %+v", now)
 	}
@@ -166,7 +173,7 @@ func TestRunAdoptsAfterKill9(t *testing.T) {
 
 	sp = n.start()
 	sp.awaitLog("staticpod started")
-	time.Sleep(3 * e2eRelist) // the runner converges within 2 relist periods: watch a third
+	n.awaitRelists(3) // the runner converges within 2 relists: watch a third
 	after := n.containers()
 	for _, key := range []string{"etcd-node1/main/1", "api-node1/main/0"} {
 		if after[key].PID != before[key].PID || after[key].State != runner.StateRunning {
