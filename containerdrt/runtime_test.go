@@ -272,7 +272,8 @@ spec:
 	cs := r.mustRunPod(t, pod)
 	polite := r.awaitState(t, cs["polite"].ID, runner.StateRunning)
 	stubborn := r.awaitState(t, cs["stubborn"].ID, runner.StateRunning)
-	time.Sleep(300 * time.Millisecond) // let the shells install their traps
+	awaitSignalMask(t, polite.PID, "SigCgt", syscall.SIGTERM) // the shells installed their traps
+	awaitSignalMask(t, stubborn.PID, "SigIgn", syscall.SIGTERM)
 
 	if err := r.StopContainer(r.ctx, polite.ID, time.Minute); err != nil {
 		t.Fatal(err)
@@ -292,6 +293,25 @@ spec:
 	if got := r.awaitState(t, stubborn.ID, runner.StateExited); got.ExitCode != 137 || got.Reason != "Error" {
 		t.Errorf("stubborn container exited %d (%s), want 137 (Error)", got.ExitCode, got.Reason)
 	}
+}
+
+// awaitSignalMask waits until sig is in the process's signal mask named mask in
+// /proc/PID/status: SigCgt once it has a handler, SigIgn once it ignores the signal.
+func awaitSignalMask(t *testing.T, pid uint32, mask string, sig syscall.Signal) {
+	t.Helper()
+	testenv.Await(t, fmt.Sprintf("process %d to have %s in %s", pid, sig, mask), 30*time.Second, func() bool {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			t.Fatalf("process %d: %v", pid, err)
+		}
+		for line := range strings.Lines(string(status)) {
+			if hex, ok := strings.CutPrefix(line, mask+":"); ok {
+				bits, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+				return err == nil && bits&(1<<(sig-1)) != 0
+			}
+		}
+		return false
+	})
 }
 
 func TestExitCodesReasonsAndMessages(t *testing.T) {
