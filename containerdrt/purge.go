@@ -12,7 +12,7 @@ import (
 // PurgeNamespace deletes the runtime's namespace: its images and leases first (their
 // content and snapshots are collected at once), then the namespace itself, which
 // containerd refuses while anything is left in it, so the containers must be removed
-// before. It is for a namespace the caller owns alone, as `staticpod once` does; a
+// before; then the shims containerd failed to shut down (see killShimsOf). It is for a namespace the caller owns alone, as `staticpod once` does; a
 // namespace that is already gone is no error.
 func (r *Runtime) PurgeNamespace(ctx context.Context) error {
 	ctx, cancel := r.call(ctx)
@@ -38,6 +38,10 @@ func (r *Runtime) PurgeNamespace(ctx context.Context) error {
 	}
 	if err := ignoreNotFound(r.client.NamespaceService().Delete(ctx, r.cfg.Namespace)); err != nil {
 		errs = append(errs, fmt.Errorf("delete containerd namespace %s: %w", r.cfg.Namespace, convertErr(err)))
+		return errors.Join(errs...)
+	}
+	if n := killShimsOf("/proc", r.cfg.Namespace); n > 0 {
+		r.log.Warn("killed shims containerd left behind", "namespace", r.cfg.Namespace, "shims", n)
 	}
 	return errors.Join(errs...)
 }
