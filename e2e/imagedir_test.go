@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/staticpod/staticpod/internal/testenv"
+	"github.com/staticpod/staticpod/runner"
 )
 
 // A pod whose image is not there (imagePullPolicy: Never) runs as soon as an archive
@@ -45,4 +46,35 @@ spec:
 	} else {
 		t.Logf("the pod ran %v after its image arrived", took.Round(time.Millisecond))
 	}
+}
+
+// Archives already in --image-dir are imported before any pod starts, and their
+// images run pods at once (make run works this way).
+func TestImageArchivesPresentAtStart(t *testing.T) {
+	n := newNode(t)
+	images := n.path("images")
+	if err := os.MkdirAll(images, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{"docker.io/library/early:1", "docker.io/library/early:2"} {
+		archive, err := testenv.BuildImage(testenv.ImageOptions{Ref: ref})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(images, filepath.Base(ref)+".tar"), archive, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.write("early.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: early}
+spec:
+  containers:
+  - {name: one, image: early:1, imagePullPolicy: Never, command: [sleep, "3600"]}
+  - {name: two, image: early:2, imagePullPolicy: Never, command: [sleep, "3600"]}
+`)
+	n.start("--image-dir", images)
+	n.await("the pod running", time.Minute, func(cs map[string]runner.Container) bool {
+		return running("early-node1/one/0")(cs) && running("early-node1/two/0")(cs)
+	})
 }

@@ -184,3 +184,25 @@ func TestRunAdoptsAfterKill9(t *testing.T) {
 		t.Errorf("containers before the restart %v, after %v", summary(before), summary(after))
 	}
 }
+
+// A second daemon started by mistake on the same node fails (the first one answers on
+// its API socket), and on its way out it never stops the first one's pods, even with
+// --stop-pods-on-exit.
+func TestASecondDaemonLeavesThePodsAlone(t *testing.T) {
+	n := newNode(t)
+	n.start()
+	n.write("etcd.yaml", podManifest("etcd", "Always", "sleep 3600"))
+	before := n.await("etcd running", time.Minute, running("etcd-node1/main/0"))["etcd-node1/main/0"]
+	second := n.start("--stop-pods-on-exit")
+	select {
+	case <-second.exited:
+	case <-time.After(time.Minute):
+		t.Fatal("the second daemon still runs beside the first")
+	}
+	if !strings.Contains(second.out.String(), "is staticpod already running?") {
+		t.Errorf("the second daemon did not say why it stopped:\n%s", second.out)
+	}
+	if after := n.containers()["etcd-node1/main/0"]; after.State != runner.StateRunning || after.PID != before.PID {
+		t.Errorf("etcd after the second daemon: %s, pid %d -> %d; it must run on untouched", after.State, before.PID, after.PID)
+	}
+}
