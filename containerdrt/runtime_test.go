@@ -612,7 +612,7 @@ func TestLostTaskIsReportedExited(t *testing.T) {
 	// Without its shim nobody kills the container's process: containerd only forgets
 	// the task. The runtime must (checked below); the cleanup is a safety net.
 	t.Cleanup(func() { syscall.Kill(int(running.PID), syscall.SIGKILL) })
-	shim := shimOf(t, cs["c"].ID)
+	shim := r.shimOf(t)
 	if err := syscall.Kill(shim, syscall.SIGKILL); err != nil { // what a reboot or a crashed shim leaves
 		t.Fatal(err)
 	}
@@ -627,23 +627,30 @@ func TestLostTaskIsReportedExited(t *testing.T) {
 	})
 }
 
-// shimOf finds the PID of the shim that runs container id.
-func shimOf(t *testing.T, id string) int {
-	t.Helper()
+// shimsOf returns the PIDs of the shims serving namespace ns.
+func shimsOf(ns string) []int {
 	entries, _ := os.ReadDir("/proc")
+	var pids []int
 	for _, e := range entries {
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
+		if err != nil || !servesNamespace(strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"), ns) {
 			continue
 		}
-		args := strings.Split(string(cmdline), "\x00")
-		if len(args) > 0 && strings.Contains(args[0], "containerd-shim") && slices.Contains(args, id) {
-			pid, _ := strconv.Atoi(e.Name())
-			return pid
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
 		}
 	}
-	t.Fatalf("no shim for %s", id)
-	return 0
+	return pids
+}
+
+// shimOf returns the PID of the one shim serving the test's namespace.
+func (r *testRuntime) shimOf(t *testing.T) int {
+	t.Helper()
+	shims := shimsOf(r.cfg.Namespace)
+	if len(shims) != 1 {
+		t.Fatalf("shims of namespace %s: %v, want one", r.cfg.Namespace, shims)
+	}
+	return shims[0]
 }
 
 // A pod's sandbox scores as the kubelet's does (-998), or as staticpod itself where
@@ -686,4 +693,116 @@ func TestNewWritesNothing(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.cfg.RootDir, sandboxDir, "rootfs", sandboxBinary)); err != nil {
 		t.Errorf("after the first sandbox: %v", err)
 	}
+}
+
+// A pod's containers and its sandbox share one shim: restarting a container, exec,
+// and a container killed leave it be; it goes with the pod's last task.
+func TestPodHasOneShim(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: grouped}
+spec:
+  containers:
+  - {name: a, image: `+testImage+`, command: [sleep, "3600"]}
+  - {name: b, image: `+testImage+`, command: [sleep, "3600"]}
+`)
+	cs := r.mustRunPod(t, pod)
+	r.awaitState(t, cs["a"].ID, runner.StateRunning)
+	b := r.awaitState(t, cs["b"].ID, runner.StateRunning)
+	shim := r.shimOf(t) // the sandbox and both containers
+
+	// A new attempt of a container starts no shim.
+	if err := r.StopContainer(r.ctx, cs["a"].ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	a := &pod.Spec.Containers[0]
+	img, err := r.EnsureImage(r.ctx, a.Image, a.ImagePullPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := r.sandboxOf(t, pod)
+	again, err := r.CreateContainer(r.ctx, runner.CreateRequest{Pod: pod, Container: a, Attempt: 1, Hash: manifests.ContainerHash(a), Sandbox: &sb, Image: img})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.mustRemove(t, again.ID) })
+	if err := r.StartContainer(r.ctx, again.ID); err != nil {
+		t.Fatal(err)
+	}
+	r.awaitState(t, again.ID, runner.StateRunning)
+	if got := r.shimOf(t); got != shim {
+		t.Errorf("after a restart the pod's shim is %d, want %d still", got, shim)
+	}
+
+	// exec goes through the pod's shim.
+	var out strings.Builder
+	if code, err := r.Exec(r.ctx, b.ID, runner.ExecRequest{Command: []string{"echo", "grouped"}, Stdout: &out}); err != nil || code != 0 || out.String() != "grouped\n" {
+		t.Errorf("exec in a grouped container: %d %v %q", code, err, out.String())
+	}
+
+	// A container killed is reported exited; the shim serves the others on.
+	if err := syscall.Kill(int(b.PID), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.awaitState(t, b.ID, runner.StateExited); got.ExitCode != 137 {
+		t.Errorf("killed container: exit %d, want 137", got.ExitCode)
+	}
+	if got := r.shimOf(t); got != shim {
+		t.Errorf("after a container was killed the pod's shim is %d, want %d still", got, shim)
+	}
+
+	// The shim goes with the pod's last task.
+	for _, id := range []string{cs["a"].ID, b.ID, again.ID, sb.ID} {
+		r.mustRemove(t, id)
+	}
+	testenv.Await(t, "the pod's shim to exit with its last task", 10*time.Second, func() bool {
+		return syscall.Kill(shim, 0) != nil
+	})
+}
+
+// When a pod's shim dies, every container it served is reported exited (255, Unknown)
+// and its processes are killed, so that the restarts do not run beside them.
+func TestLostGroupShim(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: lostgroup}\nspec:\n  hostNetwork: true\n  containers:\n"+
+		"  - {name: a, image: "+testImage+", command: [sleep, \"3600\"]}\n  - {name: b, image: "+testImage+", command: [sleep, \"3600\"]}\n")
+	cs := r.mustRunPod(t, pod)
+	var pids []uint32
+	for _, name := range []string{"a", "b"} {
+		c := r.awaitState(t, cs[name].ID, runner.StateRunning)
+		pids = append(pids, c.PID)
+		t.Cleanup(func() { syscall.Kill(int(c.PID), syscall.SIGKILL) })
+	}
+	if err := syscall.Kill(r.shimOf(t), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		if got := r.awaitState(t, cs[name].ID, runner.StateExited); got.ExitCode != 255 || got.Reason != "Unknown" {
+			t.Errorf("%s after its shim died: exit %d %q, want 255 Unknown", name, got.ExitCode, got.Reason)
+		}
+	}
+	for _, pid := range pids {
+		testenv.Await(t, fmt.Sprintf("process %d gone after its shim died", pid), 10*time.Second, func() bool {
+			stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			return syscall.Kill(int(pid), 0) != nil || strings.Contains(string(stat), ") Z ")
+		})
+	}
+}
+
+// sandboxOf returns the running sandbox of pod, from List.
+func (r *testRuntime) sandboxOf(t *testing.T, pod *corev1.Pod) runner.Container {
+	t.Helper()
+	all, err := r.List(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range all {
+		if c.Kind == runner.KindSandbox && c.PodUID == pod.UID && c.State == runner.StateRunning {
+			return c
+		}
+	}
+	t.Fatalf("no running sandbox for %s", pod.Name)
+	return runner.Container{}
 }

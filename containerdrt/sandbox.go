@@ -150,6 +150,7 @@ func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int
 // kernel should kill it last of the pod, as its end takes the pod's namespaces.
 func sandboxSpec(pod *corev1.Pod, rootfs string, ownOOMScore int) []oci.SpecOpts {
 	opts := []oci.SpecOpts{
+		shimGroup(pod),
 		withOOMScoreAdj(max(sandboxOOMScoreAdj, ownOOMScore)),
 		oci.WithRootFSPath(rootfs),
 		oci.WithRootFSReadonly(),

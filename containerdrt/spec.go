@@ -5,6 +5,7 @@ import (
 
 	"github.com/containerd/containerd/v2/pkg/oci"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // containerSpec assembles a container's OCI spec options, applied after containerd's
@@ -22,7 +23,16 @@ func containerSpec(in specInput) ([]oci.SpecOpts, error) {
 		}
 		opts = append(opts, o...)
 	}
+	opts = append(opts, shimGroup(in.Pod))
 	return append(opts, namespaceOpts(in)...), nil
+}
+
+// shimGroup puts the container in its pod's shim: containerd's runc shim serves every
+// container whose spec names the same group in one process, so a pod costs one shim
+// however many containers (and sandbox) it has and however often they restart. The
+// shim exits with the last task of its group.
+func shimGroup(pod *corev1.Pod) oci.SpecOpts {
+	return oci.WithAnnotations(map[string]string{annotationShimGroup: string(pod.UID)})
 }
 
 // namespaceOpts puts a container in its pod's namespaces: it joins the sandbox's
