@@ -45,7 +45,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 		PodIP: r.podIP(pod), HostIP: r.cfg.HostIP, SeccompDir: r.cfg.SeccompDir,
 	}
 	if req.Sandbox != nil {
-		in.SandboxPID = req.Sandbox.PID
+		in.SandboxPID, in.SandboxID = req.Sandbox.PID, req.Sandbox.ID
 	}
 	opts, err := containerSpec(in)
 	if err != nil {

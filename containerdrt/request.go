@@ -15,6 +15,7 @@ type specInput struct {
 	Attempt    int                 // restart count of the container: names its termination log
 	Image      ocispec.ImageConfig // the image's config: Env, Entrypoint, Cmd, WorkingDir, User, StopSignal
 	SandboxPID uint32              // the sandbox process to join; 0 when the pod has no sandbox
+	SandboxID  string              // its container ID: the shim group of the pod's containers
 	PodDir     string              // <root-dir>/pods/<uid>: emptyDirs, /etc files, termination logs
 	PodIP      string              // the pod's IP as containers see it (127.0.0.1 on its own netns)
 	HostIP     string              // the node's primary IP

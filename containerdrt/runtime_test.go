@@ -696,7 +696,8 @@ func TestNewWritesNothing(t *testing.T) {
 }
 
 // A pod's containers and its sandbox share one shim: restarting a container, exec,
-// and a container killed leave it be; it goes with the pod's last task.
+// and a container killed leave it be; it goes with the pod's last task. (A pod on the
+// host network, which has no sandbox, keeps a shim per container: see shimGroup.)
 func TestPodHasOneShim(t *testing.T) {
 	r := newTestRuntime(t)
 	pod := loadPod(t, `
@@ -766,7 +767,7 @@ spec:
 // and its processes are killed, so that the restarts do not run beside them.
 func TestLostGroupShim(t *testing.T) {
 	r := newTestRuntime(t)
-	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: lostgroup}\nspec:\n  hostNetwork: true\n  containers:\n"+
+	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: lostgroup}\nspec:\n  containers:\n"+
 		"  - {name: a, image: "+testImage+", command: [sleep, \"3600\"]}\n  - {name: b, image: "+testImage+", command: [sleep, \"3600\"]}\n")
 	cs := r.mustRunPod(t, pod)
 	var pids []uint32

@@ -131,7 +131,7 @@ func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int
 	}
 	c, err := r.client.NewContainer(ctx, id,
 		client.WithContainerLabels(labels),
-		client.WithNewSpec(sandboxSpec(pod, rootfs, own)...),
+		client.WithNewSpec(append(sandboxSpec(pod, rootfs, own), shimGroup(id))...),
 	)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
@@ -150,7 +150,6 @@ func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int
 // kernel should kill it last of the pod, as its end takes the pod's namespaces.
 func sandboxSpec(pod *corev1.Pod, rootfs string, ownOOMScore int) []oci.SpecOpts {
 	opts := []oci.SpecOpts{
-		shimGroup(pod),
 		withOOMScoreAdj(max(sandboxOOMScoreAdj, ownOOMScore)),
 		oci.WithRootFSPath(rootfs),
 		oci.WithRootFSReadonly(),

@@ -5,7 +5,6 @@ import (
 
 	"github.com/containerd/containerd/v2/pkg/oci"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // containerSpec assembles a container's OCI spec options, applied after containerd's
@@ -23,16 +22,23 @@ func containerSpec(in specInput) ([]oci.SpecOpts, error) {
 		}
 		opts = append(opts, o...)
 	}
-	opts = append(opts, shimGroup(in.Pod))
+	if in.SandboxID != "" {
+		opts = append(opts, shimGroup(in.SandboxID))
+	}
 	return append(opts, namespaceOpts(in)...), nil
 }
 
-// shimGroup puts the container in its pod's shim: containerd's runc shim serves every
-// container whose spec names the same group in one process, so a pod costs one shim
-// however many containers (and sandbox) it has and however often they restart. The
-// shim exits with the last task of its group.
-func shimGroup(pod *corev1.Pod) oci.SpecOpts {
-	return oci.WithAnnotations(map[string]string{annotationShimGroup: string(pod.UID)})
+// shimGroup puts a container in its sandbox's shim: containerd's runc shim serves
+// every container whose spec names the same group in one process, so a pod with a
+// sandbox costs one shim however many containers it has and however often they
+// restart. The group is the sandbox, which lives as long as its containers: a shim
+// exits with the last task of its group, and a task that joins a group whose shim is
+// exiting fails to start (seen on containerd 2.4), so a group must never outlive its
+// first task. A new sandbox is a new group. Pods without a sandbox (on the host
+// network) have nothing to hold a group's shim across the restart of their last
+// container, and keep a shim per container.
+func shimGroup(sandboxID string) oci.SpecOpts {
+	return oci.WithAnnotations(map[string]string{annotationShimGroup: sandboxID})
 }
 
 // namespaceOpts puts a container in its pod's namespaces: it joins the sandbox's

@@ -102,3 +102,21 @@ func TestContainerSpecMountsCgroupfs(t *testing.T) {
 		t.Errorf("own cgroup namespace = %v on a host with unified cgroups %v", got.OwnNamespace, hostCgroups().unified)
 	}
 }
+
+// A container joins its sandbox's shim; one of a pod without a sandbox has its own.
+func TestContainerSpecShimGroup(t *testing.T) {
+	pod := testPod("web")
+	pod.Spec.Containers[0].Command = []string{"sh"}
+	for _, sandbox := range []string{"web-node1_0_0123abcd", ""} {
+		in := prepared(t, pod)
+		in.SandboxID = sandbox
+		opts, err := containerSpec(in)
+		if err != nil {
+			t.Fatalf("containerSpec: %v", err)
+		}
+		group, ok := specFromOpts(t, specUsersRootfs(t), opts).Annotations[annotationShimGroup]
+		if group != sandbox || ok != (sandbox != "") {
+			t.Errorf("with sandbox %q: shim group %q (set: %v), want the sandbox's ID", sandbox, group, ok)
+		}
+	}
+}
