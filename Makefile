@@ -55,6 +55,8 @@ run: deps build
 	$(BIN) run --start-containerd --stop-pods-on-exit --pod-manifest-path examples $(RUN_FLAGS)
 
 run-clean:
+	-for t in $$(ctr -a $(RUN_DIR)/containerd.sock -n staticpod tasks ls -q 2>/dev/null); do \
+		ctr -a $(RUN_DIR)/containerd.sock -n staticpod tasks kill -a -s SIGKILL $$t; done
 	-pkill -f "[c]ontainerd --config $(RUN_DIR)/root/containerd/config.toml"
 	-pkill -f "[c]ontainerd-shim-runc-v2 .*-address $(RUN_DIR)/"
 	-grep -o " $(RUN_DIR)[^ ]*" /proc/mounts | sort -r | xargs -r umount -l
