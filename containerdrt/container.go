@@ -133,8 +133,12 @@ func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Cre
 		}
 		return convertErr(err)
 	}
-	_, err = c.SetLabels(ctx, map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)})
-	return convertErr(err)
+	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)}); err != nil {
+		// The container runs: failing its start would have it removed. List records a
+		// start time for a running task that has none.
+		r.log.Warn("record container start", "id", c.ID(), "err", convertErr(err))
+	}
+	return nil
 }
 
 // BeginStop records the deadline of a stop that begins, unless one began already.

@@ -75,17 +75,21 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 // settle brings what containerd holds of a container up to date before it is reported:
 // a stopped task is reaped, a started container whose task vanished is marked lost, a
 // running one whose start was not recorded gets a start time, and a message left
-// pending by an interrupted reap is recorded. A failure is logged and the
-// next List tries again; the container is reported as it is meanwhile.
+// pending by an interrupted reap is recorded. A failure is logged and the next List
+// tries again; meanwhile an exit that is not recorded whole is reported unknown, never
+// as an exit that would read differently later.
 func (r *Runtime) settle(ctx context.Context, info containers.Container, proc *task.Process) (containers.Container, *task.Process) {
+	if proc == nil && started(info) {
+		info, proc = r.missingTask(ctx, info) // a slow shim may answer alone that it stopped
+	}
 	var err error
 	switch {
-	case proc == nil && started(info):
-		return r.missingTask(ctx, info)
 	case proc != nil && proc.Status == task.Status_STOPPED:
-		var reaped containers.Container
-		if reaped, err = r.reap(ctx, info, proc); err == nil {
-			return reaped, nil
+		var gone bool
+		if info, gone, err = r.reap(ctx, info, proc); err == nil || gone {
+			proc = nil // reaped; or gone with its message pending, which reads as unknown
+		} else {
+			proc = &task.Process{ID: proc.ID, Pid: proc.Pid, Status: task.Status_UNKNOWN}
 		}
 	case proc != nil && proc.Status == task.Status_RUNNING && info.Labels[labelStartedAt] == "":
 		// Started by a staticpod that stopped before it recorded the start: the time
@@ -93,13 +97,9 @@ func (r *Runtime) settle(ctx context.Context, info containers.Container, proc *t
 		var all map[string]string
 		if all, err = r.setLabels(ctx, info.ID, map[string]string{labelStartedAt: time.Now().UTC().Format(time.RFC3339Nano)}); err == nil {
 			info.Labels = all
-			return info, proc
 		}
 	case proc == nil && info.Labels[labelMessagePending] != "":
-		var recorded containers.Container
-		if recorded, err = r.recordLogMessage(ctx, info); err == nil {
-			return recorded, nil
-		}
+		info, err = r.recordLogMessage(ctx, info)
 	}
 	if err != nil {
 		r.log.Warn("record container exit", "id", info.ID, "err", err)
@@ -248,7 +248,9 @@ func parseTime(s string) time.Time {
 // message marked pending, so that neither a crash nor a failed call between the steps
 // loses the exit code, and the message follows once the task is gone. A pending
 // container is reported as unknown, never as exited without its message.
-func (r *Runtime) reap(ctx context.Context, info containers.Container, proc *task.Process) (containers.Container, error) {
+//
+// It returns the container as far as it got, and whether the task is gone.
+func (r *Runtime) reap(ctx context.Context, info containers.Container, proc *task.Process) (_ containers.Container, gone bool, _ error) {
 	code := int32(proc.ExitStatus)
 	msg := readTerminationMessage(info.Labels[LabelTermination])
 	fromLog := msg == "" && code != 0 && info.Labels[LabelTermPolicy] == string(corev1.TerminationMessageFallbackToLogsOnError)
@@ -263,16 +265,17 @@ func (r *Runtime) reap(ctx context.Context, info containers.Container, proc *tas
 	}
 	all, err := r.setLabels(ctx, info.ID, labels)
 	if err != nil {
-		return info, err
-	}
-	if _, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: info.ID}); ignoreNotFound(convertErr(err)) != nil {
-		return info, convertErr(err)
+		return info, false, err
 	}
 	info.Labels = all
-	if fromLog {
-		return r.recordLogMessage(ctx, info)
+	if _, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: info.ID}); ignoreNotFound(convertErr(err)) != nil {
+		return info, false, convertErr(err)
 	}
-	return info, nil
+	if fromLog {
+		info, err = r.recordLogMessage(ctx, info)
+		return info, true, err
+	}
+	return info, true, nil
 }
 
 // recordLogMessage records the end of a reaped container's log as its termination
