@@ -216,6 +216,9 @@ func (p *planner) init() bool {
 		case last == nil:
 			a.Start = append(a.Start, Start{Container: c, Init: true, Attempt: nextAttempt(p.all, c.Name)})
 			return false
+		case stopBegun(last):
+			a.Kill = append(a.Kill, *last)
+			return false
 		case last.State == StateRunning && (!sidecar || last.Hash == manifests.ContainerHash(c)):
 			if !sidecar || p.cur.Unstarted[c.Name] {
 				return false // a regular init container still works; a sidecar still starts
@@ -245,6 +248,14 @@ func (p *planner) init() bool {
 		}
 	}
 	return true
+}
+
+// stopBegun reports whether c runs although a stop of it began (a failed probe's
+// kill, interrupted by a restart of staticpod, or a stop that failed): the stop is
+// finished, with what is left of its grace period, and the restart policy applies to
+// the exit as to any other.
+func stopBegun(c *Container) bool {
+	return c.State == StateRunning && !c.StopDeadline.IsZero()
 }
 
 // appsStarted reports whether the pod's app containers have run in this sandbox, that
@@ -280,6 +291,9 @@ func (p *planner) apps() {
 		switch {
 		case last == nil:
 			a.Start = append(a.Start, Start{Container: c, Attempt: nextAttempt(p.all, c.Name)})
+			finished = false
+		case stopBegun(last):
+			a.Kill = append(a.Kill, *last)
 			finished = false
 		case last.State == StateRunning && last.Hash == manifests.ContainerHash(c):
 			finished = false

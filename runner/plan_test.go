@@ -165,6 +165,16 @@ func TestPlan(t *testing.T) {
 		{"a removed pod is killed", nil, func(*corev1.Pod) []Container {
 			return []Container{sandbox(0, StateRunning, 0)}
 		}, noBackoff, "killpod, done"},
+		{"a stop under way when staticpod restarted is finished", planPod(always, true, nil, "a"), func(p *corev1.Pod) []Container {
+			c := ctr(p, "a/2/running", 1)
+			c.StopDeadline = t0.Add(time.Hour)
+			return []Container{c}
+		}, noBackoff, "kill a/2/running"},
+		{"a sidecar's stop under way is finished too", planPod(always, true, []string{"side"}, "a"), func(p *corev1.Pod) []Container {
+			c := ctr(p, "side/0/running", 1)
+			c.StopDeadline = t0
+			return []Container{c, ctr(p, "a/0/running", 2)}
+		}, noBackoff, "kill side/0/running"},
 		{"a removed pod's container that never started needs no stop", nil, func(*corev1.Pod) []Container {
 			return []Container{{ID: "a/0", Kind: KindContainer, Name: "a", State: StateCreated}}
 		}, noBackoff, "done"},

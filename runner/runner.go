@@ -197,6 +197,7 @@ func (r *Runner) StopAll(ctx context.Context) error {
 	for uid, pr := range r.pleg.Pods() {
 		w := newWorker(r, uid, nil)
 		w.spec = specs[uid]
+		w.sandbox = runningSandbox(pr) // hooks reach the pod in its network
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
