@@ -40,7 +40,7 @@ func (r *Runtime) PurgeNamespace(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("delete containerd namespace %s: %w", r.cfg.Namespace, convertErr(err)))
 		return errors.Join(errs...)
 	}
-	if n := killShimsOf("/proc", r.cfg.Namespace); n > 0 {
+	if n := killShimsOf("/proc", r.cfg.Address, r.cfg.Namespace); n > 0 {
 		r.log.Warn("killed shims containerd left behind", "namespace", r.cfg.Namespace, "shims", n)
 	}
 	return errors.Join(errs...)

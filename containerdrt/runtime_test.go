@@ -627,13 +627,14 @@ func TestLostTaskIsReportedExited(t *testing.T) {
 	})
 }
 
-// shimsOf returns the PIDs of the shims serving namespace ns.
-func shimsOf(ns string) []int {
+// shimsOf returns the PIDs of the shims of the containerd at address serving
+// namespace ns.
+func shimsOf(address, ns string) []int {
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range entries {
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !servesNamespace(strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"), ns) {
+		if err != nil || !servesNamespace(strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"), address, ns) {
 			continue
 		}
 		if pid, err := strconv.Atoi(e.Name()); err == nil {
@@ -646,7 +647,7 @@ func shimsOf(ns string) []int {
 // shimOf returns the PID of the one shim serving the test's namespace.
 func (r *testRuntime) shimOf(t *testing.T) int {
 	t.Helper()
-	shims := shimsOf(r.cfg.Namespace)
+	shims := shimsOf(r.cfg.Address, r.cfg.Namespace)
 	if len(shims) != 1 {
 		t.Fatalf("shims of namespace %s: %v, want one", r.cfg.Namespace, shims)
 	}

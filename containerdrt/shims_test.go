@@ -16,14 +16,15 @@ func TestServesNamespace(t *testing.T) {
 		want bool
 	}{
 		{[]string{"/usr/bin/containerd-shim-runc-v2", "-namespace", "ns1", "-id", "x", "-address", "/run/c.sock"}, true},
-		{[]string{"containerd-shim-runc-v2", "-namespace", "ns2", "-id", "x"}, false},
-		{[]string{"/usr/bin/containerd", "-namespace", "ns1"}, false},
-		{[]string{"sleep", "-namespace", "ns1"}, false},
-		{[]string{"containerd-shim-runc-v2", "-id", "ns1"}, false},
+		{[]string{"/usr/bin/containerd-shim-runc-v2", "-namespace", "ns1", "-id", "x", "-address", "/run/other.sock"}, false},
+		{[]string{"containerd-shim-runc-v2", "-namespace", "ns2", "-id", "x", "-address", "/run/c.sock"}, false},
+		{[]string{"/usr/bin/containerd", "-namespace", "ns1", "-address", "/run/c.sock"}, false},
+		{[]string{"sleep", "-namespace", "ns1", "-address", "/run/c.sock"}, false},
+		{[]string{"containerd-shim-runc-v2", "-id", "ns1", "-address", "/run/c.sock"}, false},
 		{nil, false},
 	} {
-		if got := servesNamespace(tc.args, "ns1"); got != tc.want {
-			t.Errorf("servesNamespace(%q, ns1) = %v, want %v", tc.args, got, tc.want)
+		if got := servesNamespace(tc.args, "/run/c.sock", "ns1"); got != tc.want {
+			t.Errorf("servesNamespace(%q, /run/c.sock, ns1) = %v, want %v", tc.args, got, tc.want)
 		}
 	}
 }
@@ -45,12 +46,12 @@ func TestKillShimsOf(t *testing.T) {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		cmdline := "/usr/bin/containerd-shim-runc-v2\x00-namespace\x00" + ns + "\x00-id\x00x\x00"
+		cmdline := "/usr/bin/containerd-shim-runc-v2\x00-namespace\x00" + ns + "\x00-id\x00x\x00-address\x00/run/c.sock\x00"
 		if err := os.WriteFile(filepath.Join(dir, "cmdline"), []byte(cmdline), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := killShimsOf(proc, "gone"); n != 1 {
+	if n := killShimsOf(proc, "/run/c.sock", "gone"); n != 1 {
 		t.Fatalf("killShimsOf killed %d, want 1", n)
 	}
 	exited := make(chan error, 1)

@@ -61,7 +61,7 @@ type Push struct {
 	// together under it, so the two always agree. It is never held while emitting.
 	mu      sync.Mutex
 	entries map[string]entry
-	refused *manifests.Failure // the last push refused for its errors, until a push or delete succeeds
+	refused []manifests.Failure // pushes refused for their errors since the last snapshot
 }
 
 // NewPush opens the store in dir (created 0700 if needed) and loads every manifest
@@ -105,7 +105,6 @@ func (p *Push) Put(name string, data []byte) (manifests.Result, error) {
 		p.refuse(name, res.Errors)
 		return res, nil
 	}
-	p.refused = nil
 	if old, ok := p.entries[name]; ok && bytes.Equal(old.data, data) {
 		return res, nil // stored already: nothing changes
 	}
@@ -118,14 +117,14 @@ func (p *Push) Put(name string, data []byte) (manifests.Result, error) {
 	return res, nil
 }
 
-// refuse records a push refused for its errors, for the next snapshot to tell. p.mu is
-// held.
+// refuse records a push refused for its errors, for the next snapshot to tell once.
+// p.mu is held.
 func (p *Push) refuse(name string, errs []manifests.Problem) {
 	f := manifests.Failure{Location: name, Invalid: true}
 	for _, e := range errs {
 		f.Problems = append(f.Problems, e.Error())
 	}
-	p.refused = &f
+	p.refused = append(p.refused, f)
 	p.notify()
 }
 
@@ -148,7 +147,6 @@ func (p *Push) Delete(name string) error {
 		p.log.Warn("manifest removed, but the directory could not be synced", "name", name, "err", err)
 	}
 	delete(p.entries, name)
-	p.refused = nil
 	p.log.Info("manifest deleted", "name", name)
 	p.notify()
 	return nil
@@ -214,9 +212,7 @@ func (p *Push) snapshot() manifests.Update {
 	}
 	sort.Strings(names)
 	u := manifests.Update{Source: manifests.SourceAPI, Pods: []*corev1.Pod{}}
-	if p.refused != nil {
-		u.Failures = []manifests.Failure{*p.refused}
-	}
+	u.Failures, p.refused = p.refused, nil
 	for _, name := range names {
 		for _, pod := range p.entries[name].pods {
 			u.Pods = append(u.Pods, pod.DeepCopy())
