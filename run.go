@@ -126,6 +126,10 @@ func (d *daemon) setup(ctx context.Context) error {
 	if err != nil {
 		return errors.Join(err, rt.Close())
 	}
+	// Before anything lists, reaps or starts: a second staticpod stops here.
+	if err := d.api.Listen(); err != nil {
+		return errors.Join(err, rt.Close())
+	}
 	if url := c.String("manifest-url"); url != "" {
 		d.url = &httpsource.URLSource{
 			URL: url, Headers: d.headers, Period: c.Duration("http-check-frequency"), Node: d.node,

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -101,6 +102,10 @@ type Server struct {
 	timeouts timeouts      // of both listeners; tests shorten them
 	ready    chan struct{} // closed once Run listens
 	tcpAddr  net.Addr      // the TCP listener's address, set before ready is closed
+
+	// Set by Listen, before Run serves on them.
+	listeners []net.Listener // the unix socket's, then the TCP one's if any
+	sock      fs.FileInfo    // the socket file as bound, removed by Run only if unchanged
 }
 
 // timeouts are an http.Server's; streams lift the read and write ones.
@@ -166,24 +171,13 @@ func (s *Server) routes() http.Handler {
 // finish, removes the socket and returns nil. It is called once.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.stop()
-	if s.cfg.Socket == "" {
-		return errors.New("serve api: no socket path")
-	}
-	unixL, sock, err := listenUnix(s.cfg.Socket)
-	if err != nil {
+	if err := s.Listen(); err != nil {
 		return err
 	}
-	defer removeSocket(s.cfg.Socket, sock, s.log)
-	listeners := []net.Listener{unixL}
+	defer removeSocket(s.cfg.Socket, s.sock, s.log)
+	listeners := s.listeners
 	servers := []*http.Server{s.httpServer(s.handler)}
-	if s.cfg.Listen != "" {
-		tcpL, err := net.Listen("tcp", s.cfg.Listen)
-		if err != nil {
-			unixL.Close()
-			return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
-		}
-		s.tcpAddr = tcpL.Addr()
-		listeners = append(listeners, tcpL)
+	if len(listeners) > 1 {
 		servers = append(servers, s.httpServer(s.tcpGuard(s.handler)))
 	}
 	close(s.ready)
@@ -207,6 +201,36 @@ func (s *Server) Run(ctx context.Context) error {
 		<-errc // http.ErrServerClosed
 	}
 	return runErr
+}
+
+// Listen binds the API's socket, and its TCP address if it has one, for Run to serve
+// on. A daemon calls it before it acts on anything, so that a second staticpod finds
+// out at once that another one serves the socket, and stops before it lists, reaps or
+// starts anything. Run listens itself when Listen was not called.
+func (s *Server) Listen() error {
+	if s.listeners != nil {
+		return nil
+	}
+	if s.cfg.Socket == "" {
+		return errors.New("serve api: no socket path")
+	}
+	unixL, sock, err := listenUnix(s.cfg.Socket)
+	if err != nil {
+		return err
+	}
+	listeners := []net.Listener{unixL}
+	if s.cfg.Listen != "" {
+		tcpL, err := net.Listen("tcp", s.cfg.Listen)
+		if err != nil {
+			unixL.Close()
+			removeSocket(s.cfg.Socket, sock, s.log)
+			return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
+		}
+		s.tcpAddr = tcpL.Addr()
+		listeners = append(listeners, tcpL)
+	}
+	s.listeners, s.sock = listeners, sock
+	return nil
 }
 
 // shutdown stops the servers, closing what is still open after shutdownGrace.

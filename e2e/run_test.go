@@ -186,8 +186,8 @@ func TestRunAdoptsAfterKill9(t *testing.T) {
 }
 
 // A second daemon started by mistake on the same node fails (the first one answers on
-// its API socket), and on its way out it never stops the first one's pods, even with
-// --stop-pods-on-exit.
+// its API socket) before it acts on anything, and on its way out it never stops the
+// first one's pods, even with --stop-pods-on-exit.
 func TestASecondDaemonLeavesThePodsAlone(t *testing.T) {
 	n := newNode(t)
 	n.start()
@@ -204,5 +204,8 @@ func TestASecondDaemonLeavesThePodsAlone(t *testing.T) {
 	}
 	if after := n.containers()["etcd-node1/main/0"]; after.State != runner.StateRunning || after.PID != before.PID {
 		t.Errorf("etcd after the second daemon: %s, pid %d -> %d; it must run on untouched", after.State, before.PID, after.PID)
+	}
+	if strings.Contains(second.out.String(), "staticpod started") {
+		t.Errorf("the second daemon started before it found the socket taken:\n%s", second.out)
 	}
 }
