@@ -39,7 +39,9 @@ type Config struct {
 	FIFODir    string      // where exec's FIFOs are made; "" = containerd's default
 	// Observe makes List only report: it records no exit and deletes no task. For a
 	// second Runtime that watches a namespace a daemon owns (tests, tools); two
-	// reapers of one namespace would race.
+	// reapers of one namespace would race. An observer sees what the owner has
+	// recorded: a stopped task it has not reaped yet reads exited without reason or
+	// message, one whose message is pending reads unknown.
 	Observe     bool
 	HostIP      string        // the node's IP; "" = the first global unicast address
 	CallTimeout time.Duration // bound of every containerd call; 0 = DefaultCallTimeout

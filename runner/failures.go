@@ -22,7 +22,7 @@ type failures struct {
 
 // record records u's failures. podOf names a pod by UID (namespace/name), so that a
 // pod's events show with it.
-func (f failures) record(u manifests.Update, podOf func(types.UID) string) {
+func (f *failures) record(u manifests.Update, podOf func(types.UID) string) {
 	last := f.last[u.Source]
 	now := make(map[string]manifests.Failure, len(u.Failures))
 	for _, fl := range u.Failures {

@@ -40,7 +40,8 @@ func newest(cs []Container, name string) *Container {
 	return best
 }
 
-// Running are the containers (not sandboxes) that are created or running.
+// Running are the containers (not sandboxes) that are created, running, or unknown
+// (containerd could not tell): those that may hold a process.
 func (p PodRuntime) Running() []Container {
 	var out []Container
 	for _, c := range p.Containers {

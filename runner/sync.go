@@ -131,14 +131,14 @@ func (w *worker) stop(ctx context.Context, c Container, grace time.Duration, rea
 		}
 	}
 	if hook != nil && c.State == StateRunning && grace > 0 {
-		start := time.Now()
+		start := w.r.now()
 		hctx, cancel := context.WithTimeout(ctx, grace)
 		err := w.r.run(hctx, target{pod: w.spec, container: hook, id: c.ID, sandbox: w.sandbox}, hookAction(hook.Lifecycle.PreStop))
 		cancel()
 		if err != nil {
 			w.warn(c.Name, "FailedPreStopHook", fmt.Sprintf("PreStopHook failed: %v", err))
 		}
-		grace = max(grace-time.Since(start), minGraceAfterHook)
+		grace = max(grace-w.r.now().Sub(start), minGraceAfterHook)
 	}
 	if err := w.r.rt.StopContainer(ctx, c.ID, grace); err != nil {
 		w.warn(c.Name, "FailedKillContainer", fmt.Sprintf("Failed to stop container %s: %v", c.Name, err))
