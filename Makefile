@@ -56,7 +56,7 @@ run: deps build
 
 run-clean:
 	-for t in $$(ctr -a $(RUN_DIR)/containerd.sock -n staticpod tasks ls -q 2>/dev/null); do \
-		ctr -a $(RUN_DIR)/containerd.sock -n staticpod tasks kill -a -s SIGKILL $$t; done
+		ctr -a $(RUN_DIR)/containerd.sock -n staticpod tasks delete --force $$t; done
 	-pkill -f "[c]ontainerd --config $(RUN_DIR)/root/containerd/config.toml"
 	-pkill -f "[c]ontainerd-shim-runc-v2 .*-address $(RUN_DIR)/"
 	-grep -o " $(RUN_DIR)[^ ]*" /proc/mounts | sort -r | xargs -r umount -l
