@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -123,6 +124,10 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 // no start time of its own).
 func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Creator) error {
 	task, err := c.NewTask(ctx, ioc)
+	if err != nil && strings.Contains(err.Error(), errRuncStateExists) && removeStaleRuncState(runcRoot, r.cfg.Namespace, c.ID()) {
+		r.log.Warn("removed runc's state of a container whose process is gone", "id", c.ID())
+		task, err = c.NewTask(ctx, ioc)
+	}
 	if err != nil {
 		return convertErr(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -807,4 +808,51 @@ func (r *testRuntime) sandboxOf(t *testing.T, pod *corev1.Pod) runner.Container 
 	}
 	t.Fatalf("no running sandbox for %s", pod.Name)
 	return runner.Container{}
+}
+
+// runc's state of a container whose containerd lost its own (killed, its state
+// directory gone) made every later start of the same ID fail with "container with
+// given ID already exists". State whose process is gone is removed and the start goes
+// on; state of a live process is kept.
+func TestStaleRuncStateIsRemoved(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: stale}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
+	c := &pod.Spec.Containers[0]
+	img, err := r.EnsureImage(r.ctx, c.Image, c.ImagePullPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := r.CreateContainer(r.ctx, runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Image: img})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.mustRemove(t, created.ID) })
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	writeState := func(id string, pid int) string {
+		dir := filepath.Join(runcRoot, r.cfg.Namespace, id)
+		if err := os.MkdirAll(dir, 0o711); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte(fmt.Sprintf(`{"init_process_pid": %d}`, pid)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	writeState(created.ID, dead.Process.Pid) // replaced by the container's own when it starts
+	if err := r.StartContainer(r.ctx, created.ID); err != nil {
+		t.Fatalf("StartContainer over stale runc state: %v", err)
+	}
+	r.awaitState(t, created.ID, runner.StateRunning)
+
+	live := writeState("live-one", os.Getpid())
+	t.Cleanup(func() { os.RemoveAll(live) })
+	if removeStaleRuncState(runcRoot, r.cfg.Namespace, "live-one") {
+		t.Error("removed the runc state of a live process")
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("state of a live process: %v", err)
+	}
 }
