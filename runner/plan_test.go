@@ -59,6 +59,23 @@ func sandbox(attempt int, state State, m int) Container {
 	return Container{ID: fmt.Sprintf("sb/%d", attempt), Kind: KindSandbox, Attempt: attempt, State: state, CreatedAt: t0.Add(time.Duration(m) * time.Minute)}
 }
 
+// podRuntimeOf sorts the records rt makes for pod (none when rt is nil) into a
+// PodRuntime, as the PLEG's cache holds them.
+func podRuntimeOf(pod *corev1.Pod, rt func(*corev1.Pod) []Container) PodRuntime {
+	var out PodRuntime
+	if rt == nil {
+		return out
+	}
+	for _, c := range rt(pod) {
+		if c.Kind == KindSandbox {
+			out.Sandboxes = append(out.Sandboxes, c)
+		} else {
+			out.Containers = append(out.Containers, c)
+		}
+	}
+	return out
+}
+
 // summary renders Actions as a short string for table comparison.
 func summary(a Actions) string {
 	var parts []string
@@ -184,16 +201,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var rt PodRuntime
-			if tt.rt != nil {
-				for _, c := range tt.rt(tt.pod) {
-					if c.Kind == KindSandbox {
-						rt.Sandboxes = append(rt.Sandboxes, c)
-					} else {
-						rt.Containers = append(rt.Containers, c)
-					}
-				}
-			}
+			rt := podRuntimeOf(tt.pod, tt.rt)
 			if got := summary(Plan(tt.pod, rt, tt.backoff, t0.Add(time.Hour))); got != tt.want {
 				t.Errorf("Plan = %q, want %q", got, tt.want)
 			}

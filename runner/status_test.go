@@ -101,16 +101,7 @@ func TestStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var rt PodRuntime
-			if tt.rt != nil {
-				for _, c := range tt.rt(tt.pod) {
-					if c.Kind == KindSandbox {
-						rt.Sandboxes = append(rt.Sandboxes, c)
-					} else {
-						rt.Containers = append(rt.Containers, c)
-					}
-				}
-			}
+			rt := podRuntimeOf(tt.pod, tt.rt)
 			tt.obs.RuntimeType = "fake"
 			if got := statusSummary(Status(tt.pod, rt, tt.obs, "10.0.0.1")); got != tt.want {
 				t.Errorf("Status =\n  %s\nwant\n  %s", got, tt.want)
