@@ -22,6 +22,13 @@ import (
 // killWait bounds the wait for a task to exit after SIGKILL.
 const killWait = 10 * time.Second
 
+// errShimGone is how containerd fails a task that joined a group whose shim exited
+// under it; shimExitWait is the first wait before trying again.
+const (
+	errShimGone  = "failed to create TTRPC connection"
+	shimExitWait = 50 * time.Millisecond
+)
+
 // CreateContainer creates one container of a pod from its image, with the spec built
 // by the spec_*.go helpers, labelled so that List can rebuild it.
 func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest) (runner.Container, error) {
@@ -46,7 +53,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 		PodIP: r.podIP(pod), HostIP: r.cfg.HostIP, SeccompDir: r.cfg.SeccompDir,
 	}
 	if req.Sandbox != nil {
-		in.SandboxPID, in.SandboxID = req.Sandbox.PID, req.Sandbox.ID
+		in.SandboxNS, in.SandboxID = r.sandboxNamespaces(req.Sandbox), req.Sandbox.ID
 	}
 	opts, err := containerSpec(in)
 	if err != nil {
@@ -59,6 +66,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	labels[LabelTermPolicy] = string(c.TerminationMessagePolicy)
 	labels[client.StopSignalLabel] = stopSignal(in)
 	labels[labelImageID] = req.Image.Digest
+	if req.Sandbox != nil && req.Sandbox.PID == 0 {
+		labels[labelSandbox] = req.Sandbox.ID // a pinned sandbox: see keepTask
+	}
 	stopLabels(labels, pod, c)
 	newOpts := []client.NewContainerOpts{client.WithImage(img)}
 	if r.cfg.Images.Snapshotter != "" {
@@ -128,6 +138,13 @@ func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Cre
 		r.log.Warn("removed runc's state of a container whose process is gone", "id", c.ID())
 		task, err = c.NewTask(ctx, ioc)
 	}
+	for wait := shimExitWait; err != nil && strings.Contains(err.Error(), errShimGone) && wait <= 4*shimExitWait; wait *= 2 {
+		// The task joined its group's shim as that shim exited: once it is gone, the
+		// next try starts a new one.
+		r.log.Info("the shim of the container's group was exiting; trying again", "id", c.ID(), "err", err)
+		time.Sleep(wait)
+		task, err = c.NewTask(ctx, ioc)
+	}
 	if err != nil {
 		return convertErr(err)
 	}
@@ -164,7 +181,7 @@ func (r *Runtime) BeginStop(ctx context.Context, id string, deadline time.Time) 
 
 // StopContainer sends the container's stop signal (the image's, else SIGTERM), waits up
 // to grace for it to exit, then kills it. A task that is gone or already stopped is no
-// error.
+// error. A pinned sandbox has nothing to signal: its pins go (stopPinned).
 func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, grace+r.cfg.CallTimeout)
 	defer cancel()
@@ -173,6 +190,13 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 	c, err := r.client.LoadContainer(ctx, id)
 	if err != nil {
 		return ignoreNotFound(convertErr(err))
+	}
+	labels, err := c.Labels(ctx)
+	if err != nil {
+		return ignoreNotFound(convertErr(err))
+	}
+	if labels[labelPinned] != "" {
+		return r.stopPinned(ctx, id, labels)
 	}
 	task, err := c.Task(ctx, nil)
 	if err != nil {
@@ -226,7 +250,8 @@ func stop(ctx context.Context, t client.Task, exited <-chan client.ExitStatus, s
 }
 
 // RemoveContainer deletes a container, its task (killed if still running), its
-// snapshot, its log files and its termination-message file.
+// snapshot, its log files and its termination-message file; for a pinned sandbox, its
+// pins.
 func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	ctx, cancel := r.call(ctx)
 	defer cancel()
@@ -247,6 +272,14 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	}
 	if err := c.Delete(ctx, client.WithSnapshotCleanup); ignoreNotFound(convertErr(err)) != nil {
 		return fmt.Errorf("remove container %s: %w", id, convertErr(err))
+	}
+	if dir := labels[labelPinned]; dir != "" {
+		r.pinMu.Lock()
+		err := unpinNamespaces(dir)
+		r.pinMu.Unlock()
+		if err != nil {
+			return fmt.Errorf("remove sandbox %s: %w", id, err)
+		}
 	}
 	if path := labels[LabelLogPath]; path != "" {
 		if err := logs.Remove(path, containerLogLink(r.cfg.Log.ContainersDir, labels, id)); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"runtime"
 
 	"golang.org/x/sys/unix"
@@ -22,7 +23,8 @@ import (
 // goroutine.
 func (r *Runtime) Dial(ctx context.Context, sandbox *runner.Container, network, address string) (net.Conn, error) {
 	var d net.Dialer
-	if sandbox == nil || sandbox.PID == 0 {
+	ns := r.sandboxNamespaces(sandbox)
+	if ns == "" {
 		return d.DialContext(ctx, network, address)
 	}
 	type result struct {
@@ -31,7 +33,7 @@ func (r *Runtime) Dial(ctx context.Context, sandbox *runner.Container, network, 
 	}
 	done := make(chan result, 1)
 	go func() {
-		conn, err := dialInNetns(ctx, fmt.Sprintf("/proc/%d/ns/net", sandbox.PID), network, address)
+		conn, err := dialInNetns(ctx, filepath.Join(ns, "net"), network, address)
 		done <- result{conn, err}
 	}()
 	res := <-done

@@ -39,3 +39,9 @@ func ignoreNotFound(err error) error {
 	}
 	return err
 }
+
+// isNotFound reports whether err, as containerd or gRPC returned it, says that what
+// was asked for does not exist.
+func isNotFound(err error) bool {
+	return err != nil && ignoreNotFound(convertErr(err)) == nil
+}

@@ -31,6 +31,12 @@ const (
 	// the log once the task is deleted (see reap).
 	labelMessagePending = labelPrefix + "message-pending"
 	labelImageID        = labelPrefix + "image-id" // the image's digest, reported as imageID
+	// labelPinned marks a sandbox that is pinned namespaces, not a process: its value
+	// is the directory of the pins (see pinned.go).
+	labelPinned = labelPrefix + "pinned-namespaces"
+	// labelSandbox names, on a container in a pinned sandbox, that sandbox: the shim
+	// group the container's task belongs to (see keepTask).
+	labelSandbox = labelPrefix + "sandbox"
 	// labelStopDeadline is set when a stop begins: when its grace period ends.
 	labelStopDeadline = labelPrefix + "stop-deadline"
 )

@@ -54,7 +54,11 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 	for _, p := range resp.Tasks {
 		procs[taskContainer(p)] = p
 	}
-	out := make([]runner.Container, 0, len(infos))
+	type seen struct {
+		info containers.Container
+		proc *task.Process
+	}
+	all := make([]seen, 0, len(infos))
 	for _, info := range infos {
 		if _, ours := info.Labels[LabelKind]; !ours {
 			continue
@@ -63,7 +67,19 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 		if !r.cfg.Observe {
 			info, proc = r.settle(ctx, info, proc)
 		}
-		c, err := toContainer(info, proc)
+		all = append(all, seen{info, proc})
+	}
+	if !r.cfg.Observe {
+		infos := make([]containers.Container, len(all))
+		for i, s := range all {
+			infos[i] = s.info
+		}
+		r.releaseKeptTasks(ctx, infos, procs)
+		r.removeOrphanPins(ctx, infos)
+	}
+	out := make([]runner.Container, 0, len(all))
+	for _, s := range all {
+		c, err := toContainer(s.info, s.proc)
 		if err != nil {
 			continue
 		}
@@ -79,6 +95,12 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 // tries again; meanwhile an exit that is not recorded whole is reported unknown, never
 // as an exit that would read differently later.
 func (r *Runtime) settle(ctx context.Context, info containers.Container, proc *task.Process) (containers.Container, *task.Process) {
+	if info.Labels[labelPinned] != "" {
+		return r.settlePinned(ctx, info), nil
+	}
+	if proc != nil && proc.Status == task.Status_STOPPED && info.Labels[labelFinishedAt] != "" {
+		return info, nil // reaped, and its task kept for its shim's sake (see keepTask)
+	}
 	if proc == nil && started(info) {
 		info, proc = r.missingTask(ctx, info) // a slow shim may answer alone that it stopped
 	}
@@ -194,6 +216,8 @@ func toContainer(info containers.Container, proc *task.Process) (runner.Containe
 			c.FinishedAt = proc.ExitedAt.AsTime()
 			c.Reason = exitReason(c.ExitCode, false)
 		}
+	case info.Labels[labelPinned] != "" && info.Labels[labelFinishedAt] == "":
+		c.State = runner.StateRunning // a pinned sandbox, for as long as its pins hold
 	case info.Labels[labelMessagePending] != "":
 		// The exit is recorded but its message is not yet: the terminated state is
 		// reported once, whole, so until then the container's state is not known.
@@ -249,7 +273,9 @@ func parseTime(s string) time.Time {
 // loses the exit code, and the message follows once the task is gone. A pending
 // container is reported as unknown, never as exited without its message.
 //
-// It returns the container as far as it got, and whether the task is gone.
+// The task of a container in a pinned sandbox is kept, stopped, when its message is
+// known (see keepTask). It returns the container as far as it got, and whether the
+// task is gone or kept.
 func (r *Runtime) reap(ctx context.Context, info containers.Container, proc *task.Process) (_ containers.Container, gone bool, _ error) {
 	code := int32(proc.ExitStatus)
 	msg := readTerminationMessage(info.Labels[LabelTermination])
@@ -268,6 +294,9 @@ func (r *Runtime) reap(ctx context.Context, info containers.Container, proc *tas
 		return info, false, err
 	}
 	info.Labels = all
+	if !fromLog && keepTask(info) {
+		return info, true, nil
+	}
 	if _, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: info.ID}); ignoreNotFound(convertErr(err)) != nil {
 		return info, false, convertErr(err)
 	}

@@ -236,7 +236,7 @@ func shmMount(in specInput) (*specs.Mount, error) {
 	case in.Pod.Spec.HostIPC:
 		m := bindMount(devShmPath, devShmPath, false)
 		return &m, nil
-	case in.SandboxPID == 0 || in.Pod.Spec.HostNetwork:
+	case in.SandboxNS == "" || in.Pod.Spec.HostNetwork:
 		return nil, nil // the namespace rules of namespaceOpts: no shared IPC namespace
 	}
 	dir := filepath.Join(in.PodDir, shmDir)

@@ -361,7 +361,7 @@ func TestShmMount(t *testing.T) {
 	})
 	t.Run("a sandbox gives the pod one tmpfs", func(t *testing.T) {
 		in := prepared(t, testPod("web"))
-		in.SandboxPID = uint32(os.Getpid()) // any process: only "has a sandbox" matters
+		in.SandboxNS = "/proc/self/ns" // any sandbox: only "has a sandbox" matters
 		for range 2 {
 			spec, err := applyMounts(t, in)
 			if err != nil {

@@ -30,7 +30,7 @@ const (
 type Config struct {
 	Address    string      // containerd's socket
 	Namespace  string      // the containerd namespace staticpod owns
-	RootDir    string      // pods/<uid> (volumes, /etc files) and the sandbox root
+	RootDir    string      // pods/<uid> (volumes, /etc files), pinned namespaces, the sandbox root
 	PodLogDir  string      // CRI log files: <dir>/<namespace>_<name>_<uid>/<container>/<attempt>.log
 	Self       string      // the staticpod binary, run as sandbox and log writer; "" = this one
 	Log        LogConfig   // rotation of container logs and their /var/log/containers links
@@ -57,6 +57,10 @@ type Runtime struct {
 
 	rootMu        sync.Mutex // guards rootInstalled
 	rootInstalled bool       // the sandbox root holds this binary (see sandboxRoot)
+
+	// pinMu orders the making and removing of pinned sandboxes with List's look at
+	// them, so that a sandbox being made is never taken for one whose pins are lost.
+	pinMu sync.Mutex
 }
 
 var _ runner.Runtime = (*Runtime)(nil)

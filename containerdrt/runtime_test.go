@@ -465,7 +465,7 @@ spec:
 
 func TestSandboxExitsOnSIGTERM(t *testing.T) {
 	r := newTestRuntime(t)
-	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: sb}\nspec:\n  containers:\n  - {name: c, image: "+testImage+", command: [\"true\"]}\n")
+	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: sb}\nspec:\n  shareProcessNamespace: true\n  containers:\n  - {name: c, image: "+testImage+", command: [\"true\"]}\n")
 	sb, err := r.StartSandbox(r.ctx, pod, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -655,15 +655,16 @@ func (r *testRuntime) shimOf(t *testing.T) int {
 	return shims[0]
 }
 
-// A pod's sandbox scores as the kubelet's does (-998), or as staticpod itself where
-// lowering a score is not allowed: of the pod it is the last the kernel should kill.
+// A pod's sandbox process scores as the kubelet's does (-998), or as staticpod itself
+// where lowering a score is not allowed: of the pod it is the last the kernel should
+// kill.
 func TestSandboxOOMScore(t *testing.T) {
 	r := newTestRuntime(t)
 	own, err := ownOOMScoreAdj()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: oom}\nspec:\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
+	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: oom}\nspec:\n  shareProcessNamespace: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
 	sb, err := r.StartSandbox(r.ctx, pod, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -679,21 +680,24 @@ func TestSandboxOOMScore(t *testing.T) {
 }
 
 // A Runtime writes nothing until it needs to: one made to exec in a container or to
-// look at the namespace leaves the root dir as it found it. The first sandbox installs
-// the sandbox root.
+// look at the namespace leaves the root dir as it found it. A pod's first sandbox pins
+// its namespaces; the first sandbox process installs the sandbox root.
 func TestNewWritesNothing(t *testing.T) {
 	r := newTestRuntime(t)
 	if entries, err := os.ReadDir(r.cfg.RootDir); err != nil || len(entries) != 0 {
 		t.Fatalf("root dir after New: %v (%v), want it empty", entries, err)
 	}
-	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: lazy}\nspec:\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
-	sb, err := r.StartSandbox(r.ctx, pod, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.mustRemove(t, sb.ID) })
-	if _, err := os.Stat(filepath.Join(r.cfg.RootDir, sandboxDir, "rootfs", sandboxBinary)); err != nil {
-		t.Errorf("after the first sandbox: %v", err)
+	for _, share := range []string{"false", "true"} {
+		pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: lazy-"+share+"}\nspec:\n  shareProcessNamespace: "+share+"\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
+		sb, err := r.StartSandbox(r.ctx, pod, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.mustRemove(t, sb.ID) })
+		_, err = os.Stat(filepath.Join(r.cfg.RootDir, sandboxDir, "rootfs", sandboxBinary))
+		if installed := err == nil; installed != (share == "true") {
+			t.Errorf("after the first sandbox with shareProcessNamespace %s: sandbox root installed = %v", share, installed)
+		}
 	}
 }
 

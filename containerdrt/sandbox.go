@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
@@ -113,12 +114,75 @@ func fileHash(path string) ([]byte, error) {
 	return h.Sum(nil), nil
 }
 
-// StartSandbox creates and starts the sandbox of pod: staticpod's own "pause" command
-// in new network, IPC, UTS and PID namespaces (the host's where the pod asks for them),
-// from the read-only sandbox root. No image is involved.
+// StartSandbox makes what holds pod's namespaces for its containers to join. Most
+// pods get pinned namespaces and no process (startPinnedSandbox); a pod that shares one
+// PID namespace between its containers gets a process, staticpod's own "pause", which
+// is that namespace's init (startPauseSandbox). No image is involved either way.
 func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (runner.Container, error) {
 	ctx, cancel := r.call(ctx)
 	defer cancel()
+	if needsPause(pod) {
+		return r.startPauseSandbox(ctx, pod, attempt)
+	}
+	return r.startPinnedSandbox(ctx, pod, attempt)
+}
+
+// needsPause reports whether pod's sandbox must be a process: only a PID namespace of
+// the pod's own needs one, as its init.
+func needsPause(pod *corev1.Pod) bool {
+	sharePID := pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace
+	return sharePID && !pod.Spec.HostPID
+}
+
+// startPinnedSandbox pins new network, UTS and IPC namespaces for pod (the host's IPC
+// namespace with hostIPC) and records the sandbox as a containerd container without a
+// task: its labels name the pod, as any sandbox's do, and it is running for as long as
+// its pins hold (see settlePinned). The record is made first, so that pins never exist
+// without one that leads to them.
+func (r *Runtime) startPinnedSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (runner.Container, error) {
+	id := sandboxID(pod, attempt)
+	spec := pinSpec{namespaces: []pinnedNamespace{pinNet, pinUTS}, hostname: sandboxHostname(pod)}
+	if !pod.Spec.HostIPC {
+		spec.namespaces = append(spec.namespaces, pinIPC)
+	}
+	dir := r.pinDir(id)
+	labels := podLabels(pod, runner.KindSandbox, pod.Name, attempt)
+	labels[labelPinned] = dir
+	labels[labelStartedAt] = time.Now().UTC().Format(time.RFC3339Nano)
+	r.pinMu.Lock()
+	defer r.pinMu.Unlock()
+	c, err := r.client.NewContainer(ctx, id, client.WithContainerLabels(labels), client.WithNewSpec(pinnedSpec(dir, spec)...))
+	if err != nil {
+		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
+	}
+	if err := pinNamespaces(dir, spec); err != nil {
+		if derr := c.Delete(ctx); derr != nil {
+			r.log.Warn("delete sandbox that failed to start", "id", id, "err", derr)
+		}
+		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
+	}
+	return r.inspect(ctx, id)
+}
+
+// pinnedSpec is the spec a pinned sandbox is recorded with. Nothing runs it; it says
+// which namespaces the sandbox holds and where, for whoever inspects it with ctr.
+func pinnedSpec(dir string, spec pinSpec) []oci.SpecOpts {
+	opts := []oci.SpecOpts{oci.WithHostname(spec.hostname), oci.WithProcessArgs("/pinned-namespaces")}
+	for _, ns := range spec.namespaces {
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specNamespace[ns.file], Path: filepath.Join(dir, ns.file)}))
+	}
+	return opts
+}
+
+// specNamespace is the OCI type of each namespace file.
+var specNamespace = map[string]specs.LinuxNamespaceType{
+	"net": specs.NetworkNamespace, "uts": specs.UTSNamespace, "ipc": specs.IPCNamespace, "pid": specs.PIDNamespace,
+}
+
+// startPauseSandbox creates and starts the sandbox process of pod: staticpod's "pause"
+// in new network, IPC, UTS and PID namespaces (the host's where the pod asks for them),
+// from the read-only sandbox root.
+func (r *Runtime) startPauseSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (runner.Container, error) {
 	id := sandboxID(pod, attempt)
 	labels := podLabels(pod, runner.KindSandbox, pod.Name, attempt)
 	own, err := ownOOMScoreAdj()
@@ -143,6 +207,19 @@ func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int
 		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
 	return r.inspect(ctx, id)
+}
+
+// sandboxNamespaces is the directory of the namespace files a container of sb's pod
+// joins: the sandbox process's /proc/<pid>/ns, or the pins of a pinned sandbox; "" when
+// there is no sandbox.
+func (r *Runtime) sandboxNamespaces(sb *runner.Container) string {
+	switch {
+	case sb == nil:
+		return ""
+	case sb.PID > 0:
+		return fmt.Sprintf("/proc/%d/ns", sb.PID)
+	}
+	return r.pinDir(sb.ID)
 }
 
 // sandboxSpec is the OCI spec of a pod's sandbox process. Its OOM score is the

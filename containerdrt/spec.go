@@ -1,7 +1,7 @@
 package containerdrt
 
 import (
-	"fmt"
+	"path/filepath"
 
 	"github.com/containerd/containerd/v2/pkg/oci"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -49,26 +49,26 @@ func shimGroup(sandboxID string) oci.SpecOpts {
 func namespaceOpts(in specInput) []oci.SpecOpts {
 	spec := in.Pod.Spec
 	join := func(t specs.LinuxNamespaceType, file string) oci.SpecOpts {
-		return oci.WithLinuxNamespace(specs.LinuxNamespace{Type: t, Path: fmt.Sprintf("/proc/%d/ns/%s", in.SandboxPID, file)})
+		return oci.WithLinuxNamespace(specs.LinuxNamespace{Type: t, Path: filepath.Join(in.SandboxNS, file)})
 	}
 	var opts []oci.SpecOpts
 	switch {
 	case spec.HostNetwork:
 		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
-	case in.SandboxPID > 0:
+	case in.SandboxNS != "":
 		opts = append(opts, join(specs.NetworkNamespace, "net"), join(specs.UTSNamespace, "uts"))
 	}
 	switch {
 	case spec.HostIPC:
 		opts = append(opts, oci.WithHostNamespace(specs.IPCNamespace))
-	case in.SandboxPID > 0 && !spec.HostNetwork:
+	case in.SandboxNS != "" && !spec.HostNetwork:
 		opts = append(opts, join(specs.IPCNamespace, "ipc"))
 	}
 	sharePID := spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace
 	switch {
 	case spec.HostPID:
 		opts = append(opts, oci.WithHostNamespace(specs.PIDNamespace))
-	case sharePID && in.SandboxPID > 0:
+	case sharePID && in.SandboxNS != "":
 		opts = append(opts, join(specs.PIDNamespace, "pid"))
 	}
 	return opts

@@ -31,7 +31,7 @@ func init() {
 // Run holds the namespaces until SIGTERM or SIGINT. It returns nil on those signals.
 func Run() error {
 	signal.Notify(signals, unix.SIGTERM, unix.SIGINT, unix.SIGCHLD)
-	if err := loopbackUp(); err != nil {
+	if err := LoopbackUp(); err != nil {
 		// runc brings loopback up in a new network namespace already; this is a second
 		// try for runtimes that do not, so a failure is reported but not fatal.
 		fmt.Fprintf(os.Stderr, "pause: %v\n", err)
@@ -58,8 +58,8 @@ func reap() {
 	}
 }
 
-// loopbackUp sets the IFF_UP flag of "lo" in the current network namespace.
-func loopbackUp() error {
+// LoopbackUp sets the IFF_UP flag of "lo" in the current network namespace.
+func LoopbackUp() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("loopback up: socket: %w", err)

@@ -1,0 +1,279 @@
+package containerdrt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	tasks "github.com/containerd/containerd/api/services/tasks/v1"
+	"github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/containerd/v2/core/containers"
+	"golang.org/x/sys/unix"
+
+	"github.com/staticpod/staticpod/internal/pause"
+)
+
+// A pod with its own network needs no process to hold its namespaces: they are pinned
+// as files, bind mounts of the namespaces' nsfs entries under the root dir, as
+// containerd's CRI pins a pod's network namespace and `ip netns add` does. The pod's
+// containers join them by path. A namespace lives as long as a mount of it, a process
+// in it or an open descriptor to it, so the pod's namespaces outlive restarts of all of
+// its containers and of staticpod, and go when the pins are unmounted (unpinNamespaces)
+// once nothing runs in them. Only a pod that shares one PID namespace between its
+// containers still has a sandbox process: a PID namespace needs an init.
+
+// namespacesDir is under the root dir: one directory of pins per sandbox.
+const namespacesDir = "namespaces"
+
+// nsfsMagic is the file system type statfs reports for a namespace file.
+const nsfsMagic = 0x6e736673
+
+// pinnedNamespace is one namespace a pinned sandbox can hold: the name of its file
+// under /proc/<pid>/ns (and in the sandbox's pin directory) and its clone flag.
+type pinnedNamespace struct {
+	file string
+	flag int
+}
+
+var (
+	pinNet = pinnedNamespace{"net", unix.CLONE_NEWNET}
+	pinUTS = pinnedNamespace{"uts", unix.CLONE_NEWUTS}
+	pinIPC = pinnedNamespace{"ipc", unix.CLONE_NEWIPC}
+)
+
+// pinSpec is what a pod's pinned sandbox holds.
+type pinSpec struct {
+	namespaces []pinnedNamespace
+	hostname   string // set in the new UTS namespace
+}
+
+// pinDir is the directory of the pins of sandbox id.
+func (r *Runtime) pinDir(id string) string {
+	return filepath.Join(r.cfg.RootDir, namespacesDir, id)
+}
+
+// pinNamespaces creates new namespaces as spec says, sets them up (loopback up, the
+// hostname) and pins each at dir/<file>. It undoes what it did when it fails.
+//
+// The namespaces are made by unshare on a thread of their own, locked and never
+// unlocked: Go ends a locked thread when its goroutine returns, so no goroutine ever
+// runs in the pod's namespaces afterwards.
+func pinNamespaces(dir string, spec pinSpec) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("pin namespaces: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		done <- pinOnThisThread(dir, spec)
+	}()
+	if err := <-done; err != nil {
+		return errors.Join(fmt.Errorf("pin namespaces: %w", err), unpinNamespaces(dir))
+	}
+	return nil
+}
+
+func pinOnThisThread(dir string, spec pinSpec) error {
+	flags := 0
+	for _, ns := range spec.namespaces {
+		flags |= ns.flag
+	}
+	if err := unix.Unshare(flags); err != nil {
+		return fmt.Errorf("unshare: %w", err)
+	}
+	for _, ns := range spec.namespaces {
+		switch ns {
+		case pinUTS:
+			if err := unix.Sethostname([]byte(spec.hostname)); err != nil {
+				return fmt.Errorf("set hostname %q: %w", spec.hostname, err)
+			}
+		case pinNet:
+			// runc brings loopback up only in a network namespace it creates itself.
+			if err := pause.LoopbackUp(); err != nil {
+				return err
+			}
+		}
+		if err := pinThreadNamespace(ns.file, filepath.Join(dir, ns.file)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pinThreadNamespace bind-mounts the calling thread's namespace file onto path.
+func pinThreadNamespace(file, path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o400)
+	if err != nil {
+		return fmt.Errorf("pin %s namespace: %w", file, err)
+	}
+	f.Close()
+	if err := unix.Mount("/proc/thread-self/ns/"+file, path, "none", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("pin %s namespace at %s: %w", file, path, err)
+	}
+	return nil
+}
+
+// unpinNamespaces unmounts the pins in dir and removes it. The namespaces end once
+// nothing else holds them.
+func unpinNamespaces(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("unpin namespaces: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && err != unix.EINVAL && err != unix.ENOENT {
+			errs = append(errs, fmt.Errorf("unpin %s: %w", path, err))
+		}
+	}
+	if len(errs) == 0 {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("unpin namespaces: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// pinsHeld reports whether every pin in dir still holds a namespace: a reboot, or
+// someone's umount, leaves empty files.
+func pinsHeld(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		return false
+	}
+	for _, e := range entries {
+		var st unix.Statfs_t
+		if err := unix.Statfs(filepath.Join(dir, e.Name()), &st); err != nil || st.Type != nsfsMagic {
+			return false
+		}
+	}
+	return true
+}
+
+// settlePinned records that a pinned sandbox ended when its pins no longer hold (the
+// machine rebooted, or someone unmounted them): its pod then starts over in a new
+// sandbox, as a kubelet's pod does when its sandbox dies.
+func (r *Runtime) settlePinned(ctx context.Context, info containers.Container) containers.Container {
+	if info.Labels[labelFinishedAt] != "" {
+		return info
+	}
+	r.pinMu.Lock()
+	defer r.pinMu.Unlock()
+	if pinsHeld(info.Labels[labelPinned]) {
+		return info
+	}
+	labels, err := r.setLabels(ctx, info.ID, map[string]string{
+		labelExitCode:   strconv.Itoa(lostTaskExitCode),
+		labelFinishedAt: time.Now().UTC().Format(time.RFC3339Nano),
+		labelReason:     "Unknown",
+	})
+	if err != nil {
+		if !isNotFound(err) {
+			r.log.Warn("record the end of a sandbox whose namespaces are gone", "id", info.ID, "err", err)
+		}
+		return info
+	}
+	r.log.Warn("the namespaces of a sandbox are gone: its pod starts over in a new one", "id", info.ID, "pins", info.Labels[labelPinned])
+	info.Labels = labels
+	return info
+}
+
+// stopPinned ends a pinned sandbox: its pins go, and with them its namespaces once
+// nothing runs in them (the pod's containers are stopped first).
+func (r *Runtime) stopPinned(ctx context.Context, id string, labels map[string]string) error {
+	r.pinMu.Lock()
+	defer r.pinMu.Unlock()
+	if err := unpinNamespaces(labels[labelPinned]); err != nil {
+		return fmt.Errorf("stop sandbox %s: %w", id, err)
+	}
+	if labels[labelFinishedAt] != "" {
+		return nil
+	}
+	_, err := r.setLabels(ctx, id, map[string]string{
+		labelExitCode:   "0",
+		labelFinishedAt: time.Now().UTC().Format(time.RFC3339Nano),
+		labelReason:     "Completed",
+	})
+	return ignoreNotFound(err)
+}
+
+// keepTask reports whether the task of a container whose exit is recorded stays,
+// stopped, instead of being deleted: it does in a pinned sandbox, where nothing else
+// holds the pod's shim. containerd's runc shim exits with the last task it serves, and
+// a task that joins a group whose shim is exiting fails to start (seen on containerd
+// 2.4); so the pod's last task stays until another task of the pod runs
+// (releaseKeptTasks), and restarting the only container of a pod starts no shim. A
+// stopped task holds no process, only the shim's record of it and its log writer,
+// which ends once the task is deleted.
+func keepTask(info containers.Container) bool {
+	return info.Labels[labelSandbox] != ""
+}
+
+// releaseKeptTasks deletes the kept tasks no shim needs any longer: those of pods that
+// have another task that is not stopped, and those whose sandbox ended.
+func (r *Runtime) releaseKeptTasks(ctx context.Context, infos []containers.Container, procs map[string]*task.Process) {
+	kept := func(info containers.Container) bool {
+		p := procs[info.ID]
+		return keepTask(info) && p != nil && p.Status == task.Status_STOPPED && info.Labels[labelFinishedAt] != ""
+	}
+	live := map[string]bool{} // sandboxes with a task that is not stopped
+	up := map[string]bool{}   // pinned sandboxes that hold
+	for _, info := range infos {
+		if info.Labels[labelPinned] != "" && info.Labels[labelFinishedAt] == "" {
+			up[info.ID] = true
+		}
+		if p := procs[info.ID]; keepTask(info) && p != nil && p.Status != task.Status_STOPPED {
+			live[info.Labels[labelSandbox]] = true
+		}
+	}
+	for _, info := range infos {
+		if sb := info.Labels[labelSandbox]; !kept(info) || up[sb] && !live[sb] {
+			continue
+		}
+		_, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: info.ID})
+		if err := ignoreNotFound(convertErr(err)); err != nil {
+			r.log.Warn("delete the stopped task of an exited container", "id", info.ID, "err", err)
+		}
+	}
+}
+
+// removeOrphanPins unpins the namespaces of sandboxes containerd no longer knows: left
+// by a staticpod killed while it removed a sandbox, or by a loss of containerd's
+// records. infos are all of staticpod's containers.
+func (r *Runtime) removeOrphanPins(ctx context.Context, infos []containers.Container) {
+	dir := filepath.Join(r.cfg.RootDir, namespacesDir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	known := make(map[string]bool, len(infos))
+	for _, info := range infos {
+		known[info.ID] = true
+	}
+	r.pinMu.Lock()
+	defer r.pinMu.Unlock()
+	for _, e := range entries {
+		if known[e.Name()] {
+			continue
+		}
+		// Made since infos were listed? A sandbox is recorded before it is pinned, under
+		// pinMu, so it is found now.
+		if _, err := r.client.ContainerService().Get(ctx, e.Name()); !isNotFound(err) {
+			continue
+		}
+		if err := unpinNamespaces(filepath.Join(dir, e.Name())); err != nil {
+			r.log.Warn("remove the pinned namespaces of a sandbox that is gone", "id", e.Name(), "err", err)
+			continue
+		}
+		r.log.Info("removed the pinned namespaces of a sandbox that is gone", "id", e.Name())
+	}
+}

@@ -1,0 +1,217 @@
+package containerdrt
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	tasks "github.com/containerd/containerd/api/services/tasks/v1"
+	"golang.org/x/sys/unix"
+
+	"github.com/staticpod/staticpod/internal/testenv"
+	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner"
+)
+
+// A pod with its own network gets pinned namespaces and no sandbox process: its
+// containers share the pinned network, IPC and UTS namespaces, the hostname is the
+// pod's and loopback is up. Stopping the sandbox unpins them; removing it leaves
+// nothing in the root dir or the mount table.
+func TestPinnedSandbox(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: pinned}
+spec:
+  containers:
+  - {name: a, image: `+testImage+`, command: [sleep, "3600"]}
+  - {name: b, image: `+testImage+`, command: [sleep, "3600"]}
+`)
+	cs := r.mustRunPod(t, pod)
+	sb := r.sandboxOf(t, pod)
+	if sb.PID != 0 {
+		t.Errorf("the sandbox of a pod that shares no PID namespace has process %d, want none", sb.PID)
+	}
+	dir := r.pinDir(sb.ID)
+	for _, ns := range []string{"net", "ipc", "uts"} {
+		pin := nsInode(t, filepath.Join(dir, ns))
+		for _, name := range []string{"a", "b"} {
+			c := r.awaitState(t, cs[name].ID, runner.StateRunning)
+			if got := nsInode(t, fmt.Sprintf("/proc/%d/ns/%s", c.PID, ns)); got != pin {
+				t.Errorf("container %s is in %s namespace %d, want the pinned %d", name, ns, got, pin)
+			}
+		}
+	}
+	for cmd, want := range map[string]string{"hostname": "pinned-node1", "cat /sys/class/net/lo/flags": "0x9"} {
+		var out strings.Builder
+		if code, err := r.Exec(r.ctx, cs["a"].ID, runner.ExecRequest{Command: strings.Fields(cmd), Stdout: &out}); err != nil || code != 0 {
+			t.Fatalf("exec %s: %d %v", cmd, code, err)
+		}
+		if got := strings.TrimSpace(out.String()); got != want {
+			t.Errorf("%s in the pod: %q, want %q", cmd, got, want)
+		}
+	}
+
+	for _, name := range []string{"a", "b"} {
+		if err := r.StopContainer(r.ctx, cs[name].ID, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.StopContainer(r.ctx, sb.ID, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.awaitState(t, sb.ID, runner.StateExited); got.ExitCode != 0 {
+		t.Errorf("stopped sandbox: exit %d, want 0", got.ExitCode)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("pins after the sandbox stopped: %v, want them gone", err)
+	}
+	assertNotMounted(t, dir)
+}
+
+// A sandbox whose pins are lost (a reboot; someone's umount) is reported exited, so
+// that its pod starts over in a new one; removing it removes what is left.
+func TestPinnedSandboxLost(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: lostpins}\nspec:\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
+	sb, err := r.StartSandbox(r.ctx, pod, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := r.pinDir(sb.ID)
+	if got := r.awaitState(t, sb.ID, runner.StateRunning); got.PID != 0 {
+		t.Fatalf("pinned sandbox with process %d", got.PID)
+	}
+	for _, ns := range []string{"net", "ipc", "uts"} {
+		if err := unix.Unmount(filepath.Join(dir, ns), unix.MNT_DETACH); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := r.awaitState(t, sb.ID, runner.StateExited); got.ExitCode != lostTaskExitCode || got.Reason != "Unknown" {
+		t.Errorf("sandbox whose pins are gone: exit %d %q, want %d Unknown", got.ExitCode, got.Reason, lostTaskExitCode)
+	}
+	r.mustRemove(t, sb.ID)
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("pin directory after the sandbox was removed: %v, want it gone", err)
+	}
+}
+
+// Pins that no sandbox leads to (a staticpod killed while removing one, containerd's
+// records lost) are removed by the next List.
+func TestOrphanPinsAreRemoved(t *testing.T) {
+	r := newTestRuntime(t)
+	dir := r.pinDir("ghost_0_12345678")
+	if err := pinNamespaces(dir, pinSpec{namespaces: []pinnedNamespace{pinNet, pinUTS, pinIPC}, hostname: "ghost"}); err != nil {
+		t.Fatal(err)
+	}
+	if !pinsHeld(dir) {
+		t.Fatal("pinNamespaces left pins that hold nothing")
+	}
+	if _, err := r.List(r.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("orphan pins after List: %v, want them gone", err)
+	}
+	assertNotMounted(t, dir)
+}
+
+// Restarting the only container of a pod starts no shim: the exited attempt's task is
+// kept, stopped, until the next attempt runs, then deleted; the shim goes once the pod
+// has no task left.
+func TestRestartKeepsThePodShim(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: onlyone}\nspec:\n  containers:\n  - {name: c, image: "+testImage+", command: [sh, -c, \"exit 3\"]}\n")
+	cs := r.mustRunPod(t, pod)
+	if got := r.awaitState(t, cs["c"].ID, runner.StateExited); got.ExitCode != 3 || got.Reason != "Error" {
+		t.Fatalf("first attempt: exit %d %q, want 3 Error", got.ExitCode, got.Reason)
+	}
+	shim := r.shimOf(t)
+	if !r.hasTask(t, cs["c"].ID) {
+		t.Fatal("the exited only container of a pod lost its task: its shim exits")
+	}
+
+	c := &pod.Spec.Containers[0]
+	c.Command = []string{"sleep", "3600"}
+	img, err := r.EnsureImage(r.ctx, c.Image, c.ImagePullPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := r.sandboxOf(t, pod)
+	again, err := r.CreateContainer(r.ctx, runner.CreateRequest{Pod: pod, Container: c, Attempt: 1, Hash: manifests.ContainerHash(c), Sandbox: &sb, Image: img})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.mustRemove(t, again.ID) })
+	if err := r.StartContainer(r.ctx, again.ID); err != nil {
+		t.Fatal(err)
+	}
+	r.awaitState(t, again.ID, runner.StateRunning)
+	if got := r.shimOf(t); got != shim {
+		t.Errorf("after a restart the pod's shim is %d, want %d still", got, shim)
+	}
+	if _, err := r.List(r.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r.hasTask(t, cs["c"].ID) {
+		t.Error("the first attempt's task is kept although the second attempt runs")
+	}
+	if got, _ := r.find(t, cs["c"].ID); got.State != runner.StateExited || got.ExitCode != 3 {
+		t.Errorf("first attempt after its task went: %s exit %d, want exited 3", got.State, got.ExitCode)
+	}
+
+	// A stopped pod keeps no task: its sandbox's end releases the last one.
+	if err := r.StopContainer(r.ctx, again.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	r.awaitState(t, again.ID, runner.StateExited)
+	if err := r.StopContainer(r.ctx, sb.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Await(t, "the pod's shim to exit once its sandbox stopped", 10*time.Second, func() bool {
+		if _, err := r.List(r.ctx); err != nil {
+			t.Fatal(err)
+		}
+		return syscall.Kill(shim, 0) != nil
+	})
+}
+
+// hasTask reports whether containerd holds a task for container id.
+func (r *testRuntime) hasTask(t *testing.T, id string) bool {
+	t.Helper()
+	ctx, cancel := r.call(context.Background())
+	defer cancel()
+	_, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: id})
+	if err != nil && !isNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// nsInode is the inode of a namespace file: the namespace's identity.
+func nsInode(t *testing.T, path string) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
+// assertNotMounted fails if anything is mounted at or below dir.
+func assertNotMounted(t *testing.T, dir string) {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), " "+dir) {
+		t.Errorf("still mounted under %s:\n%s", dir, data)
+	}
+}
