@@ -163,7 +163,7 @@ func TestUpgradeKeepsPods(t *testing.T) {
 	n.awaitNothingLeft(upgraded, before, restarted)
 }
 
-// buildRelease builds staticpod at commit of this clone's history, statically as the
+// buildRelease builds staticpod at commit of this clone's history, as that commit's
 // Makefile does, into a directory that the test removes, and returns the binary. Without
 // the commit (a shallow clone) the test skips, or fails in CI.
 func buildRelease(t *testing.T, commit string) string {
@@ -191,9 +191,15 @@ func buildRelease(t *testing.T, commit string) string {
 	}
 	bin := filepath.Join(dir, "staticpod")
 	start := time.Now()
+	// As the release's own `make build` does: through hack/build.sh where it has one,
+	// else statically with go build alone.
 	build := exec.Command("go", "build", "-ldflags", "-X main.version="+commit, "-o", bin, ".")
+	script := filepath.Join(src, "hack", "build.sh")
+	if _, err := os.Stat(script); err == nil {
+		build = exec.Command(script, bin)
+	}
 	build.Dir = src
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "VERSION="+commit)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build staticpod %s: %v\n%s", commit, err, out)
 	}
