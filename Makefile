@@ -1,7 +1,6 @@
 GO       ?= go
 BIN      := bin/staticpod
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 10m
 
@@ -9,10 +8,12 @@ FUZZTIME ?= 10m
 
 all: build
 
-# build writes a static binary: the same file runs as the daemon, the CLI, the pod
-# sandbox process (inside a root that holds nothing else) and the log writer.
+# build writes a static binary, the daemon and the CLI, that carries the small
+# staticpod-helper program it installs under its root dir to run as each container's log
+# writer and each pod's sandbox process. hack/build.sh builds the helper into
+# internal/helper/bin first, then staticpod; the end-to-end tests build with it too.
 build:
-	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
+	GO=$(GO) VERSION=$(VERSION) ./hack/build.sh $(BIN)
 
 # deps installs containerd, runc and busybox-static through apt when they are missing.
 deps:
@@ -63,4 +64,4 @@ run-clean:
 	rm -rf $(RUN_DIR)
 
 clean:
-	rm -rf bin
+	rm -rf bin internal/helper/bin/staticpod-helper-*

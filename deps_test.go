@@ -18,7 +18,8 @@ const module = "github.com/staticpod/staticpod"
 // manifests; runner imports manifests; containerdrt imports manifests and runner (and
 // logs, a leaf that names and writes the CRI log files); once runs pods through
 // containerdrt and the runner; the commands of cli read the daemon through api/client;
-// only main imports everything. A package added to the module needs a rule here.
+// the helper program links only the log writer and the sandbox process; only main
+// imports everything. A package added to the module needs a rule here.
 var rules = map[string][]string{
 	"":                             {"*"},
 	"manifests":                    nil,
@@ -31,13 +32,19 @@ var rules = map[string][]string{
 	"api/apitest":                  {"runner", "manifests"},
 	"api/client":                   {"runner", "manifests"},
 	"cli":                          {"api/client", "containerdrt", "watcher", "manifests", "runner", "logs", "internal/pause"},
-	"once":                         {"cli", "api/client", "containerdrt", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/ctrd"},
+	"once":                         {"cli", "api/client", "containerdrt", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/ctrd", "internal/helper"},
 	"e2e":                          nil, // its tests import what they test
 	"internal/ctrd":                nil,
 	"internal/pause":               nil,
+	"internal/helper":              nil, // it embeds the helper program's bytes, not its packages
+	helperCommand:                  {"logs", "internal/pause"},
 	"internal/testenv":             {"internal/ctrd"},
 	"internal/testenv/cmd/mkimage": {"internal/testenv", "internal/ctrd"},
 }
+
+// helperCommand is the program that runs once per container and per sandbox: every
+// package it links costs memory in each of them.
+const helperCommand = "internal/helper/cmd/staticpod-helper"
 
 // containerdWrappers are the packages that may import containerd's: every other package
 // reaches containerd through them, or not at all.
@@ -143,4 +150,29 @@ func TestContainerdOnlyInItsWrappers(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHelperDependsOnLittle checks that the helper program, which runs once per
+// container and per sandbox, links nothing beyond the standard library,
+// golang.org/x/sys, logs and internal/pause: no Kubernetes types, no gRPC, no
+// initialisers that cost every copy memory.
+func TestHelperDependsOnLittle(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if name, _ := own(p.ImportPath); name != helperCommand {
+			continue
+		}
+		for _, dep := range p.Deps {
+			first, _, _ := strings.Cut(dep, "/")
+			d, ours := own(dep)
+			switch {
+			case ours && (d == "logs" || d == "internal/pause"):
+			case !ours && !strings.Contains(first, "."): // the standard library
+			case strings.HasPrefix(dep, "golang.org/x/sys/"):
+			default:
+				t.Errorf("%s depends on %s: it may depend only on the standard library, golang.org/x/sys, logs and internal/pause", p.ImportPath, dep)
+			}
+		}
+		return
+	}
+	t.Errorf("go list ./... does not list %s", helperCommand)
 }

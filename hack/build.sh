@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds staticpod the one way `make build` and the end-to-end tests do:
+#
+#   hack/build.sh OUT           the helper program into internal/helper/bin, where the
+#                               staticpod binary embeds it from, then staticpod into OUT
+#   hack/build.sh --helper OUT  the helper program alone, into OUT
+#
+# Both are static (CGO_ENABLED=0): the helper runs as the sandbox process in a root that
+# holds nothing else. The helper is stripped (-s -w) and built with -trimpath: it runs
+# once per container, and its size is read from disk by each. GO (go) and VERSION (dev)
+# come from the environment, and so does GOARCH for another architecture.
+set -euo pipefail
+GO=${GO:-go}
+VERSION=${VERSION:-dev}
+export CGO_ENABLED=0
+
+run() {
+	echo "$*"
+	"$@"
+}
+
+helper() {
+	run "$GO" build -trimpath -ldflags "-s -w" -o "$1" ./internal/helper/cmd/staticpod-helper
+}
+
+usage() {
+	echo "usage: $0 [--helper] OUT" >&2
+	exit 2
+}
+
+only_helper=false
+if [ "${1:-}" = --helper ]; then
+	only_helper=true
+	shift
+fi
+[ $# -eq 1 ] || usage
+out=$1
+case $out in
+/*) ;;
+*) out=$PWD/$out ;;
+esac
+cd "$(dirname "$0")/.."
+
+if $only_helper; then
+	helper "$out"
+	exit 0
+fi
+embedded=internal/helper/bin/staticpod-helper-$("$GO" env GOARCH)
+# Built beside and renamed into place: a build of staticpod running at the same time
+# embeds the old program or the new one, never half of one. A dot file is not embedded.
+tmp=$(dirname "$embedded")/.$(basename "$embedded").$$
+trap 'rm -f "$tmp"' EXIT
+helper "$tmp"
+run mv -f "$tmp" "$embedded"
+run "$GO" build -ldflags "-X main.version=$VERSION" -o "$out" .
