@@ -204,14 +204,21 @@ func nsInode(t *testing.T, path string) uint64 {
 	return st.Ino
 }
 
-// assertNotMounted fails if anything is mounted at or below dir.
+// assertNotMounted fails if anything is mounted at or below dir in the mount namespace
+// of any process: a pin copied into another mount namespace would keep its namespace.
 func assertNotMounted(t *testing.T, dir string) {
 	t.Helper()
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(data), " "+dir) {
-		t.Errorf("still mounted under %s:\n%s", dir, data)
+	infos, _ := filepath.Glob("/proc/[0-9]*/mountinfo")
+	for _, path := range infos {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue // the process is gone
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, " "+dir) {
+				cmdline, _ := os.ReadFile(strings.Replace(path, "mountinfo", "cmdline", 1))
+				t.Errorf("%s (%s) still has a mount under %s: %s", path, strings.ReplaceAll(string(cmdline), "\x00", " "), dir, line)
+			}
+		}
 	}
 }

@@ -450,7 +450,7 @@ spec:
     command: ["sleep", "3600"]
   - name: looker
     image: `+testImage+`
-    command: ["sh", "-c", "for i in $(seq 100); do ps | grep -q '[s]leep 3600' && break; sleep 0.1; done; ps -o pid,comm > /dev/termination-log"]
+    command: ["sh", "-c", "for i in $(seq 100); do ps | grep -q '[s]leep 3600' && ps -o comm | grep -q '^staticpod' && break; sleep 0.1; done; ps -o pid,comm > /dev/termination-log"]
 `)
 	cs := r.mustRunPod(t, pod)
 	got := r.awaitState(t, cs["looker"].ID, runner.StateExited)
