@@ -20,6 +20,7 @@ import (
 	"github.com/staticpod/staticpod/containerdrt"
 	"github.com/staticpod/staticpod/httpsource"
 	"github.com/staticpod/staticpod/internal/ctrd"
+	"github.com/staticpod/staticpod/internal/helper"
 	"github.com/staticpod/staticpod/runner"
 	"github.com/staticpod/staticpod/watcher"
 )
@@ -101,7 +102,11 @@ func (d *daemon) setup(ctx context.Context) error {
 			return err
 		}
 	}
-	rt, err := containerdrt.New(ctx, runtimeConfig(c, d.root, d.log))
+	self, err := helper.InstallUnder(d.root, d.log)
+	if err != nil {
+		return err
+	}
+	rt, err := containerdrt.New(ctx, runtimeConfig(c, d.root, self, d.log))
 	if err != nil {
 		return fmt.Errorf("%w (is containerd running? --start-containerd starts one)", err)
 	}
@@ -174,12 +179,15 @@ func (d *daemon) run(ctx context.Context) error {
 	return g.Wait()
 }
 
-func runtimeConfig(c *cli.Context, root string, log *slog.Logger) containerdrt.Config {
+// runtimeConfig is the runtime's configuration from run's flags; self is the program
+// to run as log writer and sandbox, helper.InstallUnder's.
+func runtimeConfig(c *cli.Context, root, self string, log *slog.Logger) containerdrt.Config {
 	return containerdrt.Config{
 		Address:   c.String("containerd-address"),
 		Namespace: c.String("containerd-namespace"),
 		RootDir:   root,
 		PodLogDir: c.String("pod-log-dir"),
+		Self:      self,
 		Log: containerdrt.LogConfig{
 			MaxSize:       c.Int64("container-log-max-size"),
 			MaxFiles:      c.Int("container-log-max-files"),

@@ -32,7 +32,7 @@ type Config struct {
 	Namespace  string      // the containerd namespace staticpod owns
 	RootDir    string      // pods/<uid> (volumes, /etc files), pinned namespaces, the sandbox root
 	PodLogDir  string      // CRI log files: <dir>/<namespace>_<name>_<uid>/<container>/<attempt>.log
-	Self       string      // the staticpod binary, run as sandbox and log writer; "" = this one
+	Self       string      // run as log writer and sandbox: staticpod-helper (see internal/helper) or staticpod; "" = this binary
 	Log        LogConfig   // rotation of container logs and their /var/log/containers links
 	Images     ImageConfig // pulls and imports
 	SeccompDir string      // Localhost seccomp profiles

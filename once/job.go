@@ -20,6 +20,7 @@ import (
 	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/containerdrt"
 	"github.com/staticpod/staticpod/internal/ctrd"
+	"github.com/staticpod/staticpod/internal/helper"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -88,8 +89,12 @@ func (j *job) setup(ctx context.Context) error {
 			return cli.Exit(err.Error(), spcli.ExitUsage)
 		}
 	}
+	self, err := helper.InstallUnder(j.root, j.log)
+	if err != nil {
+		return err
+	}
 	cfg := containerdrt.Config{
-		Address: address, Namespace: j.ns, RootDir: j.root, PodLogDir: j.logDir,
+		Address: address, Namespace: j.ns, RootDir: j.root, PodLogDir: j.logDir, Self: self,
 		Images: containerdrt.ImageConfig{
 			RegistryConfig: c.String("registry-config"), InsecureRegistries: c.StringSlice("insecure-registry"),
 			ImageDir: c.String("image-dir"),
