@@ -11,13 +11,15 @@ import (
 
 var (
 	testBinaryOnce sync.Once
-	testBinaryPath string // the staticpod binary built for these tests
+	testBinaryPath string // the helper program built for these tests
 	testBinaryErr  error
 )
 
-// testBinary builds the staticpod binary once per test run, statically (it runs as the
-// sandbox process inside a root that holds nothing else, and as the log writer), and
-// returns its path. TestMain removes it after the package's tests.
+// testBinary builds, once per test run, the program a Runtime runs as each container's
+// log writer and as the sandbox process, Config.Self: staticpod-helper, as
+// hack/build.sh builds it for the staticpod binary to carry (static, since the sandbox
+// runs it in a root that holds nothing else). It returns its path; TestMain removes it
+// after the package's tests.
 func testBinary(t testing.TB) string {
 	t.Helper()
 	testBinaryOnce.Do(func() {
@@ -26,11 +28,10 @@ func testBinary(t testing.TB) string {
 			testBinaryErr = err
 			return
 		}
-		testBinaryPath = filepath.Join(dir, "staticpod")
-		cmd := exec.Command("go", "build", "-o", testBinaryPath, "..")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		testBinaryPath = filepath.Join(dir, "staticpod-helper")
+		cmd := exec.Command("../hack/build.sh", "--helper", testBinaryPath)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			testBinaryErr = fmt.Errorf("build staticpod: %v\n%s", err, out)
+			testBinaryErr = fmt.Errorf("build staticpod-helper: %v\n%s", err, out)
 		}
 	})
 	if testBinaryErr != nil {
@@ -39,7 +40,7 @@ func testBinary(t testing.TB) string {
 	return testBinaryPath
 }
 
-// removeTestBinary deletes the binary testBinary built, if any.
+// removeTestBinary deletes the program testBinary built, if any.
 func removeTestBinary() {
 	if testBinaryPath != "" {
 		os.RemoveAll(filepath.Dir(testBinaryPath))

@@ -18,7 +18,7 @@ var ctd testenv.Shared
 var (
 	// root is the module's root: the tests run in their package's directory, e2e.
 	root string
-	// binary is staticpod built once for the tests of this package.
+	// binary is staticpod built once for the tests of this package, by hack/build.sh.
 	binary string
 )
 
@@ -40,9 +40,9 @@ func buildAndRun(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binary = filepath.Join(dir, "staticpod")
-	build := exec.Command("go", "build", "-o", binary, ".")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0") // it runs as the sandbox, in a root holding only itself
+	// As make build does: with the helper program it installs to run as log writer and
+	// sandbox.
+	build := exec.Command(filepath.Join(root, "hack", "build.sh"), binary)
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build staticpod: %v\n%s", err, out)
 		return 1
