@@ -14,8 +14,16 @@ GO=${GO:-go}
 VERSION=${VERSION:-dev}
 export CGO_ENABLED=0
 
+# run prints a command, quoting the arguments that hold spaces, and runs it.
 run() {
-	echo "$*"
+	local a shown=()
+	for a in "$@"; do
+		case $a in
+		*" "*) shown+=("\"$a\"") ;;
+		*) shown+=("$a") ;;
+		esac
+	done
+	echo "${shown[*]}"
 	"$@"
 }
 
@@ -35,11 +43,13 @@ if [ "${1:-}" = --helper ]; then
 fi
 [ $# -eq 1 ] || usage
 out=$1
+root=$(cd "$(dirname "$0")/.." && pwd)
 case $out in
 /*) ;;
 *) out=$PWD/$out ;;
 esac
-cd "$(dirname "$0")/.."
+out=${out#"$root"/} # shorter to read, and the same from the root
+cd "$root"
 
 if $only_helper; then
 	helper "$out"
