@@ -171,6 +171,14 @@ func (r *Runtime) settlePinned(ctx context.Context, info containers.Container) c
 	if pinsHeld(info.Labels[labelPinned]) {
 		return info
 	}
+	// info may predate a stop that took the pins while this waited for pinMu.
+	fresh, err := r.client.ContainerService().Get(ctx, info.ID)
+	switch {
+	case err != nil:
+		return info // gone (it is then left out), or to be looked at again by the next List
+	case fresh.Labels[labelFinishedAt] != "":
+		return fresh
+	}
 	labels, err := r.setLabels(ctx, info.ID, map[string]string{
 		labelExitCode:   strconv.Itoa(lostTaskExitCode),
 		labelFinishedAt: time.Now().UTC().Format(time.RFC3339Nano),
