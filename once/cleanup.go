@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"syscall"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -72,12 +73,22 @@ func (j *job) removeContainers(ctx context.Context) error {
 // RemoveHostState removes the directories runc and the cgroups keep for namespace ns,
 // once they are empty (rmdir refuses the others). The cleanup calls it; so may whoever
 // removes what `once --keep` left.
+//
+// runc's directory empties as the shims of the namespace finish deleting their
+// containers, which containerd does not wait for: it is given hostStateWait.
 func RemoveHostState(ns string) {
 	dirs, _ := filepath.Glob(filepath.Join(CgroupDir, "*", ns))
-	for _, d := range append(dirs, filepath.Join(CgroupDir, ns), filepath.Join(RuncStateDir, ns)) {
+	for _, d := range append(dirs, filepath.Join(CgroupDir, ns)) {
 		_ = syscall.Rmdir(d)
 	}
+	runc := filepath.Join(RuncStateDir, ns)
+	for deadline := time.Now().Add(hostStateWait); syscall.Rmdir(runc) == syscall.ENOTEMPTY && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
 }
+
+// hostStateWait bounds the wait for runc's directory of a namespace to empty.
+const hostStateWait = 5 * time.Second
 
 // tellKept says where --keep left everything.
 func (j *job) tellKept() {
