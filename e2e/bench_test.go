@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,57 +19,122 @@ import (
 	"github.com/staticpod/staticpod/runner"
 )
 
+// network is how a benchmark's pods are networked.
+type network struct {
+	name     string // in the benchmark's name: net=host or net=pod
+	host     bool   // hostNetwork; otherwise the pod has a network namespace of its own
+	manifest string // what podManifest adds to the pod's spec
+}
+
+var networks = []network{
+	{name: "net=host", host: true, manifest: "  hostNetwork: true\n"},
+	{name: "net=pod"},
+}
+
 // BenchmarkManifestToRunning measures what a user waits for: from writing manifests
-// into the watched directory to every container running, for 1 and 20 host-network
-// pods. Next to it, in the same run, the floor: the same containers created and
-// started directly through the containerd client, one after the other, with nothing
-// else (no image check, no log writer, no status). The ratio is reported as x-floor.
+// into the watched directory to every container running, for 1 and 20 pods on the host
+// network (net=host) and with a network namespace of their own (net=pod). Next to it, in
+// the same run, two floors: the same containers created and started directly through
+// the containerd client, one after the other, with nothing else (no image check, no log
+// writer, no status), reported as x-floor; and the same containers started by
+// `ctr run -d`, one command each, reported as x-ctr (left out where ctr is not
+// installed).
 func BenchmarkManifestToRunning(b *testing.B) {
-	for _, pods := range []int{1, 20} {
-		b.Run(fmt.Sprintf("pods=%d", pods), func(b *testing.B) {
-			n := newNode(b)
-			floor := n.floor(pods)
-			n.start()
-			round := 0
-			b.ResetTimer()
-			for b.Loop() {
-				round++
-				for i := range pods {
-					name := fmt.Sprintf("p%d-r%d", i, round)
-					n.write(name+".yaml", podManifest(name, "Always", "sleep 3600", "  hostNetwork: true\n"))
+	for _, net := range networks {
+		for _, pods := range []int{1, 20} {
+			b.Run(fmt.Sprintf("%s/pods=%d", net.name, pods), func(b *testing.B) {
+				n := newNode(b)
+				floor := n.startRaw("floor", pods, net.host)
+				n.remove("floor", pods)
+				viaCtr, ctrOK := n.startCtr("ctr", pods, net.host)
+				n.remove("ctr", pods)
+				n.start()
+				round := 0
+				b.ResetTimer()
+				for b.Loop() {
+					round++
+					for i := range pods {
+						name := fmt.Sprintf("p%d-r%d", i, round)
+						n.write(name+".yaml", podManifest(name, "Always", "sleep 3600", net.manifest))
+					}
+					n.awaitCount(pods, runner.StateRunning)
+					b.StopTimer()
+					n.clear()
+					b.StartTimer()
 				}
-				n.awaitCount(pods, runner.StateRunning)
 				b.StopTimer()
-				n.clear()
+				per := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+				b.ReportMetric(float64(floor.Nanoseconds()), "ns/floor")
+				b.ReportMetric(per/float64(floor.Nanoseconds()), "x-floor")
+				if ctrOK {
+					b.ReportMetric(float64(viaCtr.Nanoseconds()), "ns/ctr")
+					b.ReportMetric(per/float64(viaCtr.Nanoseconds()), "x-ctr")
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkContainerRestart measures how long a pod takes to run its container again
+// after the container's process was killed (restartPolicy Always restarts at once the
+// first time), and counts the shims that the restart started (shims-new, per restart).
+// The containers of a pod with a network of its own share one shim, which the restart
+// keeps; a host-network pod has a shim per container, so each restart starts one.
+func BenchmarkContainerRestart(b *testing.B) {
+	for _, net := range networks {
+		b.Run(net.name, func(b *testing.B) {
+			n := newNode(b)
+			n.start()
+			newShims := 0
+			round := 0
+			for b.Loop() {
+				b.StopTimer()
+				round++
+				name := fmt.Sprintf("r%d", round)
+				n.write(name+".yaml", podManifest(name, "Always", "sleep 3600", net.manifest))
+				key := name + "-" + e2eNode + "/main/"
+				first := n.awaitQuickly(running(key + "0"))[key+"0"]
+				before := n.shimPIDs()
+				b.StartTimer()
+				if err := syscall.Kill(int(first.PID), syscall.SIGKILL); err != nil {
+					b.Fatalf("kill %s: %v", first.ID, err)
+				}
+				n.awaitQuickly(running(key + "1"))
+				b.StopTimer()
+				for pid := range n.shimPIDs() {
+					if !before[pid] {
+						newShims++
+					}
+				}
 				b.StartTimer()
 			}
-			b.StopTimer()
-			per := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-			b.ReportMetric(float64(floor.Nanoseconds()), "ns/floor")
-			b.ReportMetric(per/float64(floor.Nanoseconds()), "x-floor")
+			b.ReportMetric(float64(newShims)/float64(b.N), "shims-new")
 		})
 	}
 }
 
-// floor creates and starts pods containers straight through the client, as fast as
-// it can, and returns how long that took; it removes them again.
-func (n *node) floor(pods int) time.Duration {
+// startRaw creates and starts count containers named prefix-0, prefix-1... straight
+// through the client, one after the other, as fast as it can, with nothing else, and
+// returns how long that took. Each runs `sleep 3600` in its own network namespace, or
+// in the host's if hostNet.
+func (n *node) startRaw(prefix string, count int, hostNet bool) time.Duration {
 	n.t.Helper()
 	c := n.d.Client
 	img, err := c.GetImage(n.ctx, e2eImage)
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	var made []client.Container
+	opts := []oci.SpecOpts{oci.WithImageConfig(img), oci.WithProcessArgs("sleep", "3600")}
+	if hostNet {
+		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace))
+	}
 	start := time.Now()
-	for i := range pods {
-		id := fmt.Sprintf("floor-%d", i)
-		cont, err := c.NewContainer(n.ctx, id, client.WithImage(img), client.WithNewSnapshot(id, img),
-			client.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("sleep", "3600"), oci.WithHostNamespace(specs.NetworkNamespace)))
+	for i := range count {
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		cont, err := c.NewContainer(n.ctx, id, client.WithImage(img), client.WithNewSnapshot(id, img), client.WithNewSpec(opts...))
 		if err != nil {
 			n.t.Fatal(err)
 		}
-		made = append(made, cont)
 		task, err := cont.NewTask(n.ctx, cio.NullIO)
 		if err != nil {
 			n.t.Fatal(err)
@@ -75,40 +143,82 @@ func (n *node) floor(pods int) time.Duration {
 			n.t.Fatal(err)
 		}
 	}
-	took := time.Since(start)
-	for _, cont := range made {
-		if task, err := cont.Task(n.ctx, nil); err == nil {
-			task.Delete(n.ctx, client.WithProcessKill)
-		}
-		cont.Delete(n.ctx, client.WithSnapshotCleanup)
-	}
-	return took
+	return time.Since(start)
 }
 
-// awaitCount polls until count containers are in state. It is the benchmark's clock,
-// so it polls every 5 ms, where testenv.Await's 20 ms would be part of what it measures.
-func (n *node) awaitCount(count int, state runner.State) {
+// startCtr does what startRaw does with `ctr run -d`, one command per container, and
+// returns how long that took; ok is false, and nothing started, where ctr is not on PATH.
+func (n *node) startCtr(prefix string, count int, hostNet bool) (took time.Duration, ok bool) {
+	n.t.Helper()
+	ctr, err := exec.LookPath("ctr")
+	if err != nil {
+		n.t.Logf("no x-ctr: %v", err)
+		return 0, false
+	}
+	start := time.Now()
+	for i := range count {
+		args := []string{"-a", n.d.Address, "-n", n.ns, "run", "-d", "--fifo-dir", n.d.FIFODir()}
+		if hostNet {
+			args = append(args, "--net-host")
+		}
+		args = append(args, e2eImage, fmt.Sprintf("%s-%d", prefix, i), "sleep", "3600")
+		if out, err := exec.Command(ctr, args...).CombinedOutput(); err != nil {
+			n.t.Fatalf("ctr %v: %v\n%s", args, err, out)
+		}
+	}
+	return time.Since(start), true
+}
+
+// remove deletes what startRaw or startCtr started as prefix-0..count-1: the tasks, the
+// containers and their snapshots. A container that was never made is skipped.
+func (n *node) remove(prefix string, count int) {
+	n.t.Helper()
+	for i := range count {
+		cont, err := n.d.Client.LoadContainer(n.ctx, fmt.Sprintf("%s-%d", prefix, i))
+		if err != nil {
+			continue
+		}
+		if task, err := cont.Task(n.ctx, nil); err == nil {
+			if _, err := task.Delete(n.ctx, client.WithProcessKill); err != nil {
+				n.t.Fatalf("delete task %s: %v", cont.ID(), err)
+			}
+		}
+		if err := cont.Delete(n.ctx, client.WithSnapshotCleanup); err != nil {
+			n.t.Fatalf("delete container %s: %v", cont.ID(), err)
+		}
+	}
+}
+
+// awaitQuickly polls until cond holds for the node's containers and returns them. It is
+// the benchmarks' clock, so it polls every 5 ms, where testenv.Await's 20 ms would be
+// part of what it measures.
+func (n *node) awaitQuickly(cond func(map[string]runner.Container) bool) map[string]runner.Container {
 	n.t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		all, err := n.rt.List(n.ctx)
-		if err != nil {
-			n.t.Fatal(err)
-		}
-		got := 0
-		for _, c := range all {
-			if c.Kind == runner.KindContainer && c.State == state {
-				got++
-			}
-		}
-		if got == count {
-			return
+		cs := n.containers()
+		if cond(cs) {
+			return cs
 		}
 		if time.Now().After(deadline) {
-			n.t.Fatalf("%d of %d containers %s after 2 min", got, count, state)
+			n.t.Fatalf("containers after 2 min: %v", summary(cs))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// awaitCount polls, as awaitQuickly does, until count containers are in state.
+func (n *node) awaitCount(count int, state runner.State) {
+	n.t.Helper()
+	n.awaitQuickly(func(cs map[string]runner.Container) bool {
+		got := 0
+		for c := range maps.Values(cs) {
+			if c.State == state {
+				got++
+			}
+		}
+		return got == count
+	})
 }
 
 // clear removes every manifest and waits until no container is left.
