@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,6 +61,7 @@ func runDaemon(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(err.Error(), spcli.ExitUsage)
 	}
+	leanHeap()
 	node, err := spcli.NodeName(c)
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("node name: %v", err), spcli.ExitUsage)
@@ -221,4 +223,17 @@ func newLogger(level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: use text or json", format)
+}
+
+// daemonGCPercent is the daemon's GOGC unless its environment sets one. Idle, the
+// daemon allocates little (a relist a second), so collecting twice as often costs next
+// to nothing and keeps its heap about 3 MiB smaller with 20 pods (measured: 12.5 MiB of
+// anonymous memory at GOGC=100, 9.8 at 50).
+const daemonGCPercent = 50
+
+// leanHeap sets daemonGCPercent unless GOGC is set.
+func leanHeap() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(daemonGCPercent)
+	}
 }
