@@ -45,12 +45,12 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 		return runner.Container{}, fmt.Errorf("create container %s: image config: %w", id, convertErr(err))
 	}
 	podDir := r.podDir(pod.UID)
-	if err := preparePod(pod, podDir, r.cfg.HostIP, r.podIP(pod)); err != nil {
+	if err := preparePod(pod, podDir, r.cfg.HostIP, r.podIP(pod, req.Sandbox)); err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
 	in := specInput{
 		Pod: pod, Container: c, Attempt: req.Attempt, Image: spec.Config, PodDir: podDir,
-		PodIP: r.podIP(pod), HostIP: r.cfg.HostIP, SeccompDir: r.cfg.SeccompDir,
+		PodIP: r.podIP(pod, req.Sandbox), HostIP: r.cfg.HostIP, SeccompDir: r.cfg.SeccompDir,
 	}
 	if req.Sandbox != nil {
 		in.SandboxNS, in.SandboxID = r.sandboxNamespaces(req.Sandbox), req.Sandbox.ID
@@ -198,6 +198,9 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 	if labels[labelPinned] != "" {
 		return r.stopPinned(ctx, id, labels)
 	}
+	if err := r.stopNetwork(ctx, id, labels); err != nil {
+		return fmt.Errorf("stop sandbox %s: %w", id, err)
+	}
 	task, err := c.Task(ctx, nil)
 	if err != nil {
 		return ignoreNotFound(convertErr(err))
@@ -270,10 +273,13 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	} else if !errdefs.IsNotFound(err) {
 		return fmt.Errorf("remove container %s: %w", id, convertErr(err))
 	}
+	if _, err := r.releaseNetwork(ctx, id, labels); err != nil {
+		return fmt.Errorf("remove sandbox %s: %w", id, err)
+	}
 	if err := c.Delete(ctx, client.WithSnapshotCleanup); ignoreNotFound(convertErr(err)) != nil {
 		return fmt.Errorf("remove container %s: %w", id, convertErr(err))
 	}
-	if dir := labels[labelPinned]; dir != "" {
+	if dir := r.sandboxPins(id, labels); dir != "" {
 		r.pinMu.Lock()
 		err := unpinNamespaces(dir)
 		r.pinMu.Unlock()
@@ -303,12 +309,14 @@ func (r *Runtime) RemovePodData(ctx context.Context, uid types.UID) error {
 	return removePodLogs(r.cfg.PodLogDir, uid)
 }
 
-// podIP is the pod's IP: the host's on the host network. A pod with its own network
-// namespace has only loopback (staticpod sets up no pod network), and so no IP to
-// report.
-func (r *Runtime) podIP(pod *corev1.Pod) string {
-	if pod.Spec.HostNetwork {
+// podIP is the pod's IP: the host's on the host network, else its sandbox's pod IP; ""
+// for a pod with loopback only (no pod network is configured).
+func (r *Runtime) podIP(pod *corev1.Pod, sandbox *runner.Container) string {
+	switch {
+	case pod.Spec.HostNetwork:
 		return r.cfg.HostIP
+	case sandbox != nil && len(sandbox.IPs) > 0:
+		return sandbox.IPs[0]
 	}
 	return ""
 }

@@ -89,6 +89,9 @@ func fromLabels(c *runner.Container, labels map[string]string) error {
 		}
 	}
 	c.StopDeadline = parseTime(labels[labelStopDeadline])
+	if kind == runner.KindSandbox {
+		networkFromLabels(c, labels)
+	}
 	return nil
 }
 

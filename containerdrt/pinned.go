@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/staticpod/staticpod/internal/pause"
+	"github.com/staticpod/staticpod/runner"
 )
 
 // A pod with its own network needs no process to hold its namespaces: they are pinned
@@ -143,20 +144,62 @@ func unpinNamespaces(dir string) error {
 	return errors.Join(errs...)
 }
 
+// sandboxPins is the pin directory of sandbox id: its namespaces if it is pinned
+// namespaces, else the pin of its network namespace if it has a pod network; "" for a
+// container.
+func (r *Runtime) sandboxPins(id string, labels map[string]string) string {
+	if dir := labels[labelPinned]; dir != "" {
+		return dir
+	}
+	if labels[LabelKind] == string(runner.KindSandbox) {
+		return r.pinDir(id)
+	}
+	return ""
+}
+
 // pinsHeld reports whether every pin in dir still holds a namespace: a reboot, or
-// someone's umount, leaves empty files.
+// someone's umount, leaves empty files. Other files there (netRecordFile) are no pins.
 func pinsHeld(dir string) bool {
 	entries, err := os.ReadDir(dir)
-	if err != nil || len(entries) == 0 {
+	if err != nil {
 		return false
 	}
+	pins := 0
 	for _, e := range entries {
-		var st unix.Statfs_t
-		if err := unix.Statfs(filepath.Join(dir, e.Name()), &st); err != nil || st.Type != nsfsMagic {
+		if _, ok := specNamespace[e.Name()]; !ok {
+			continue
+		}
+		if !isNamespace(filepath.Join(dir, e.Name())) {
 			return false
 		}
+		pins++
 	}
-	return true
+	return pins > 0
+}
+
+// isNamespace reports whether path is a namespace file (a pin that holds).
+func isNamespace(path string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(path, &st) == nil && st.Type == nsfsMagic
+}
+
+// pinProcessNamespace pins the namespace ns of process pid at dir/<ns.file>: the
+// network namespace of a sandbox process, so that its pod network can be torn down in
+// it even after the process is gone.
+func pinProcessNamespace(pid uint32, ns pinnedNamespace, dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("pin %s namespace: %w", ns.file, err)
+	}
+	path := filepath.Join(dir, ns.file)
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o400)
+	if err != nil {
+		return fmt.Errorf("pin %s namespace: %w", ns.file, err)
+	}
+	f.Close()
+	if err := unix.Mount(fmt.Sprintf("/proc/%d/ns/%s", pid, ns.file), path, "none", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("pin %s namespace at %s: %w", ns.file, path, err)
+	}
+	return nil
 }
 
 // settlePinned records that a pinned sandbox ended when its pins no longer hold (the
@@ -195,22 +238,33 @@ func (r *Runtime) settlePinned(ctx context.Context, info containers.Container) c
 	return info
 }
 
-// stopPinned ends a pinned sandbox: its pins go, and with them its namespaces once
-// nothing runs in them (the pod's containers are stopped first).
+// stopPinned ends a pinned sandbox: its pod network is torn down, then its pins go,
+// and with them its namespaces once nothing runs in them (the pod's containers are
+// stopped first). A teardown that fails leaves the sandbox running, to be stopped
+// again: its namespace must hold until its network is gone.
 func (r *Runtime) stopPinned(ctx context.Context, id string, labels map[string]string) error {
+	released, err := r.releaseNetwork(ctx, id, labels)
+	if err != nil {
+		return fmt.Errorf("stop sandbox %s: %w", id, err)
+	}
 	r.pinMu.Lock()
 	defer r.pinMu.Unlock()
 	if err := unpinNamespaces(labels[labelPinned]); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", id, err)
 	}
-	if labels[labelFinishedAt] != "" {
+	set := map[string]string{}
+	if released {
+		set[labelNetwork] = "" // an empty value removes the label
+	}
+	if labels[labelFinishedAt] == "" {
+		set[labelExitCode] = "0"
+		set[labelFinishedAt] = time.Now().UTC().Format(time.RFC3339Nano)
+		set[labelReason] = "Completed"
+	}
+	if len(set) == 0 {
 		return nil
 	}
-	_, err := r.setLabels(ctx, id, map[string]string{
-		labelExitCode:   "0",
-		labelFinishedAt: time.Now().UTC().Format(time.RFC3339Nano),
-		labelReason:     "Completed",
-	})
+	_, err = r.setLabels(ctx, id, set)
 	return ignoreNotFound(err)
 }
 
@@ -277,6 +331,12 @@ func (r *Runtime) removeOrphanPins(ctx context.Context, infos []containers.Conta
 		// pinMu, so it is found now.
 		if _, err := r.client.ContainerService().Get(ctx, e.Name()); !isNotFound(err) {
 			continue
+		}
+		if released, err := r.releaseNetwork(ctx, e.Name(), nil); err != nil {
+			r.log.Warn("tear down the pod network of a sandbox that is gone", "id", e.Name(), "err", err)
+			continue // its namespace must hold until its network is gone: the next List tries again
+		} else if released {
+			r.log.Info("tore down the pod network of a sandbox that is gone", "id", e.Name())
 		}
 		if err := unpinNamespaces(filepath.Join(dir, e.Name())); err != nil {
 			r.log.Warn("remove the pinned namespaces of a sandbox that is gone", "id", e.Name(), "err", err)

@@ -36,6 +36,7 @@ type Config struct {
 	Log        LogConfig   // rotation of container logs and their /var/log/containers links
 	Images     ImageConfig // pulls and imports
 	SeccompDir string      // Localhost seccomp profiles
+	CNI        CNIConfig   // pod networks; without a ConfDir, pods not on the host's network have loopback only
 	FIFODir    string      // where exec's FIFOs are made; "" = containerd's default
 	// Observe makes List only report: it records no exit and deletes no task. For a
 	// second Runtime that watches a namespace a daemon owns (tests, tools); two
@@ -53,6 +54,7 @@ type Runtime struct {
 	client *client.Client
 	cfg    Config
 	images *images
+	net    *network
 	log    *slog.Logger
 
 	rootMu        sync.Mutex // guards rootInstalled
@@ -76,13 +78,16 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
 	}
-	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger}
+	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: newNetwork(cfg.CNI, cfg.Logger)}
 	r.images = newImages(c, cfg.Images, cfg.Logger)
 	ctx, cancel := r.call(ctx)
 	defer cancel()
 	if _, err := c.Version(ctx); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("containerd at %s: %w: %w", cfg.Address, runner.ErrUnavailable, err)
+	}
+	if !cfg.Observe && cfg.CNI.ConfDir != "" {
+		r.net.current() // says in the log, once at start, how pods will be networked
 	}
 	return r, nil
 }

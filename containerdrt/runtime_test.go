@@ -35,7 +35,7 @@ type testRuntime struct {
 	ctx context.Context
 }
 
-func newTestRuntime(t testing.TB) *testRuntime {
+func newTestRuntime(t testing.TB, opts ...func(*Config)) *testRuntime {
 	t.Helper()
 	d := ctd.Daemon(t)
 	ns := d.Namespace(t)
@@ -50,6 +50,9 @@ func newTestRuntime(t testing.TB) *testRuntime {
 		Log:       LogConfig{ContainersDir: t.TempDir()},
 		FIFODir:   d.FIFODir(),
 		Logger:    slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+	}
+	for _, o := range opts {
+		o(&cfg)
 	}
 	r, err := New(ctx, cfg)
 	if err != nil {

@@ -135,12 +135,17 @@ func needsPause(pod *corev1.Pod) bool {
 }
 
 // startPinnedSandbox pins new network, UTS and IPC namespaces for pod (the host's IPC
-// namespace with hostIPC) and records the sandbox as a containerd container without a
-// task: its labels name the pod, as any sandbox's do, and it is running for as long as
-// its pins hold (see settlePinned). The record is made first, so that pins never exist
-// without one that leads to them.
+// namespace with hostIPC), records the sandbox as a containerd container without a
+// task, and sets up its pod network in the pinned network namespace, if there is one.
+// The record's labels name the pod, as any sandbox's do, and it is running for as long
+// as its pins hold (see settlePinned). The record is made first, so that pins never
+// exist without one that leads to them. A failure removes everything again.
 func (r *Runtime) startPinnedSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (runner.Container, error) {
 	id := sandboxID(pod, attempt)
+	netw, note, err := r.net.forPod(pod)
+	if err != nil {
+		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
+	}
 	spec := pinSpec{namespaces: []pinnedNamespace{pinNet, pinUTS}, hostname: sandboxHostname(pod)}
 	if !pod.Spec.HostIPC {
 		spec.namespaces = append(spec.namespaces, pinIPC)
@@ -149,19 +154,41 @@ func (r *Runtime) startPinnedSandbox(ctx context.Context, pod *corev1.Pod, attem
 	labels := podLabels(pod, runner.KindSandbox, pod.Name, attempt)
 	labels[labelPinned] = dir
 	labels[labelStartedAt] = time.Now().UTC().Format(time.RFC3339Nano)
+	networkLabels(labels, netw, note)
 	r.pinMu.Lock()
-	defer r.pinMu.Unlock()
 	c, err := r.client.NewContainer(ctx, id, client.WithContainerLabels(labels), client.WithNewSpec(pinnedSpec(dir, spec)...))
 	if err != nil {
+		r.pinMu.Unlock()
 		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
 	}
-	if err := pinNamespaces(dir, spec); err != nil {
-		if derr := c.Delete(ctx); derr != nil {
-			r.log.Warn("delete sandbox that failed to start", "id", id, "err", derr)
-		}
+	err = pinNamespaces(dir, spec)
+	r.pinMu.Unlock()
+	if err == nil && netw != nil {
+		_, err = r.attachNetwork(ctx, id, netw)
+	}
+	if err != nil {
+		r.abandonSandbox(ctx, c, dir)
 		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
 	return r.inspect(ctx, id)
+}
+
+// abandonSandbox removes a sandbox that failed to start: its task, its record, its
+// pins. A sandbox that never ran holds nothing worth keeping.
+func (r *Runtime) abandonSandbox(ctx context.Context, c client.Container, pins string) {
+	if task, err := c.Task(ctx, nil); err == nil {
+		if _, err := task.Delete(ctx, client.WithProcessKill); ignoreNotFound(convertErr(err)) != nil {
+			r.log.Warn("delete the task of a sandbox that failed to start", "id", c.ID(), "err", err)
+		}
+	}
+	if err := c.Delete(ctx); ignoreNotFound(convertErr(err)) != nil {
+		r.log.Warn("delete sandbox that failed to start", "id", c.ID(), "err", err)
+	}
+	r.pinMu.Lock()
+	defer r.pinMu.Unlock()
+	if err := unpinNamespaces(pins); err != nil {
+		r.log.Warn("unpin the namespaces of a sandbox that failed to start", "id", c.ID(), "err", err)
+	}
 }
 
 // pinnedSpec is the spec a pinned sandbox is recorded with. Nothing runs it; it says
@@ -181,10 +208,17 @@ var specNamespace = map[string]specs.LinuxNamespaceType{
 
 // startPauseSandbox creates and starts the sandbox process of pod: staticpod's "pause"
 // in new network, IPC, UTS and PID namespaces (the host's where the pod asks for them),
-// from the read-only sandbox root.
+// from the read-only sandbox root; then sets up its pod network, if there is one, in
+// its network namespace, which is pinned for that: a pod network is torn down in its
+// namespace, which must outlive the process should it end first.
 func (r *Runtime) startPauseSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (runner.Container, error) {
 	id := sandboxID(pod, attempt)
+	netw, note, err := r.net.forPod(pod)
+	if err != nil {
+		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
+	}
 	labels := podLabels(pod, runner.KindSandbox, pod.Name, attempt)
+	networkLabels(labels, netw, note)
 	own, err := ownOOMScoreAdj()
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
@@ -201,12 +235,25 @@ func (r *Runtime) startPauseSandbox(ctx context.Context, pod *corev1.Pod, attemp
 		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
 	}
 	if err := r.startTask(ctx, c, cio.NullIO); err != nil {
-		if derr := c.Delete(ctx); derr != nil { // a sandbox that never ran holds nothing worth keeping
-			r.log.Warn("delete sandbox that failed to start", "id", id, "err", derr)
-		}
+		r.abandonSandbox(ctx, c, "")
 		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
-	return r.inspect(ctx, id)
+	sb, err := r.inspect(ctx, id)
+	if err != nil || netw == nil {
+		return sb, err
+	}
+	dir := r.pinDir(id)
+	r.pinMu.Lock()
+	err = pinProcessNamespace(sb.PID, pinNet, dir)
+	r.pinMu.Unlock()
+	if err == nil {
+		sb.IPs, err = r.attachNetwork(ctx, id, netw)
+	}
+	if err != nil {
+		r.abandonSandbox(ctx, c, dir)
+		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
+	}
+	return sb, nil
 }
 
 // sandboxNamespaces is the directory of the namespace files a container of sb's pod

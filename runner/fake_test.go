@@ -28,6 +28,8 @@ type fakeRuntime struct {
 	execCode   map[string]int           // container ID -> exit code of every exec in it
 	execs      []string                 // "ID: command" of every exec, in order
 	graces     map[string]time.Duration // container ID -> grace of its last StopContainer
+	// networkNote is the NetworkNote of the sandboxes it makes.
+	networkNote string
 }
 
 func newFakeRuntime(now func() time.Time) *fakeRuntime {
@@ -67,6 +69,9 @@ func (f *fakeRuntime) StartSandbox(_ context.Context, pod *corev1.Pod, attempt i
 	}
 	c := Container{ID: fmt.Sprintf("%s-sandbox-%d", pod.UID, attempt), Kind: KindSandbox, PodUID: pod.UID, PodName: pod.Name,
 		PodNamespace: pod.Namespace, Name: pod.Name, Attempt: attempt, State: StateRunning, PID: 100, CreatedAt: f.now(), StartedAt: f.now()}
+	f.mu.Lock()
+	c.NetworkNote = f.networkNote
+	f.mu.Unlock()
 	f.put(c)
 	return c, nil
 }

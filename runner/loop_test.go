@@ -438,10 +438,13 @@ func TestRelistErrorKeepsPods(t *testing.T) {
 	}
 }
 
+// A sandbox that cannot be made (its pod network failed, say) is tried again after a
+// back-off, and meanwhile the pod's containers wait with its message.
 func TestFailedSandboxBacksOff(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod(t, "sb", "true", corev1.RestartPolicyAlways)
-	h.f.fail["StartSandbox"] = errors.New("runc said no")
+	h.r.seen[pod.UID] = t0
+	h.f.fail["StartSandbox"] = errors.New(`plugin type="bridge" failed (add): no IP addresses available in range set`)
 	w := newWorker(h.r, pod.UID, pod)
 	h.sync(w)
 	h.sync(w)
@@ -449,11 +452,39 @@ func TestFailedSandboxBacksOff(t *testing.T) {
 	if n := h.f.count("StartSandbox"); n != 1 {
 		t.Fatalf("StartSandbox called %d times in a row, want 1 then a back-off", n)
 	}
+	waiting := h.r.Pods()[0].Status.ContainerStatuses[0].State.Waiting
+	if waiting == nil || waiting.Reason != ReasonCreatePodSandboxError || !strings.Contains(waiting.Message, "no IP addresses available") {
+		t.Errorf("container state while the sandbox fails: %+v, want waiting %s with the error", waiting, ReasonCreatePodSandboxError)
+	}
 	delete(h.f.fail, "StartSandbox")
 	h.tick(pullBackoffInitial)
 	h.sync(w)
 	if n := h.f.count("StartSandbox"); n != 2 || h.f.byName(pod.UID)["c/0"].State != StateRunning {
 		t.Fatalf("after the back-off: %d sandbox starts, containers %v", n, h.f.byName(pod.UID))
+	}
+	h.sync(w)
+	if st := h.r.Pods()[0].Status.ContainerStatuses[0].State; st.Running == nil {
+		t.Errorf("container state once the sandbox was made: %+v, want running", st)
+	}
+}
+
+// A sandbox without a pod network says why in the pod's events, once.
+func TestNoPodNetworkIsTold(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, "lo", "true", corev1.RestartPolicyAlways)
+	h.f.networkNote = "no CNI configuration in /etc/cni/net.d: the pod has loopback only"
+	w := newWorker(h.r, pod.UID, pod)
+	h.sync(w)
+	h.sync(w)
+	h.sync(w)
+	var told []string
+	for _, e := range h.r.events.Pod(pod.UID) {
+		if e.Reason == "NoPodNetwork" {
+			told = append(told, e.Message)
+		}
+	}
+	if len(told) != 1 || told[0] != h.f.networkNote {
+		t.Errorf("NoPodNetwork events %q, want the runtime's note once", told)
 	}
 }
 

@@ -25,8 +25,9 @@ type Runtime interface {
 	// returns what is known of it.
 	EnsureImage(ctx context.Context, image string, policy corev1.PullPolicy) (Image, error)
 
-	// StartSandbox creates and starts the process that holds a pod's namespaces; attempt
-	// counts the sandboxes the pod has had (0 for the first).
+	// StartSandbox creates and starts what holds a pod's namespaces, with the pod's
+	// network if the runtime has one to give it; attempt counts the sandboxes the pod has
+	// had (0 for the first). A failure leaves nothing of the sandbox behind.
 	StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (Container, error)
 
 	// CreateContainer creates (but does not start) one container of a pod.
@@ -138,6 +139,12 @@ type Container struct {
 	StartedAt    time.Time
 	FinishedAt   time.Time
 	LogPath      string
+
+	// A sandbox's pod network: its pod IPs, first the one status.podIP reports; or,
+	// without any, NetworkNote may say why (no pod network is configured), which the
+	// pod's events tell.
+	IPs         []string
+	NetworkNote string
 
 	// What stopping the container needs when its pod's spec is gone (an orphan found
 	// after a restart), recorded when it was created, as the kubelet records them.

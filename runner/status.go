@@ -21,6 +21,9 @@ const (
 	ReasonErrImageNeverPull = "ErrImageNeverPull"
 	ReasonCreateConfigError = "CreateContainerConfigError"
 	ReasonRunContainerError = "RunContainerError"
+	// ReasonCreatePodSandboxError: the pod's sandbox, or its network, could not be made;
+	// the message says why, and it is tried again with a back-off.
+	ReasonCreatePodSandboxError = "CreatePodSandboxError"
 )
 
 // Observed is what a pod's worker knows beyond the runtime's records: why containers
@@ -45,6 +48,13 @@ func Status(pod *corev1.Pod, rt PodRuntime, obs Observed, hostIP string) corev1.
 	}
 	if pod.Spec.HostNetwork && hostIP != "" {
 		st.PodIP, st.PodIPs = hostIP, []corev1.PodIP{{IP: hostIP}}
+	} else if sb := cur.Sandbox(); !pod.Spec.HostNetwork && sb != nil && sb.State == StateRunning {
+		for _, ip := range sb.IPs {
+			st.PodIPs = append(st.PodIPs, corev1.PodIP{IP: ip})
+		}
+		if len(sb.IPs) > 0 {
+			st.PodIP = sb.IPs[0]
+		}
 	}
 	if !obs.StartTime.IsZero() {
 		st.StartTime = &metav1.Time{Time: obs.StartTime}

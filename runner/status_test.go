@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -124,5 +125,40 @@ func TestStatusIdentity(t *testing.T) {
 	}
 	if st.QOSClass != corev1.PodQOSBestEffort {
 		t.Errorf("QOSClass = %s, want BestEffort", st.QOSClass)
+	}
+}
+
+// A pod with its own network reports its running sandbox's IPs, the first as podIP;
+// none while its sandbox is not running, or when the sandbox has none (no pod network).
+func TestStatusPodIPs(t *testing.T) {
+	pod := planPod(corev1.RestartPolicyAlways, false, nil, "a")
+	withIPs := func(c Container, ips ...string) Container { c.IPs = ips; return c }
+	tests := []struct {
+		name string
+		rt   []Container
+		want []string
+	}{
+		{"no sandbox yet", nil, nil},
+		{"one IP", []Container{withIPs(sandbox(0, StateRunning, 0), "10.88.0.5")}, []string{"10.88.0.5"}},
+		{"dual stack", []Container{withIPs(sandbox(0, StateRunning, 0), "10.88.0.5", "fd88::5")}, []string{"10.88.0.5", "fd88::5"}},
+		{"loopback only", []Container{sandbox(0, StateRunning, 0)}, nil},
+		{"sandbox ended", []Container{withIPs(sandbox(0, StateExited, 0), "10.88.0.5")}, nil},
+		{"the newest sandbox's", []Container{withIPs(sandbox(0, StateExited, 0), "10.88.0.5"), withIPs(sandbox(1, StateRunning, 1), "10.88.0.9")}, []string{"10.88.0.9"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := Status(pod, podRuntimeOf(pod, func(*corev1.Pod) []Container { return tt.rt }), Observed{}, "192.0.2.2")
+			var got []string
+			for _, ip := range st.PodIPs {
+				got = append(got, ip.IP)
+			}
+			wantFirst := ""
+			if len(tt.want) > 0 {
+				wantFirst = tt.want[0]
+			}
+			if !slices.Equal(got, tt.want) || st.PodIP != wantFirst {
+				t.Errorf("Status: podIP %q podIPs %v, want %q %v", st.PodIP, got, wantFirst, tt.want)
+			}
+		})
 	}
 }

@@ -52,10 +52,14 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, rt PodRuntime, a 
 		sb, err := w.r.rt.StartSandbox(ctx, pod, a.SandboxAttempt)
 		if err != nil {
 			w.failed(w.starts, "")
-			w.warn("", "FailedCreatePodSandBox", fmt.Sprintf("Failed to create pod sandbox: %v", err))
+			msg := fmt.Sprintf("Failed to create pod sandbox: %v", err)
+			w.warn("", "FailedCreatePodSandBox", msg)
+			w.sandboxFailed(pod, msg)
 			return true
 		}
 		delete(w.starts, "")
+		w.sandboxFailed(pod, "")
+		w.noteNetwork(&sb)
 		sandbox = &sb
 		acted = true
 	}
@@ -70,6 +74,29 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, rt PodRuntime, a 
 		}
 	}
 	return acted
+}
+
+// sandboxFailed makes every container of pod wait with msg, why its sandbox could not
+// be made (a pod network that could not be set up, say), or forgets that reason once
+// msg is "".
+func (w *worker) sandboxFailed(pod *corev1.Pod, msg string) {
+	for _, c := range allContainers(pod) {
+		if msg != "" {
+			w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: ReasonCreatePodSandboxError, Message: msg}
+		} else if w.obs.Waiting[c.Name].Reason == ReasonCreatePodSandboxError {
+			delete(w.obs.Waiting, c.Name)
+		}
+	}
+}
+
+// noteNetwork tells, once per sandbox, why the pod has no pod network, when the runtime
+// says.
+func (w *worker) noteNetwork(sb *Container) {
+	if sb == nil || sb.NetworkNote == "" || sb.ID == w.noted {
+		return
+	}
+	w.noted = sb.ID
+	w.normal("", "NoPodNetwork", sb.NetworkNote)
 }
 
 // killPod stops app containers first, then init containers and sidecars in reverse

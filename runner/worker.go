@@ -34,6 +34,7 @@ type worker struct {
 	// Owned by the worker goroutine.
 	spec          *corev1.Pod // the last spec it synced, kept for the grace period of a kill
 	sandbox       *Container  // the pod's running sandbox at the last sync, for hooks
+	noted         string      // the sandbox whose NetworkNote the events told
 	obs           Observed
 	synced        uint64            // PLEG generation when its last actions ended
 	pulls         map[string]retry  // by image
@@ -178,6 +179,7 @@ func (w *worker) syncOnce(ctx context.Context) (gone bool) {
 	defer func(start time.Time) { w.r.metrics.syncDuration.Observe(time.Since(start).Seconds()) }(time.Now())
 	w.sandbox = runningSandbox(rt)
 	if pod != nil {
+		w.noteNetwork(w.sandbox)
 		if w.killUnhealthy(ctx, pod, rt) {
 			w.synced = w.r.pleg.Started()
 			w.r.requestRelist(w.uid)

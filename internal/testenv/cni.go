@@ -1,0 +1,490 @@
+package testenv
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// CNIPlugins are the plugins a test network uses; Debian's containernetworking-plugins
+// installs them in /usr/lib/cni, the CNI project's releases in /opt/cni/bin.
+var CNIPlugins = []string{"bridge", "host-local", "portmap", "loopback"}
+
+// CNIBinDirs are where the plugins are looked for.
+var CNIBinDirs = []string{"/opt/cni/bin", "/usr/lib/cni"}
+
+// CNINetwork is a pod network of one test: a configuration directory of its own, a
+// bridge, subnet and network name nobody else uses, host-local's allocations and
+// libcni's cache under the test's directory. What the plugins leave on the host's
+// network (veths on its bridge, iptables rules naming it, the bridge) is removed when
+// the test ends, and Leaks lists what is there before that.
+type CNINetwork struct {
+	Name     string // the network's name, unique to the test
+	Bridge   string // the bridge device
+	Subnet   string // a /24 no route of the host covers
+	Gateway  string // the bridge's address in it, the pods' way to the host
+	ConfDir  string
+	BinDirs  []string
+	DataDir  string // host-local's allocations: <DataDir>/<Name>/<ip>
+	CacheDir string // libcni's cache
+}
+
+// CNI makes a test network. conflist writes its configuration list; it is stored in
+// the network's ConfDir (nothing is written when conflist is nil). The test skips when
+// the plugins or iptables are missing, unless Required, when it fails.
+func CNI(t testing.TB, conflist func(CNINetwork) []byte) *CNINetwork {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs CNI plugins: skipped in -short mode")
+	}
+	if os.Geteuid() != 0 {
+		skipOrFatal(t, fmt.Errorf("%w: CNI needs root", ErrUnavailable))
+	}
+	for _, p := range CNIPlugins {
+		if _, err := FindCNIPlugin(p); err != nil {
+			skipOrFatal(t, err)
+		}
+	}
+	for _, tool := range []string{"iptables-save", "iptables-restore", "ip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			skipOrFatal(t, fmt.Errorf("%w: %s is needed to clean up after CNI tests: %v", ErrUnavailable, tool, err))
+		}
+	}
+	dir := t.TempDir()
+	id := randomHex(3)
+	n := &CNINetwork{
+		Name: "sptest-" + id, Bridge: "sptest" + id,
+		ConfDir: filepath.Join(dir, "net.d"), BinDirs: CNIBinDirs,
+		DataDir: filepath.Join(dir, "ipam"), CacheDir: filepath.Join(dir, "cache"),
+	}
+	subnet, err := freeTestSubnet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Subnet = subnet.String()
+	gw := slices.Clone(subnet.IP.To4())
+	gw[3] = 1
+	n.Gateway = gw.String()
+	release, err := acquireHostNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.remove(); err != nil {
+			t.Errorf("remove test network %s: %v", n.Name, err)
+		}
+		if err := release(); err != nil {
+			t.Errorf("restore the host's network settings: %v", err)
+		}
+	})
+	if conflist != nil {
+		if err := os.MkdirAll(n.ConfDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(n.ConfDir, "10-"+n.Name+".conflist"), conflist(*n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
+}
+
+// FindCNIPlugin returns the path of a CNI plugin in CNIBinDirs.
+func FindCNIPlugin(name string) (string, error) {
+	for _, d := range CNIBinDirs {
+		if p := filepath.Join(d, name); isExecutable(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: CNI plugin %s is not in %v (apt-get install containernetworking-plugins)", ErrUnavailable, name, CNIBinDirs)
+}
+
+func isExecutable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
+}
+
+// Leaks lists what the network still holds on the host: veths on its bridge, IP
+// allocations, iptables rules that name it or its subnet, cached plugin results. A
+// network whose pods are all gone holds none of them.
+func (n *CNINetwork) Leaks() []string {
+	var out []string
+	ifs, _ := os.ReadDir(filepath.Join("/sys/class/net", n.Bridge, "brif"))
+	for _, e := range ifs {
+		out = append(out, "veth "+e.Name()+" on bridge "+n.Bridge)
+	}
+	ips, _ := os.ReadDir(filepath.Join(n.DataDir, n.Name))
+	for _, e := range ips {
+		if net.ParseIP(e.Name()) != nil {
+			out = append(out, "IP allocation "+e.Name())
+		}
+	}
+	for _, r := range n.rules() {
+		out = append(out, "iptables: "+r.String())
+	}
+	cached, _ := filepath.Glob(filepath.Join(n.CacheDir, "results", n.Name+"-*"))
+	for _, c := range cached {
+		out = append(out, "cached result "+filepath.Base(c))
+	}
+	return out
+}
+
+// remove deletes what the plugins left on the host for the network: its iptables
+// rules and the chains they jump to, the veths on its bridge, the bridge.
+func (n *CNINetwork) remove() error {
+	var errs []error
+	for _, t := range []string{"iptables", "ip6tables"} {
+		errs = append(errs, deleteRules(t, n.rules()))
+	}
+	ifs, _ := os.ReadDir(filepath.Join("/sys/class/net", n.Bridge, "brif"))
+	for _, e := range ifs {
+		errs = append(errs, run("ip", "link", "del", e.Name()))
+	}
+	if _, err := os.Stat(filepath.Join("/sys/class/net", n.Bridge)); err == nil {
+		errs = append(errs, run("ip", "link", "del", n.Bridge))
+	}
+	return errors.Join(errs...)
+}
+
+// rule is one line of iptables-save.
+type rule struct {
+	tool, table, chain string
+	spec               string // what follows "-A <chain> "
+}
+
+func (r rule) String() string { return fmt.Sprintf("%s -t %s -A %s %s", r.tool, r.table, r.chain, r.spec) }
+
+// target is the chain the rule jumps to, if any.
+func (r rule) target() string {
+	f := strings.Fields(r.spec)
+	if i := slices.Index(f, "-j"); i >= 0 && i+1 < len(f) {
+		return f[i+1]
+	}
+	return ""
+}
+
+// rules are the iptables rules that name the network (the plugins' comments carry its
+// name) or its subnet, and the rules of the chains those jump to.
+func (n *CNINetwork) rules() []rule {
+	var out []rule
+	for _, tool := range []string{"iptables", "ip6tables"} {
+		all := saveRules(tool)
+		ours := map[string]bool{} // chains the network's rules jump to
+		for _, r := range all {
+			if strings.Contains(r.spec, `\"`+n.Name+`\"`) || strings.Contains(r.spec, n.Subnet) {
+				out = append(out, r)
+				if t := r.target(); strings.HasPrefix(t, "CNI-") && !strings.HasPrefix(t, "CNI-HOSTPORT-") {
+					ours[r.table+"/"+t] = true
+				}
+			}
+		}
+		for _, r := range all {
+			if ours[r.table+"/"+r.chain] && !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// saveRules reads every rule of every table with tool-save.
+func saveRules(tool string) []rule {
+	data, err := exec.Command(tool+"-save").Output()
+	if err != nil {
+		return nil
+	}
+	var out []rule
+	table := ""
+	s := bufio.NewScanner(bytes.NewReader(data))
+	for s.Scan() {
+		line := s.Text()
+		switch {
+		case strings.HasPrefix(line, "*"):
+			table = line[1:]
+		case strings.HasPrefix(line, "-A "):
+			chain, spec, _ := strings.Cut(line[3:], " ")
+			out = append(out, rule{tool: tool, table: table, chain: chain, spec: spec})
+		}
+	}
+	return out
+}
+
+// deleteRules deletes rules, those of tool, with tool-restore, then the CNI- chains
+// they emptied.
+func deleteRules(tool string, rules []rule) error {
+	byTable := map[string][]string{}
+	chains := map[string][]string{}
+	for _, r := range rules {
+		if r.tool != tool {
+			continue
+		}
+		byTable[r.table] = append(byTable[r.table], "-D "+r.chain+" "+r.spec)
+		if strings.HasPrefix(r.chain, "CNI-") && !strings.HasPrefix(r.chain, "CNI-HOSTPORT-") && !slices.Contains(chains[r.table], r.chain) {
+			chains[r.table] = append(chains[r.table], r.chain)
+		}
+	}
+	if len(byTable) == 0 {
+		return nil
+	}
+	var in bytes.Buffer
+	for table, lines := range byTable {
+		fmt.Fprintf(&in, "*%s\n%s\n", table, strings.Join(lines, "\n"))
+		for _, c := range chains[table] {
+			fmt.Fprintf(&in, "-X %s\n", c)
+		}
+		in.WriteString("COMMIT\n")
+	}
+	cmd := exec.Command(tool+"-restore", "--noflush")
+	cmd.Stdin = &in
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s-restore: %v: %s\n%s", tool, err, out, in.String())
+	}
+	return nil
+}
+
+func run(name string, args ...string) error {
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// freeTestSubnet picks a random 10.2xx.x.0/24 that no route of the host covers.
+func freeTestSubnet() (*net.IPNet, error) {
+	routes := ipv4Routes()
+	for range 100 {
+		b := make([]byte, 2)
+		rand.Read(b)
+		_, subnet, _ := net.ParseCIDR(fmt.Sprintf("10.%d.%d.0/24", 200+int(b[0])%50, b[1]))
+		if !slices.ContainsFunc(routes, func(r *net.IPNet) bool { return r.Contains(subnet.IP) || subnet.Contains(r.IP) }) {
+			return subnet, nil
+		}
+	}
+	return nil, errors.New("no free 10.2xx.x.0/24 for a test network")
+}
+
+// ipv4Routes are the host's IPv4 routes but the default one, from /proc/net/route.
+func ipv4Routes() []*net.IPNet {
+	data, err := os.ReadFile("/proc/net/route")
+	if err != nil {
+		return nil
+	}
+	var out []*net.IPNet
+	for i, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if i == 0 || len(f) < 8 {
+			continue
+		}
+		dst, err1 := hex.DecodeString(f[1])
+		mask, err2 := hex.DecodeString(f[7])
+		if err1 != nil || err2 != nil || len(dst) != 4 || len(mask) != 4 {
+			continue
+		}
+		ip := binary.BigEndian.AppendUint32(nil, binary.NativeEndian.Uint32(dst))
+		m := net.IPMask(binary.BigEndian.AppendUint32(nil, binary.NativeEndian.Uint32(mask)))
+		if ones, _ := m.Size(); ones > 0 {
+			out = append(out, &net.IPNet{IP: ip, Mask: m})
+		}
+	}
+	return out
+}
+
+// The bridge plugin turns IP forwarding on, and portmap adds chains of its own to the
+// nat table, for every network on the host. The test processes that use CNI networks
+// (test packages run at once) register in hostNetworkState; the last one to leave puts
+// IP forwarding back as the first found it and removes portmap's chains if they are
+// empty. The state is guarded by an flock on hostNetworkLock.
+const (
+	hostNetworkLock  = "/run/staticpod-test-cni.lock"
+	hostNetworkState = "/run/staticpod-test-cni.json"
+	ipForward        = "/proc/sys/net/ipv4/ip_forward"
+)
+
+type hostNetwork struct {
+	Users     []int  `json:"users"` // PIDs of the test processes using CNI networks, once per network
+	IPForward string `json:"ipForward"`
+	// NftTables are the nftables tables there were before (iptables-nft makes its nat
+	// tables on first use).
+	NftTables []string `json:"nftTables"`
+}
+
+// acquireHostNetwork registers a test network; release undoes the host-wide settings
+// once no test network is left.
+func acquireHostNetwork() (release func() error, err error) {
+	err = withHostNetwork(func(h *hostNetwork) {
+		h.Users = slices.DeleteFunc(h.Users, func(pid int) bool { return syscall.Kill(pid, 0) != nil })
+		if len(h.Users) == 0 {
+			data, _ := os.ReadFile(ipForward)
+			h.IPForward = strings.TrimSpace(string(data))
+			h.NftTables = nftTables()
+		}
+		h.Users = append(h.Users, os.Getpid())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func() error {
+		var errs []error
+		err := withHostNetwork(func(h *hostNetwork) {
+			if i := slices.Index(h.Users, os.Getpid()); i >= 0 {
+				h.Users = slices.Delete(h.Users, i, i+1)
+			}
+			h.Users = slices.DeleteFunc(h.Users, func(pid int) bool { return syscall.Kill(pid, 0) != nil })
+			if len(h.Users) > 0 {
+				return
+			}
+			if h.IPForward != "" {
+				errs = append(errs, os.WriteFile(ipForward, []byte(h.IPForward), 0o644))
+			}
+			errs = append(errs, removePortmapChains(), removeNewNatTables(h.NftTables))
+		})
+		return errors.Join(append(errs, err)...)
+	}, nil
+}
+
+func withHostNetwork(fn func(*hostNetwork)) error {
+	lock, err := os.OpenFile(hostNetworkLock, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	var h hostNetwork
+	if data, err := os.ReadFile(hostNetworkState); err == nil {
+		json.Unmarshal(data, &h)
+	}
+	fn(&h)
+	if len(h.Users) == 0 { // the lock file stays: a process may be waiting on it
+		return ignoreNotExist(os.Remove(hostNetworkState))
+	}
+	data, _ := json.Marshal(h)
+	return os.WriteFile(hostNetworkState, data, 0o600)
+}
+
+func ignoreNotExist(err error) error {
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// portmapChains are the chains the portmap plugin makes once for every network, with
+// the rules that lead to them from the built-in chains.
+var portmapChains = []string{"CNI-HOSTPORT-DNAT", "CNI-HOSTPORT-SETMARK", "CNI-HOSTPORT-MASQ"}
+
+// removePortmapChains removes portmap's chains and the jumps to them when no port is
+// mapped through them any more (its DNAT chain is empty), as they were before any test.
+func removePortmapChains() error {
+	var errs []error
+	for _, tool := range []string{"iptables", "ip6tables"} {
+		all := saveRules(tool)
+		if slices.ContainsFunc(all, func(r rule) bool { return r.table == "nat" && r.chain == "CNI-HOSTPORT-DNAT" }) {
+			continue // ports are mapped: somebody's pods use them
+		}
+		var del []rule
+		for _, r := range all {
+			if r.table == "nat" && (slices.Contains(portmapChains, r.target()) || slices.Contains(portmapChains, r.chain)) {
+				del = append(del, r)
+			}
+		}
+		errs = append(errs, deleteRules(tool, del))
+		var in bytes.Buffer
+		in.WriteString("*nat\n")
+		exists := chainsOf(tool, "nat")
+		for _, c := range portmapChains {
+			if exists[c] {
+				fmt.Fprintf(&in, "-X %s\n", c)
+			}
+		}
+		in.WriteString("COMMIT\n")
+		cmd := exec.Command(tool+"-restore", "--noflush")
+		cmd.Stdin = &in
+		if out, err := cmd.CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("%s-restore: %v: %s", tool, err, out))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// nftTables lists the nftables tables ("ip nat"), none where nft is not installed.
+func nftTables() []string {
+	out, err := exec.Command("nft", "list", "tables").Output()
+	if err != nil {
+		return nil
+	}
+	var tables []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if t, ok := strings.CutPrefix(strings.TrimSpace(line), "table "); ok {
+			tables = append(tables, t)
+		}
+	}
+	return tables
+}
+
+// removeNewNatTables deletes the nat tables iptables-nft made for the tests (those not
+// in before) once they hold no rule and no chain of their own.
+func removeNewNatTables(before []string) error {
+	if _, err := exec.LookPath("nft"); err != nil {
+		return nil
+	}
+	var errs []error
+	for _, tt := range []struct{ family, tool string }{{"ip", "iptables"}, {"ip6", "ip6tables"}} {
+		table := tt.family + " nat"
+		if slices.Contains(before, table) || !slices.Contains(nftTables(), table) {
+			continue
+		}
+		chains := chainsOf(tt.tool, "nat")
+		empty := !slices.ContainsFunc(saveRules(tt.tool), func(r rule) bool { return r.table == "nat" })
+		for c := range chains {
+			empty = empty && slices.Contains([]string{"PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"}, c)
+		}
+		if empty {
+			errs = append(errs, run("nft", "delete", "table", tt.family, "nat"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// chainsOf are the chains of a table, by iptables-save's ":<chain>" lines.
+func chainsOf(tool, table string) map[string]bool {
+	data, err := exec.Command(tool+"-save", "-t", table).Output()
+	if err != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if name, ok := strings.CutPrefix(line, ":"); ok {
+			out[strings.Fields(name)[0]] = true
+		}
+	}
+	return out
+}
+
+// IPForwarding is the host's net.ipv4.ip_forward, for tests that show what they
+// changed.
+func IPForwarding() int {
+	data, _ := os.ReadFile(ipForward)
+	v, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	return v
+}
