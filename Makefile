@@ -49,7 +49,8 @@ bench: deps
 RUN_DIR := $(CURDIR)/.run
 RUN_FLAGS := --root-dir $(RUN_DIR)/root --pod-log-dir $(RUN_DIR)/log/pods \
 	--container-log-dir $(RUN_DIR)/log/containers --image-dir $(RUN_DIR)/images \
-	--containerd-address $(RUN_DIR)/containerd.sock --api-socket $(RUN_DIR)/staticpod.sock
+	--containerd-address $(RUN_DIR)/containerd.sock --api-socket $(RUN_DIR)/staticpod.sock \
+	--cni-conf-dir $(RUN_DIR)/cni/net.d --cni-default-bridge
 run: deps build
 	mkdir -p $(RUN_DIR)/images
 	$(GO) run ./internal/testenv/cmd/mkimage -ref localhost/busybox:static -o $(RUN_DIR)/images/busybox.tar

@@ -7,6 +7,7 @@ import (
 
 	"github.com/staticpod/staticpod/api/client"
 	spcli "github.com/staticpod/staticpod/cli"
+	"github.com/staticpod/staticpod/containerdrt"
 )
 
 // Defaults of the contract (DESIGN.md). Flag names follow the kubelet's where the
@@ -45,6 +46,9 @@ func runFlags() []cli.Flag {
 		str("containerd-address", spcli.DefaultContainerdAddress, "containerd's socket", "container-runtime-endpoint"),
 		str("containerd-namespace", defaultNamespace, "containerd namespace staticpod owns"),
 		&cli.BoolFlag{Name: "start-containerd", Usage: "start and supervise a containerd under the root dir when none answers", EnvVars: spcli.Env("start-containerd")},
+		str("cni-conf-dir", containerdrt.DefaultCNIConfDir, "directory of CNI network configurations: the first in sorted order is the pod network (\"\" for none: loopback only)"),
+		&cli.StringSliceFlag{Name: "cni-bin-dir", Value: cli.NewStringSlice(containerdrt.DefaultCNIBinDirs...), Usage: "directory of CNI plugins (repeatable)", EnvVars: spcli.Env("cni-bin-dir")},
+		&cli.BoolFlag{Name: "cni-default-bridge", Usage: "write a bridge network configuration into --cni-conf-dir when it holds none", EnvVars: spcli.Env("cni-default-bridge")},
 		str("image-dir", "", "directory of image tarballs imported at start and when added"),
 		str("registry-config", "", "docker config.json with registry credentials, searched before the usual places"),
 		&cli.StringSliceFlag{Name: "insecure-registry", Usage: "registry `host[:port]` or CIDR reached over plain HTTP (repeatable)", EnvVars: spcli.Env("insecure-registry")},

@@ -108,6 +108,11 @@ func (d *daemon) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Bool("cni-default-bridge") {
+		if err := d.defaultNetwork(); err != nil {
+			return err
+		}
+	}
 	rt, err := containerdrt.New(ctx, runtimeConfig(c, d.root, self, d.log))
 	if err != nil {
 		return fmt.Errorf("%w (is containerd running? --start-containerd starts one)", err)
@@ -144,6 +149,27 @@ func (d *daemon) setup(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// defaultNetwork writes the default pod network's configuration (--cni-default-bridge)
+// into --cni-conf-dir, unless that holds one.
+func (d *daemon) defaultNetwork() error {
+	dir := d.c.String("cni-conf-dir")
+	if dir == "" {
+		return cli.Exit("--cni-default-bridge needs a --cni-conf-dir", spcli.ExitUsage)
+	}
+	if containerdrt.HasCNIConfig(dir) {
+		return nil
+	}
+	b, err := containerdrt.DefaultBridge(d.root)
+	if err != nil {
+		return err
+	}
+	path, err := containerdrt.WriteDefaultCNIConfig(dir, b)
+	if err == nil && path != "" {
+		d.log.Info("wrote the default pod network's configuration", "file", path, "bridge", b.Bridge, "subnet", b.Subnet)
+	}
+	return err
 }
 
 // sources are the manifest sources switched on; /readyz waits for each.
@@ -201,7 +227,11 @@ func runtimeConfig(c *cli.Context, root, self string, log *slog.Logger) containe
 			ImageDir:           c.String("image-dir"),
 		},
 		SeccompDir: filepath.Join(root, "seccomp"),
-		Logger:     log,
+		CNI: containerdrt.CNIConfig{
+			ConfDir: c.String("cni-conf-dir"), BinDirs: c.StringSlice("cni-bin-dir"),
+			CacheDir: filepath.Join(root, "cni", "cache"),
+		},
+		Logger: log,
 	}
 }
 

@@ -75,10 +75,15 @@ func (b Bridge) Conflist() []byte {
 	return append(data, '\n')
 }
 
+// HasCNIConfig reports whether confDir holds a network configuration.
+func HasCNIConfig(confDir string) bool {
+	return firstConfFile(confDir) != ""
+}
+
 // WriteDefaultCNIConfig writes b's configuration into confDir unless the directory
 // already holds a network configuration. It returns the file it wrote, "" if none.
 func WriteDefaultCNIConfig(confDir string, b Bridge) (string, error) {
-	if confFilesSeen(confDir) != "" {
+	if HasCNIConfig(confDir) {
 		return "", nil
 	}
 	if err := os.MkdirAll(confDir, 0o755); err != nil {

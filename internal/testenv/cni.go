@@ -165,7 +165,9 @@ type rule struct {
 	spec               string // what follows "-A <chain> "
 }
 
-func (r rule) String() string { return fmt.Sprintf("%s -t %s -A %s %s", r.tool, r.table, r.chain, r.spec) }
+func (r rule) String() string {
+	return fmt.Sprintf("%s -t %s -A %s %s", r.tool, r.table, r.chain, r.spec)
+}
 
 // target is the chain the rule jumps to, if any.
 func (r rule) target() string {
@@ -202,7 +204,7 @@ func (n *CNINetwork) rules() []rule {
 
 // saveRules reads every rule of every table with tool-save.
 func saveRules(tool string) []rule {
-	data, err := exec.Command(tool+"-save").Output()
+	data, err := exec.Command(tool + "-save").Output()
 	if err != nil {
 		return nil
 	}
