@@ -40,6 +40,7 @@ var rules = map[string][]string{
 	helperCommand:                  {"logs", "internal/pause"},
 	"internal/testenv":             {"internal/ctrd"},
 	"internal/testenv/cmd/mkimage": {"internal/testenv", "internal/ctrd"},
+	"internal/testenv/cmd/udpecho": nil,
 }
 
 // helperCommand is the program that runs once per container and per sandbox: every

@@ -7,8 +7,11 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner"
 	"github.com/staticpod/staticpod/watcher"
 )
 
@@ -62,6 +65,7 @@ func runValidate(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("node name: %v", err), ExitUsage)
 	}
 	report := Validation{Valid: true}
+	var pods []*corev1.Pod
 	for _, path := range c.Args().Slice() {
 		if _, err := os.Stat(path); err != nil {
 			return cli.Exit(fmt.Sprintf("validate: %v", err), ExitUsage)
@@ -71,7 +75,11 @@ func runValidate(c *cli.Context) error {
 			return cli.Exit(fmt.Sprintf("validate %s: %v", path, err), ExitUsage)
 		}
 		report.add(snap, c.Bool("strict"))
+		for _, f := range snap.Files {
+			pods = append(pods, f.Result.Pods...)
+		}
 	}
+	report.hostPorts(pods)
 	if format == "json" {
 		err = writeJSONReport(c.App.Writer, report)
 	} else {
@@ -114,6 +122,31 @@ func (v *Validation) add(snap watcher.Snapshot, strict bool) {
 	for _, f := range v.Files[start:] {
 		if len(f.Errors) > 0 {
 			v.Valid = false
+		}
+	}
+}
+
+// hostPorts reports the pods the daemon would refuse because a host port they ask for
+// is another pod's (runner.AdmitHostPorts), across files, on the file of the refused
+// pod.
+func (v *Validation) hostPorts(pods []*corev1.Pod) {
+	desired := map[types.UID]*corev1.Pod{}
+	for _, p := range pods {
+		desired[p.UID] = p
+	}
+	rejected := runner.AdmitHostPorts(desired, func(types.UID) bool { return false }, nil)
+	for _, pod := range pods {
+		rej, ok := rejected[pod.UID]
+		if !ok {
+			continue
+		}
+		path := pod.Annotations[manifests.AnnotationLocation]
+		msg := fmt.Sprintf("hostPort %s is already used by pod %s in %s", rej.Port, manifests.Key(rej.Holder), rej.Holder.Annotations[manifests.AnnotationLocation])
+		for i := range v.Files {
+			if v.Files[i].Path == path {
+				v.Files[i].Errors = append(v.Files[i].Errors, Problem{Field: rej.Port.Field.String(), Message: msg, Text: path + ": " + rej.Port.Field.String() + ": " + msg})
+				v.Valid = false
+			}
 		}
 	}
 }

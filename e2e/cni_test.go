@@ -370,3 +370,60 @@ func TestCNIDefaultBridge(t *testing.T) {
 		t.Errorf("an existing configuration was replaced: %s", data)
 	}
 }
+
+// Two pods asking for the same host port: the second is refused, Failed with the
+// kubelet's reason NodePorts, a message naming the port and the pod that has it, and
+// an event; it runs, with the port, once the first is gone. validate reports it across
+// files.
+func TestHostPortTaken(t *testing.T) {
+	n, cn := newCNINode(t, bridgeConf)
+	n.start(cniFlags(cn)...)
+	port := freePort(t, "tcp")
+	web := func(name string) string {
+		return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: httpd
+    image: %s
+    command: ["sh", "-c", "mkdir -p /www && echo hello from $(hostname) > /www/index.html && exec httpd -f -p 8080 -h /www"]
+    ports: [{containerPort: 8080, hostPort: %d}]
+`, name, e2eImage, port)
+	}
+	n.write("a.yaml", web("a"))
+	n.write("b.yaml", web("b"))
+	if out, code := runStaticpod(t, "validate", "--hostname-override", e2eNode, n.manifests); code != 1 ||
+		!strings.Contains(out, fmt.Sprintf("error: %s: spec.containers[0].ports[0].hostPort: hostPort TCP 0.0.0.0:%d is already used by pod default/a-node1 in %s", filepath.Join(n.manifests, "b.yaml"), port, filepath.Join(n.manifests, "a.yaml"))) {
+		t.Errorf("validate of two pods with one hostPort: exit %d\n%s", code, out)
+	}
+	b := n.awaitPhase("b-node1", corev1.PodFailed)
+	want := fmt.Sprintf("Pod was rejected: spec.containers[0].ports[0].hostPort: hostPort TCP 0.0.0.0:%d is taken by pod default/a-node1 (file:%s)", port, filepath.Join(n.manifests, "a.yaml"))
+	if b.Status.Reason != runner.ReasonNodePorts || b.Status.Message != want {
+		t.Errorf("the refused pod: reason %q, message %q; want %s, %q", b.Status.Reason, b.Status.Message, runner.ReasonNodePorts, want)
+	}
+	api := []string{"--api-socket", n.path("staticpod.sock")}
+	awaitPS(t, api, "b-node1 ", "NodePorts")
+	if out, _, _ := runSplit(t, "", nil, append([]string{"describe", "b-node1"}, api...)...); !strings.Contains(out, "Warning  NodePorts") || !strings.Contains(out, want) {
+		t.Errorf("describe b-node1 does not say why it was refused:\n%s", out)
+	}
+	if got := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/", port)); strings.TrimSpace(got) != "hello from a-node1" {
+		t.Errorf("hostPort %d answered %q, want a's page", port, got)
+	}
+	if cs := n.containers(); len(cs) != 1 {
+		t.Errorf("containers %v, want a's only", summary(cs))
+	}
+
+	if err := os.Remove(filepath.Join(n.manifests, "a.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	n.await("b running once a is gone", time.Minute, func(cs map[string]runner.Container) bool {
+		return len(cs) == 1 && running("b-node1/httpd/0")(cs)
+	})
+	if got := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/", port)); strings.TrimSpace(got) != "hello from b-node1" {
+		t.Errorf("hostPort %d answered %q, want b's page", port, got)
+	}
+	n.removeAllAndCheck(nil)
+	assertNoLeaks(t, cn)
+}

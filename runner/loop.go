@@ -25,6 +25,7 @@ type loop struct {
 	spawn   func(context.Context, *worker) // runs a new worker; tests replace it
 
 	conflicts map[types.UID]bool // pods refused for their name, logged once
+	rejected  map[types.UID]bool // pods refused for their host ports (see AdmitHostPorts)
 	failures  failures           // what each source could not use at its last update
 }
 
@@ -118,6 +119,7 @@ func (l *loop) apply(ctx context.Context, u manifests.Update) {
 		return
 	}
 	desired, conflicts := l.config.Apply(u)
+	rejected := l.admit(desired)
 	l.r.mu.Lock()
 	l.r.ready[u.Source] = true
 	now := l.r.now()
@@ -142,18 +144,83 @@ func (l *loop) apply(ctx context.Context, u manifests.Update) {
 		l.r.events.Add(Record{Type: EventWarning, Reason: "PodConflict", Message: c.Error(), Source: c.Source})
 	}
 	l.conflicts = reported
+	l.reject(desired, rejected)
 	for uid, w := range l.workers {
-		if _, ok := desired[uid]; !ok {
+		if _, ok := desired[uid]; !ok || rejected[uid].Pod != nil {
 			w.terminate()
 		}
 	}
 	for name, pod := range l.pending {
-		if desired[pod.UID] == nil {
+		if desired[pod.UID] == nil || rejected[pod.UID].Pod != nil {
 			delete(l.pending, name)
 		}
 	}
 	for uid, pod := range desired {
-		l.want(ctx, uid, pod)
+		if rejected[uid].Pod == nil {
+			l.want(ctx, uid, pod)
+		}
+	}
+}
+
+// admit decides which desired pods are refused for their host ports (AdmitHostPorts):
+// the pods that run have theirs first, and the pods being stopped keep theirs until
+// they are gone.
+func (l *loop) admit(desired map[types.UID]*corev1.Pod) map[types.UID]Rejection {
+	var leaving []*corev1.Pod
+	for uid, w := range l.workers {
+		w.mu.Lock()
+		if (w.kill || desired[uid] == nil) && w.pod != nil {
+			leaving = append(leaving, w.pod)
+		}
+		w.mu.Unlock()
+	}
+	return AdmitHostPorts(desired, func(uid types.UID) bool { w := l.workers[uid]; return w != nil && !w.killed() }, leaving)
+}
+
+// readmit decides again on the pods refused for their host ports, once a pod that
+// held some is gone, and starts those that may run now.
+func (l *loop) readmit(ctx context.Context) {
+	if len(l.rejected) == 0 {
+		return
+	}
+	was := l.rejected
+	desired := l.config.desired
+	rejected := l.admit(desired)
+	l.reject(desired, rejected)
+	for uid := range was {
+		if pod := desired[uid]; pod != nil && rejected[uid].Pod == nil {
+			l.want(ctx, uid, pod)
+		}
+	}
+}
+
+// reject publishes the status of the pods refused for their host ports, with an event,
+// logged once per pod; a pod admitted again loses that status until its worker
+// publishes one.
+func (l *loop) reject(desired map[types.UID]*corev1.Pod, rejected map[types.UID]Rejection) {
+	for uid, rej := range rejected {
+		if !l.rejected[uid] {
+			l.r.log.Warn("pod refused: a host port it asks for is taken", "pod", manifests.Key(rej.Pod), "uid", uid, "reason", rej.Message())
+		}
+		l.r.events.Add(Record{UID: uid, Pod: manifests.Key(rej.Pod), Type: EventWarning, Reason: ReasonNodePorts, Message: rej.Message()})
+		out := rej.Pod.DeepCopy()
+		out.Status = rej.Status()
+		l.r.publish(uid, out)
+	}
+	for uid := range l.rejected {
+		if _, still := rejected[uid]; still {
+			continue
+		}
+		l.r.mu.Lock()
+		delete(l.r.statuses, uid)
+		l.r.mu.Unlock()
+		if _, wanted := desired[uid]; !wanted && l.workers[uid] == nil {
+			l.r.events.Forget(uid)
+		}
+	}
+	l.rejected = map[types.UID]bool{}
+	for uid := range rejected {
+		l.rejected[uid] = true
 	}
 }
 
@@ -269,6 +336,7 @@ func (l *loop) workerGone(ctx context.Context, uid types.UID) {
 	}
 	delete(l.workers, uid)
 	l.r.events.Forget(uid)
+	defer l.readmit(ctx) // the pod's host ports are free
 	for name, holder := range l.names {
 		if holder != uid {
 			continue

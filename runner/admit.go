@@ -1,0 +1,82 @@
+package runner
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/staticpod/staticpod/manifests"
+)
+
+// ReasonNodePorts is the kubelet's reason for a pod it rejects because a host port the
+// pod asks for is another pod's: the pod is Failed, with a message that says which.
+const ReasonNodePorts = "NodePorts"
+
+// Rejection is a wanted pod that may not run: a host port it asks for overlaps one of
+// a pod admitted before it.
+type Rejection struct {
+	Pod    *corev1.Pod
+	Port   manifests.HostPort // the pod's
+	Holder *corev1.Pod        // the pod that has it
+}
+
+// Message says which port is taken, and by which pod, from where.
+func (r Rejection) Message() string {
+	return fmt.Sprintf("Pod was rejected: %s: hostPort %s is taken by pod %s (%s:%s)",
+		r.Port.Field, r.Port, manifests.Key(r.Holder), sourceOf(r.Holder), locationOf(r.Holder))
+}
+
+// Status is the rejected pod's status, as the kubelet reports a pod it rejected.
+func (r Rejection) Status() corev1.PodStatus {
+	return corev1.PodStatus{Phase: corev1.PodFailed, Reason: ReasonNodePorts, Message: r.Message(), QOSClass: manifests.QOSClass(r.Pod)}
+}
+
+// AdmitHostPorts decides which of the desired pods may have the host ports they ask
+// for, as the kubelet admits pods: one at a time, each refused if a port of it overlaps
+// one of a pod admitted before. The pods that run already come first (so a pod never
+// loses its ports to a newcomer), then as the config ranks sources, then by location
+// and name, so that the second of two files asking for a port is the one refused.
+// running says whether a pod runs already; leaving are pods being stopped, which keep
+// their ports until they are gone.
+func AdmitHostPorts(desired map[types.UID]*corev1.Pod, running func(types.UID) bool, leaving []*corev1.Pod) map[types.UID]Rejection {
+	var order []*corev1.Pod
+	for _, pod := range desired {
+		if len(manifests.HostPorts(pod)) > 0 {
+			order = append(order, pod)
+		}
+	}
+	sort.Slice(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if ra, rb := running(a.UID), running(b.UID); ra != rb {
+			return ra
+		}
+		if sa, sb := sourceOrder[sourceOf(a)], sourceOrder[sourceOf(b)]; sa != sb {
+			return sa < sb
+		}
+		if la, lb := locationOf(a), locationOf(b); la != lb {
+			return la < lb
+		}
+		return manifests.Key(a) < manifests.Key(b)
+	})
+	rejected := map[types.UID]Rejection{}
+	admitted := leaving
+	for _, pod := range order {
+		taken := false
+		for _, holder := range admitted {
+			if manifests.Key(holder) == manifests.Key(pod) {
+				continue // its previous instance, edited: the new one waits for its name anyway
+			}
+			if port, _, ok := manifests.HostPortConflict(pod, holder); ok {
+				rejected[pod.UID] = Rejection{Pod: pod, Port: port, Holder: holder}
+				taken = true
+				break
+			}
+		}
+		if !taken {
+			admitted = append(admitted, pod)
+		}
+	}
+	return rejected
+}
