@@ -26,18 +26,10 @@ const (
 // Watcher is the directory source: it rescans the manifest path when fsnotify reports
 // a change (after the burst settles: an editor's write-rename-chmod dance is one
 // change) and every period, and sends a snapshot whenever what it wants changes.
-//
-// A file created, renamed into place or removed is also scanned at once, without
-// waiting for the burst to settle: that is how most manifests arrive (an atomic save,
-// `mv`, `cp` of a small file), and a pod starts that much sooner. Such a quick scan is
-// tentative: if it finds a problem it has not reported yet (a file caught half
-// written, say), it sends nothing and the scan after the burst settles decides, so a
-// write in progress is never reported as a broken manifest.
 type Watcher struct {
 	Path   string
 	Node   string
 	Period time.Duration // DefaultPeriod when 0
-	Settle time.Duration // how long a burst of changes must be quiet before a scan; 25 ms when 0
 	Log    *slog.Logger
 
 	// Owned by Run.
@@ -53,9 +45,6 @@ func (w *Watcher) Run(ctx context.Context, emit func(context.Context, manifests.
 	if w.Period == 0 {
 		w.Period = DefaultPeriod
 	}
-	if w.Settle == 0 {
-		w.Settle = settle
-	}
 	if w.Log == nil {
 		w.Log = slog.New(slog.DiscardHandler)
 	}
@@ -68,23 +57,18 @@ func (w *Watcher) Run(ctx context.Context, emit func(context.Context, manifests.
 	ticker := time.NewTicker(w.Period)
 	defer ticker.Stop()
 	var settleC <-chan time.Time
-	tentative := false
 	for {
 		w.watch(fsw)
-		if err := w.scan(ctx, emit, tentative); err != nil {
+		if err := w.scan(ctx, emit); err != nil {
 			return nil // ctx done while sending
 		}
-		tentative = false
 		for waiting := true; waiting; {
 			select {
 			case <-ctx.Done():
 				return nil
 			case ev := <-fsw.Events:
 				if w.relevant(ev.Name) {
-					settleC = time.After(w.Settle)
-					if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-						tentative, waiting = true, false
-					}
+					settleC = time.After(settle)
 				}
 			case err := <-fsw.Errors:
 				w.Log.Warn("file watch error; the periodic rescan goes on", "path", w.Path, "err", err)
@@ -130,13 +114,9 @@ func (w *Watcher) relevant(name string) bool {
 	return filepath.Dir(name) == clean && !Ignored(name)
 }
 
-// scan reads the path and sends a snapshot if it differs from the last one sent. A
-// tentative scan that finds a problem not reported yet does nothing (see Watcher).
-func (w *Watcher) scan(ctx context.Context, emit func(context.Context, manifests.Update) error, tentative bool) error {
+// scan reads the path and sends a snapshot if it differs from the last one sent.
+func (w *Watcher) scan(ctx context.Context, emit func(context.Context, manifests.Update) error) error {
 	snap, err := Scan(w.Path, w.Node)
-	if tentative && (err != nil || w.unreported(snap)) {
-		return nil
-	}
 	if err != nil {
 		// The path cannot be listed (permissions, say): keep the last good snapshot.
 		w.report(w.Path, []string{err.Error()})
@@ -146,10 +126,13 @@ func (w *Watcher) scan(ctx context.Context, emit func(context.Context, manifests
 	// and is listed in its failures.
 	u := manifests.Update{Source: manifests.SourceFile}
 	present := map[string]bool{}
-	problems := problemsByFile(snap)
+	dropped := map[string][]string{}
+	for _, c := range snap.Conflicts {
+		dropped[c.Dropped] = append(dropped[c.Dropped], c.Error())
+	}
 	for _, f := range snap.Files {
 		present[f.Path] = true
-		problems := problems[f.Path]
+		problems := append(problemsOf(f), dropped[f.Path]...)
 		w.report(f.Path, problems)
 		if f.Failed() {
 			kept := w.good[f.Path]
@@ -175,29 +158,6 @@ func (w *Watcher) scan(ctx context.Context, emit func(context.Context, manifests
 	}
 	w.last = fp
 	return nil
-}
-
-// unreported reports whether snap has a problem that was not reported yet.
-func (w *Watcher) unreported(snap Snapshot) bool {
-	for path, problems := range problemsByFile(snap) {
-		if len(problems) > 0 && w.reported[path] != strings.Join(problems, "\n") {
-			return true
-		}
-	}
-	return false
-}
-
-// problemsByFile lists the problems of each file of snap: its own, and the conflicts
-// that dropped its pods.
-func problemsByFile(snap Snapshot) map[string][]string {
-	out := map[string][]string{}
-	for _, f := range snap.Files {
-		out[f.Path] = problemsOf(f)
-	}
-	for _, c := range snap.Conflicts {
-		out[c.Dropped] = append(out[c.Dropped], c.Error())
-	}
-	return out
 }
 
 func problemsOf(f File) []string {

@@ -176,29 +176,3 @@ func TestWatcherPeriodicRescan(t *testing.T) {
 		t.Fatalf("got %v, want one-n", names(u))
 	}
 }
-
-// A file renamed into place or created whole is sent at once, before the burst of
-// changes settles (the settle time here is an hour); a file caught half written is not
-// reported by that quick scan, only by the scan after the burst settles.
-func TestWatcherSendsANewFileAtOnce(t *testing.T) {
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	updates := make(chan manifests.Update, 16)
-	w := &Watcher{Path: dir, Node: "n", Period: time.Hour, Settle: time.Hour}
-	go w.Run(ctx, func(_ context.Context, u manifests.Update) error { updates <- u; return nil })
-	awaitUpdate(t, updates, "start")
-
-	saveAtomically(t, filepath.Join(dir, "web.yaml"), pod("web", "busybox:1"))
-	if got := names(awaitUpdate(t, updates, "a file renamed into place")); len(got) != 1 || got[0] != "web-n" {
-		t.Fatalf("after a rename into place: %v, want web-n", got)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "half.yaml"), []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: half}\nspec: {contain"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	noUpdate(t, updates, "a file caught half written")
-	if err := os.Remove(filepath.Join(dir, "web.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	noUpdate(t, updates, "a removal while another file has an unreported problem")
-}
