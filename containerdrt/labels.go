@@ -34,6 +34,8 @@ const (
 	// labelPinned marks a sandbox that is pinned namespaces, not a process: its value
 	// is the directory of the pins (see pinned.go).
 	labelPinned = labelPrefix + "pinned-namespaces"
+	// labelPinnedFiles lists the namespace files there: net,uts[,ipc].
+	labelPinnedFiles = labelPrefix + "pinned-namespaces.files"
 	// labelSandbox names, on a container in a pinned sandbox, that sandbox: the shim
 	// group the container's task belongs to (see keepTask).
 	labelSandbox = labelPrefix + "sandbox"

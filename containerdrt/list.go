@@ -98,7 +98,7 @@ func (r *Runtime) settle(ctx context.Context, info containers.Container, proc *t
 	if info.Labels[labelPinned] != "" {
 		return r.settlePinned(ctx, info), nil
 	}
-	if proc != nil && proc.Status == task.Status_STOPPED && info.Labels[labelFinishedAt] != "" {
+	if proc != nil && proc.Status == task.Status_STOPPED && info.Labels[labelFinishedAt] != "" && keepTask(info) && info.Labels[labelMessagePending] == "" {
 		return info, nil // reaped, and its task kept for its shim's sake (see keepTask)
 	}
 	if proc == nil && started(info) {

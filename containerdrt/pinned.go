@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
@@ -61,22 +62,61 @@ func (r *Runtime) pinDir(id string) string {
 // pinNamespaces creates new namespaces as spec says, sets them up (loopback up, the
 // hostname) and pins each at dir/<file>. It undoes what it did when it fails.
 //
-// The namespaces are made by unshare on a thread of their own, locked and never
-// unlocked: Go ends a locked thread when its goroutine returns, so no goroutine ever
-// runs in the pod's namespaces afterwards.
+// The namespaces are made by unshare on a locked thread, which then enters the
+// namespaces it came from again before it is unlocked. Should that fail, the thread
+// stays locked: Go ends it with its goroutine (the main thread it parks instead, so
+// returning matters there too), and no other goroutine ever runs in a pod's namespaces.
 func pinNamespaces(dir string, spec pinSpec) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("pin namespaces: %w", err)
 	}
 	done := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-		done <- pinOnThisThread(dir, spec)
+		runtime.LockOSThread()
+		home, err := threadNamespaces(spec.namespaces)
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- fmt.Errorf("pin namespaces: %w", err)
+			return
+		}
+		err = pinOnThisThread(dir, spec)
+		if enter(home) == nil {
+			runtime.UnlockOSThread()
+		}
+		done <- err
 	}()
 	if err := <-done; err != nil {
 		return errors.Join(fmt.Errorf("pin namespaces: %w", err), unpinNamespaces(dir))
 	}
 	return nil
+}
+
+// threadNamespaces opens the calling thread's namespaces of the given kinds, so that
+// it can enter them again (see enter), by their clone flags.
+func threadNamespaces(kinds []pinnedNamespace) (map[int]*os.File, error) {
+	out := map[int]*os.File{}
+	for _, ns := range kinds {
+		f, err := os.Open("/proc/thread-self/ns/" + ns.file)
+		if err != nil {
+			enter(out) // closes what was opened
+			return nil, err
+		}
+		out[ns.flag] = f
+	}
+	return out, nil
+}
+
+// enter makes the calling thread enter the namespaces of files (by clone flag) and
+// closes them. It reports the first failure.
+func enter(files map[int]*os.File) error {
+	var errs []error
+	for flag, f := range files {
+		if err := unix.Setns(int(f.Fd()), flag); err != nil {
+			errs = append(errs, fmt.Errorf("return to the host's namespace %s: %w", f.Name(), err))
+		}
+		f.Close()
+	}
+	return errors.Join(errs...)
 }
 
 func pinOnThisThread(dir string, spec pinSpec) error {
@@ -157,24 +197,29 @@ func (r *Runtime) sandboxPins(id string, labels map[string]string) string {
 	return ""
 }
 
-// pinsHeld reports whether every pin in dir still holds a namespace: a reboot, or
-// someone's umount, leaves empty files. Other files there (netRecordFile) are no pins.
-func pinsHeld(dir string) bool {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return false
-	}
-	pins := 0
-	for _, e := range entries {
-		if _, ok := specNamespace[e.Name()]; !ok {
-			continue
-		}
-		if !isNamespace(filepath.Join(dir, e.Name())) {
+// pinsHeld reports whether every namespace in files is still pinned in dir: a reboot,
+// or someone's umount, leaves empty files, and a staticpod killed while pinning leaves
+// some missing. Only a missing file or one that holds no namespace counts as lost; any
+// other error (out of descriptors, say) is taken for held, and the next List looks
+// again.
+func pinsHeld(dir string, files []string) bool {
+	for _, file := range files {
+		var st unix.Statfs_t
+		err := unix.Statfs(filepath.Join(dir, file), &st)
+		if err == unix.ENOENT || err == nil && st.Type != nsfsMagic {
 			return false
 		}
-		pins++
 	}
-	return pins > 0
+	return true
+}
+
+// pinnedFiles are the namespace files a pinned sandbox holds, from its label; a
+// sandbox recorded without it holds at least net and uts.
+func pinnedFiles(labels map[string]string) []string {
+	if files := labels[labelPinnedFiles]; files != "" {
+		return strings.Split(files, ",")
+	}
+	return []string{pinNet.file, pinUTS.file}
 }
 
 // isNamespace reports whether path is a namespace file (a pin that holds).
@@ -211,14 +256,16 @@ func (r *Runtime) settlePinned(ctx context.Context, info containers.Container) c
 	}
 	r.pinMu.Lock()
 	defer r.pinMu.Unlock()
-	if pinsHeld(info.Labels[labelPinned]) {
+	if pinsHeld(info.Labels[labelPinned], pinnedFiles(info.Labels)) {
 		return info
 	}
 	// info may predate a stop that took the pins while this waited for pinMu.
 	fresh, err := r.client.ContainerService().Get(ctx, info.ID)
 	switch {
+	case isNotFound(err):
+		return containers.Container{ID: info.ID} // removed meanwhile: no labels, so List leaves it out
 	case err != nil:
-		return info // gone (it is then left out), or to be looked at again by the next List
+		return info // the next List looks again
 	case fresh.Labels[labelFinishedAt] != "":
 		return fresh
 	}

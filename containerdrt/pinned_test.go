@@ -110,7 +110,7 @@ func TestOrphanPinsAreRemoved(t *testing.T) {
 	if err := pinNamespaces(dir, pinSpec{namespaces: []pinnedNamespace{pinNet, pinUTS, pinIPC}, hostname: "ghost"}); err != nil {
 		t.Fatal(err)
 	}
-	if !pinsHeld(dir) {
+	if !pinsHeld(dir, []string{"net", "uts", "ipc"}) {
 		t.Fatal("pinNamespaces left pins that hold nothing")
 	}
 	if _, err := r.List(r.ctx); err != nil {
@@ -220,5 +220,86 @@ func assertNotMounted(t *testing.T, dir string) {
 				t.Errorf("%s (%s) still has a mount under %s: %s", path, strings.ReplaceAll(string(cmdline), "\x00", " "), dir, line)
 			}
 		}
+	}
+}
+
+// Pinning leaves no thread of staticpod in a pod's namespaces, the main thread
+// included (Go parks a locked main thread rather than ending it).
+func TestPinningLeavesNoThreadInThePod(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pins")
+	for range 4 { // more pins than threads are likely to be idle: the main thread gets its turn
+		if err := pinNamespaces(dir, pinSpec{namespaces: []pinnedNamespace{pinNet, pinUTS, pinIPC}, hostname: "p"}); err != nil {
+			t.Fatal(err)
+		}
+		pod := map[string]uint64{}
+		for _, ns := range []string{"net", "uts", "ipc"} {
+			pod[ns] = nsInode(t, filepath.Join(dir, ns))
+		}
+		tasks, _ := filepath.Glob("/proc/self/task/*/ns")
+		for _, task := range tasks {
+			for ns, inode := range pod {
+				var st unix.Stat_t
+				if unix.Stat(filepath.Join(task, ns), &st) == nil && st.Ino == inode {
+					t.Errorf("thread %s is in the pod's %s namespace", filepath.Dir(task), ns)
+				}
+			}
+		}
+		if err := unpinNamespaces(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A pin missing (staticpod killed while pinning) or holding nothing (a reboot) is lost;
+// a directory that cannot be read for another reason is not taken for lost.
+func TestPinsHeld(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pins")
+	if err := pinNamespaces(dir, pinSpec{namespaces: []pinnedNamespace{pinNet, pinUTS}, hostname: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unpinNamespaces(dir) })
+	if !pinsHeld(dir, []string{"net", "uts"}) {
+		t.Error("pins just made do not hold")
+	}
+	if pinsHeld(dir, []string{"net", "uts", "ipc"}) {
+		t.Error("a missing ipc pin is taken for held")
+	}
+	if err := unix.Unmount(filepath.Join(dir, "uts"), unix.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
+	if pinsHeld(dir, []string{"net", "uts"}) {
+		t.Error("an unmounted pin is taken for held")
+	}
+}
+
+// A reap interrupted after the exit was recorded and before the task was deleted is
+// finished by the next List: the task goes, the exit is reported (not unknown).
+func TestInterruptedReapIsFinished(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: halfreaped}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sh, -c, \"exit 2\"]}\n")
+	cs := r.mustRunPod(t, pod)
+	ctx, cancel := r.call(context.Background())
+	defer cancel()
+	c, err := r.client.LoadContainer(ctx, cs["c"].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited, err := task.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	if _, err := r.setLabels(ctx, c.ID(), map[string]string{labelExitCode: "2", labelFinishedAt: time.Now().UTC().Format(time.RFC3339Nano), labelReason: "Error"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.find(t, cs["c"].ID); got.State != runner.StateExited || got.ExitCode != 2 {
+		t.Errorf("after an interrupted reap: %s exit %d, want exited 2", got.State, got.ExitCode)
+	}
+	if r.hasTask(t, cs["c"].ID) {
+		t.Error("the task of an interrupted reap is left")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
@@ -153,6 +154,11 @@ func (r *Runtime) startPinnedSandbox(ctx context.Context, pod *corev1.Pod, attem
 	dir := r.pinDir(id)
 	labels := podLabels(pod, runner.KindSandbox, pod.Name, attempt)
 	labels[labelPinned] = dir
+	var files []string
+	for _, ns := range spec.namespaces {
+		files = append(files, ns.file)
+	}
+	labels[labelPinnedFiles] = strings.Join(files, ",")
 	labels[labelStartedAt] = time.Now().UTC().Format(time.RFC3339Nano)
 	networkLabels(labels, netw, note)
 	r.pinMu.Lock()
