@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	gocni "github.com/containerd/go-cni"
 	"github.com/containernetworking/cni/libcni"
@@ -388,8 +389,10 @@ func (r *Runtime) attachNetwork(ctx context.Context, id string, a *attachment) (
 		return nil, fmt.Errorf("set up pod network: %w", err)
 	}
 	netns := filepath.Join(dir, pinNet.file)
+	start := time.Now()
 	ips, err := a.setup(ctx, id, netns)
 	if err == nil {
+		r.log.Debug("set up pod network", "id", id, "ips", ips, "duration", time.Since(start))
 		_, err = r.setLabels(ctx, id, map[string]string{labelPodIPs: strings.Join(ips, ",")})
 	}
 	if err != nil {

@@ -83,6 +83,7 @@ func (n *node) start(extra ...string) *staticpod {
 		"--hostname-override", e2eNode,
 		"--pleg-relist-period", e2eRelist.String(),
 		"--log-level", "debug",
+		"--cni-conf-dir", "", // no pod network unless the test gives one: never the host's
 	}, extra...)
 	sp := &staticpod{t: n.t, cmd: exec.Command(binary, args...), out: &testenv.Buffer{}, exited: make(chan struct{})}
 	sp.cmd.Stdout, sp.cmd.Stderr = sp.out, sp.out
