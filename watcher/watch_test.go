@@ -176,3 +176,94 @@ func TestWatcherPeriodicRescan(t *testing.T) {
 		t.Fatalf("got %v, want one-n", names(u))
 	}
 }
+
+// runQuickWatcher runs a Watcher whose bursts never settle: only its quick scans of
+// whole files send anything after the first snapshot.
+func runQuickWatcher(t *testing.T, dir string) <-chan manifests.Update {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	updates := make(chan manifests.Update, 16)
+	done := make(chan struct{})
+	w := &Watcher{Path: dir, Node: "n", Period: time.Hour, Settle: time.Hour}
+	go func() {
+		defer close(done)
+		w.Run(ctx, func(ctx context.Context, u manifests.Update) error {
+			select {
+			case updates <- u:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	awaitUpdate(t, updates, "start")
+	return updates
+}
+
+// A file renamed into place, or written and closed, is sent at once, before its burst
+// of events settles.
+func TestWatcherSendsWholeFilesAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	updates := runQuickWatcher(t, dir)
+	saveAtomically(t, filepath.Join(dir, "web.yaml"), pod("web", "busybox:1"))
+	if got := names(awaitUpdate(t, updates, "a rename into place")); len(got) != 1 || got[0] != "web-n" {
+		t.Fatalf("after a rename into place: %v, want web-n", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "db.yaml"), []byte(pod("db", "busybox:1")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(awaitUpdate(t, updates, "a file written and closed")); len(got) != 2 {
+		t.Fatalf("after a file was written: %v, want db-n and web-n", got)
+	}
+}
+
+// A quick scan never sends a state that did not last: a save that moves the old file
+// away before writing the new one (vim's backup) sends the edit, never the pod's
+// removal; a file caught half written is not sent until it is whole.
+func TestWatcherQuickScanSendsNoPassingState(t *testing.T) {
+	dir := t.TempDir()
+	updates := runQuickWatcher(t, dir)
+	web := filepath.Join(dir, "web.yaml")
+	saveAtomically(t, web, pod("web", "busybox:1"))
+	awaitUpdate(t, updates, "the first save")
+
+	if err := os.Rename(web, web+"~"); err != nil {
+		t.Fatal(err)
+	}
+	noUpdate(t, updates, "the file moved away")
+	if err := os.WriteFile(web, []byte(pod("web", "busybox:2")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	edited := awaitUpdate(t, updates, "the new file written")
+	if len(edited.Pods) != 1 || edited.Pods[0].Spec.Containers[0].Image != "busybox:2" {
+		t.Fatalf("after the save: %v, want web-n with busybox:2", names(edited))
+	}
+
+	half, err := os.Create(filepath.Join(dir, "half.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := "apiVersion: v1\nkind: Pod\nmetadata: {name: half}\nspec:\n  containers:\n  - name: c\n    image: busybox:1\n    command: [sleep, \"1\"]\n"
+	cut := strings.Index(full, "    command")
+	if _, err := half.WriteString(full[:cut]); err != nil { // valid so far: a pod without its command
+		t.Fatal(err)
+	}
+	saveAtomically(t, filepath.Join(dir, "other.yaml"), pod("other", "busybox:1"))
+	noUpdate(t, updates, "a whole file while another is half written")
+	if _, err := half.WriteString(full[cut:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := half.Close(); err != nil {
+		t.Fatal(err)
+	}
+	u := awaitUpdate(t, updates, "the half-written file closed")
+	for _, p := range u.Pods {
+		if p.Name == "half-n" && len(p.Spec.Containers[0].Command) == 0 {
+			t.Fatalf("the half-written pod was sent without its command")
+		}
+	}
+	if got := names(u); len(got) != 3 {
+		t.Fatalf("after the file was closed: %v, want half-n, other-n and web-n", got)
+	}
+}
