@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -22,18 +20,23 @@ import (
 type ImageConfig struct {
 	RegistryConfig     string   // extra docker config.json path (--registry-config); searched first
 	RootDir            string   // staticpod's root dir: its config.json is searched next, as the kubelet's is
+	RegistryConfigDir  string   // containerd's host configuration: <dir>/<host>/hosts.toml (--registry-config-dir); "" = none
 	InsecureRegistries []string // hosts (host, host:port or CIDR) talked to over plain HTTP (--insecure-registry)
 	Snapshotter        string   // "" = containerd's default
 	ImageDir           string   // --image-dir: tarballs imported at start and when added
+	// The kubelet's credential provider plugins: their CredentialProviderConfig file (or
+	// directory of them) and the directory of their binaries. "" = none.
+	CredentialProviderConfig string
+	CredentialProviderBinDir string
 }
 
-// images pulls, imports and inspects images. It keeps no state of its own beyond an HTTP
-// client shared by pulls: what is present is always asked of containerd.
+// images pulls, imports and inspects images. It keeps no state of its own beyond the
+// credential plugins' cache: what is present is always asked of containerd.
 type images struct {
-	client *client.Client
-	cfg    ImageConfig
-	log    *slog.Logger
-	http   *http.Client // shared by every pull, so registry connections are reused
+	client    *client.Client
+	cfg       ImageConfig
+	log       *slog.Logger
+	providers []*credentialProvider // the credential provider plugins, in their config's order
 
 	scanned     chan struct{} // closed once the image dir's archives present at start are imported
 	scannedOnce sync.Once
@@ -44,7 +47,6 @@ func newImages(c *client.Client, cfg ImageConfig, log *slog.Logger) *images {
 		client: c,
 		cfg:    cfg,
 		log:    log,
-		http:   &http.Client{Transport: docker.DefaultHTTPTransport(nil)},
 
 		scanned: make(chan struct{}),
 	}
@@ -146,7 +148,7 @@ func (i *images) unpack(ctx context.Context, img client.Image) error {
 // it for the snapshotter.
 func (i *images) pull(ctx context.Context, name string) (client.Image, error) {
 	start := time.Now()
-	opts := []client.RemoteOpt{client.WithPullUnpack, client.WithResolver(i.resolver())}
+	opts := []client.RemoteOpt{client.WithPullUnpack, client.WithResolver(i.resolver(ctx, name))}
 	if i.cfg.Snapshotter != "" {
 		opts = append(opts, client.WithPullSnapshotter(i.cfg.Snapshotter))
 	}

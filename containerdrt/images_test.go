@@ -302,9 +302,9 @@ func TestRegistryCredentials(t *testing.T) {
 		"reg.example.com":      {"", ""}, // another port is another registry
 		"unknown.example.com":  {"", ""},
 	} {
-		user, pass, err := imgs.credentials(host)
-		if user != want[0] || pass != want[1] || err != nil {
-			t.Errorf("credentials(%s) = %q, %q, %v, want %q, %q", host, user, pass, err, want[0], want[1])
+		user, pass, ok := imgs.credentials(context.Background(), host)
+		if user != want[0] || pass != want[1] || ok != (want[0] != "") {
+			t.Errorf("credentials(%s) = %q, %q, %v, want %q, %q", host, user, pass, ok, want[0], want[1])
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package containerdrt
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/containerd/containerd/v2/core/remotes"
 	"github.com/containerd/containerd/v2/core/remotes/docker"
+	"github.com/containerd/containerd/v2/core/remotes/docker/config"
 )
 
 // Names of the docker credential files, as the kubelet searches them.
@@ -24,23 +26,43 @@ const (
 	dockerCfg        = ".dockercfg"  // the legacy format: {"host": {"auth": ...}}
 )
 
-// resolver returns a resolver for one pull. It talks plain HTTP to loopback registries and
-// to the insecure ones, and answers a registry's challenge with the credentials of the
-// first docker config file that has an entry for its host. Credentials are read when a
-// registry asks for them, so an edited config.json needs no restart.
-func (i *images) resolver() remotes.Resolver {
-	authorizer := docker.NewDockerAuthorizer(
-		docker.WithAuthClient(i.http),
-		docker.WithAuthCreds(i.credentials),
-	)
-	hosts := docker.ConfigureDefaultRegistries(
-		docker.WithClient(i.http),
-		docker.WithAuthorizer(authorizer),
-		docker.WithPlainHTTP(func(host string) (bool, error) {
-			return plainHTTP(host, i.cfg.InsecureRegistries), nil
-		}),
-	)
+// resolver returns a resolver for one pull of name (a normalized reference). Where to
+// pull from comes from containerd's host configuration under the registry config dir
+// (<dir>/<host>/hosts.toml: mirrors, CAs, client certificates, plain-HTTP hosts), read
+// by containerd's own code at each pull, so an edit needs no restart. A registry that has
+// no hosts.toml is reached over plain HTTP when it is on loopback or insecure. Registries
+// that challenge are answered with credentials (see pullCredentials).
+func (i *images) resolver(ctx context.Context, name string) remotes.Resolver {
+	creds := i.pullCredentials(ctx, name)
+	var hostDir func(string) (string, error)
+	if i.cfg.RegistryConfigDir != "" {
+		hostDir = config.HostDirFromRoot(i.cfg.RegistryConfigDir)
+	}
+	hosts := func(host string) ([]docker.RegistryHost, error) {
+		opts := config.HostOptions{HostDir: hostDir, Credentials: creds}
+		if plainHTTP(host, i.cfg.InsecureRegistries) {
+			opts.DefaultScheme = "http" // only for the registry itself, not for its mirrors
+		}
+		return config.ConfigureHosts(ctx, opts)(host)
+	}
 	return docker.NewResolver(docker.ResolverOptions{Hosts: hosts})
+}
+
+// pullCredentials returns the credentials function of one pull of name: for the host a
+// registry challenge comes from, the docker config files' credentials (their entries,
+// credential helpers and stores) and then those of the credential provider plugins,
+// which the kubelet's rules give only to the image's own registry, never to a mirror.
+// None is not an error: the registry then answers 401.
+func (i *images) pullCredentials(ctx context.Context, name string) func(host string) (string, string, error) {
+	return func(host string) (string, string, error) {
+		if user, pass, ok := i.credentials(ctx, host); ok {
+			return user, pass, nil
+		}
+		if user, pass, ok := i.providerCredentials(ctx, name, host); ok {
+			return user, pass, nil
+		}
+		return "", "", nil
+	}
 }
 
 // plainHTTP reports whether the registry at host (host or host:port) is talked to over
@@ -76,24 +98,36 @@ func splitHostname(host string) string {
 }
 
 // credentials returns the username and password for the registry at host from the first
-// docker config file, in credentialPaths order, that has an entry for it; none is not an
-// error (the registry then answers 401). Unreadable or malformed files are skipped, as
-// the kubelet does. Credential helpers (credsStore, credHelpers) are not supported.
-func (i *images) credentials(host string) (string, string, error) {
+// docker config file, in credentialPaths order, that has them: from its credential helper
+// for host (credHelpers) or its credential store (credsStore), through the
+// docker-credential-* protocol, and else from its auths entry. Files are read at each
+// challenge, so an edited config.json needs no restart. Unreadable or malformed files are
+// skipped, as the kubelet does; a helper that fails is logged and skipped.
+func (i *images) credentials(ctx context.Context, host string) (user, pass string, ok bool) {
 	for _, path := range i.credentialPaths() {
-		auths, err := readAuths(path)
+		conf, err := readDockerConfig(path)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
 				i.log.Debug("skipped registry credentials file", "path", path, "err", err)
 			}
 			continue
 		}
-		if user, pass, ok := auths.lookup(host); ok {
+		if helper := conf.helper(host); helper != "" {
+			user, pass, found, err := helperCredentials(ctx, helper, host)
+			switch {
+			case err != nil:
+				i.log.Warn("registry credential helper failed", "host", host, "path", path, "err", err)
+			case found:
+				i.log.Debug("using registry credentials", "host", host, "path", path, "helper", helper)
+				return user, pass, true
+			}
+		}
+		if user, pass, ok := conf.Auths.lookup(host); ok {
 			i.log.Debug("using registry credentials", "host", host, "path", path)
-			return user, pass, nil
+			return user, pass, true
 		}
 	}
-	return "", "", nil
+	return "", "", false
 }
 
 // credentialPaths lists the files credentials searches, in order: --registry-config, then
@@ -138,24 +172,42 @@ type authEntry struct {
 // auths maps a docker config file's keys (hosts or URLs) to their entries.
 type auths map[string]authEntry
 
-// readAuths reads a docker config file in either format: config.json's {"auths": {...}}
-// or .dockercfg's bare map.
-func readAuths(path string) (auths, error) {
+// dockerConfig is what credentials reads of a docker config file.
+type dockerConfig struct {
+	Auths       auths             `json:"auths"`
+	CredsStore  string            `json:"credsStore"`  // helper for every registry: docker-credential-<credsStore>
+	CredHelpers map[string]string `json:"credHelpers"` // helper per registry key (host or URL)
+}
+
+// readDockerConfig reads a docker config file in either format: config.json's
+// {"auths": {...}, "credsStore": ..., "credHelpers": {...}} or .dockercfg's bare map of
+// auths.
+func readDockerConfig(path string) (dockerConfig, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return dockerConfig{}, err
 	}
-	var file struct {
-		Auths auths `json:"auths"`
-	}
-	if err := json.Unmarshal(data, &file); err == nil && file.Auths != nil {
-		return file.Auths, nil
+	var file dockerConfig
+	if err := json.Unmarshal(data, &file); err == nil && (file.Auths != nil || file.CredsStore != "" || file.CredHelpers != nil) {
+		return file, nil
 	}
 	var legacy auths
 	if err := json.Unmarshal(data, &legacy); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", path, err)
+		return dockerConfig{}, fmt.Errorf("decode %s: %w", path, err)
 	}
-	return legacy, nil
+	return dockerConfig{Auths: legacy}, nil
+}
+
+// helper returns the name of the credential helper for host: the credHelpers entry whose
+// key names host (matched as auths keys are), else credsStore, else "".
+func (c dockerConfig) helper(host string) string {
+	want := canonicalHost(host)
+	for _, key := range slices.Sorted(maps.Keys(c.CredHelpers)) {
+		if canonicalHost(keyHost(key)) == want && c.CredHelpers[key] != "" {
+			return c.CredHelpers[key]
+		}
+	}
+	return c.CredsStore
 }
 
 // lookup returns the credentials whose key names host. Keys match by host (and port)

@@ -74,12 +74,17 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err := cfg.complete(); err != nil {
 		return nil, err
 	}
+	providers, err := loadCredentialProviders(cfg.Images.CredentialProviderConfig, cfg.Images.CredentialProviderBinDir)
+	if err != nil {
+		return nil, err
+	}
 	c, err := client.New(cfg.Address, client.WithDefaultNamespace(cfg.Namespace), client.WithTimeout(10*time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
 	}
 	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: newNetwork(cfg.CNI, cfg.Logger)}
 	r.images = newImages(c, cfg.Images, cfg.Logger)
+	r.images.providers = providers
 	ctx, cancel := r.call(ctx)
 	defer cancel()
 	if _, err := c.Version(ctx); err != nil {
