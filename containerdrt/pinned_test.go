@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/staticpod/staticpod/internal/testenv"
-	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -139,20 +138,7 @@ func TestRestartKeepsThePodShim(t *testing.T) {
 
 	c := &pod.Spec.Containers[0]
 	c.Command = []string{"sleep", "3600"}
-	img, err := r.EnsureImage(r.ctx, c.Image, c.ImagePullPolicy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb := r.sandboxOf(t, pod)
-	again, err := r.CreateContainer(r.ctx, runner.CreateRequest{Pod: pod, Container: c, Attempt: 1, Hash: manifests.ContainerHash(c), Sandbox: &sb, Image: img})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.mustRemove(t, again.ID) })
-	if err := r.StartContainer(r.ctx, again.ID); err != nil {
-		t.Fatal(err)
-	}
-	r.awaitState(t, again.ID, runner.StateRunning)
+	again, sb := r.startAttempt(t, pod, c, 1)
 	if got := r.shimOf(t); got != shim {
 		t.Errorf("after a restart the pod's shim is %d, want %d still", got, shim)
 	}

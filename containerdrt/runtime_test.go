@@ -727,21 +727,7 @@ spec:
 	if err := r.StopContainer(r.ctx, cs["a"].ID, 0); err != nil {
 		t.Fatal(err)
 	}
-	a := &pod.Spec.Containers[0]
-	img, err := r.EnsureImage(r.ctx, a.Image, a.ImagePullPolicy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb := r.sandboxOf(t, pod)
-	again, err := r.CreateContainer(r.ctx, runner.CreateRequest{Pod: pod, Container: a, Attempt: 1, Hash: manifests.ContainerHash(a), Sandbox: &sb, Image: img})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.mustRemove(t, again.ID) })
-	if err := r.StartContainer(r.ctx, again.ID); err != nil {
-		t.Fatal(err)
-	}
-	r.awaitState(t, again.ID, runner.StateRunning)
+	again, sb := r.startAttempt(t, pod, &pod.Spec.Containers[0], 1)
 	if got := r.shimOf(t); got != shim {
 		t.Errorf("after a restart the pod's shim is %d, want %d still", got, shim)
 	}
@@ -799,6 +785,26 @@ func TestLostGroupShim(t *testing.T) {
 			return syscall.Kill(int(pid), 0) != nil || strings.Contains(string(stat), ") Z ")
 		})
 	}
+}
+
+// startAttempt creates and starts attempt of container c in pod's running sandbox and
+// waits until it runs; it returns the container and the sandbox.
+func (r *testRuntime) startAttempt(t *testing.T, pod *corev1.Pod, c *corev1.Container, attempt int) (runner.Container, runner.Container) {
+	t.Helper()
+	img, err := r.EnsureImage(r.ctx, c.Image, c.ImagePullPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := r.sandboxOf(t, pod)
+	created, err := r.CreateContainer(r.ctx, runner.CreateRequest{Pod: pod, Container: c, Attempt: attempt, Hash: manifests.ContainerHash(c), Sandbox: &sb, Image: img})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.mustRemove(t, created.ID) })
+	if err := r.StartContainer(r.ctx, created.ID); err != nil {
+		t.Fatal(err)
+	}
+	return r.awaitState(t, created.ID, runner.StateRunning), sb
 }
 
 // sandboxOf returns the running sandbox of pod, from List.
