@@ -114,6 +114,9 @@ func (d *daemon) setup(ctx context.Context) error {
 		}
 	}
 	rt, err := containerdrt.New(ctx, runtimeConfig(c, d.root, self, d.log))
+	if errors.Is(err, containerdrt.ErrConfig) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("%w (is containerd running? --start-containerd starts one)", err)
 	}
@@ -222,9 +225,12 @@ func runtimeConfig(c *cli.Context, root, self string, log *slog.Logger) containe
 			ContainersDir: c.String("container-log-dir"),
 		},
 		Images: containerdrt.ImageConfig{
-			RegistryConfig:     c.String("registry-config"),
-			InsecureRegistries: c.StringSlice("insecure-registry"),
-			ImageDir:           c.String("image-dir"),
+			RegistryConfig:           c.String("registry-config"),
+			RegistryConfigDir:        c.String("registry-config-dir"),
+			InsecureRegistries:       c.StringSlice("insecure-registry"),
+			ImageDir:                 c.String("image-dir"),
+			CredentialProviderConfig: c.String("image-credential-provider-config"),
+			CredentialProviderBinDir: c.String("image-credential-provider-bin-dir"),
 		},
 		SeccompDir: filepath.Join(root, "seccomp"),
 		CNI: containerdrt.CNIConfig{

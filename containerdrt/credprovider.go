@@ -30,6 +30,10 @@ import (
 // answer is cached per image, registry or globally, as it says, for its cacheDuration (or
 // the config's defaultCacheDuration).
 
+// ErrConfig classes New's failures that come from its configuration rather than from
+// containerd, so that the caller does not suggest starting one.
+var ErrConfig = errors.New("invalid configuration")
+
 // The API versions the kubelet accepts, newest first.
 var (
 	providerConfigVersions = []string{"kubelet.config.k8s.io/v1", "kubelet.config.k8s.io/v1beta1", "kubelet.config.k8s.io/v1alpha1"}

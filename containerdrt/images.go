@@ -16,6 +16,10 @@ import (
 	"github.com/staticpod/staticpod/runner"
 )
 
+// DefaultRegistryConfigDir is where containerd's own pulls read registry hosts
+// configuration (<dir>/<host>/hosts.toml), and so where a node's operator has put it.
+const DefaultRegistryConfigDir = "/etc/containerd/certs.d"
+
 // ImageConfig configures pulls and imports.
 type ImageConfig struct {
 	RegistryConfig     string   // extra docker config.json path (--registry-config); searched first

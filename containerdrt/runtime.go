@@ -76,7 +76,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	providers, err := loadCredentialProviders(cfg.Images.CredentialProviderConfig, cfg.Images.CredentialProviderBinDir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	c, err := client.New(cfg.Address, client.WithDefaultNamespace(cfg.Namespace), client.WithTimeout(10*time.Second))
 	if err != nil {

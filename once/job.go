@@ -97,12 +97,16 @@ func (j *job) setup(ctx context.Context) error {
 		Address: address, Namespace: j.ns, RootDir: j.root, PodLogDir: j.logDir, Self: self,
 		Images: containerdrt.ImageConfig{
 			RegistryConfig: c.String("registry-config"), InsecureRegistries: c.StringSlice("insecure-registry"),
-			ImageDir: c.String("image-dir"),
+			RegistryConfigDir: c.String("registry-config-dir"), ImageDir: c.String("image-dir"),
+			CredentialProviderConfig: c.String("image-credential-provider-config"),
+			CredentialProviderBinDir: c.String("image-credential-provider-bin-dir"),
 		},
 		SeccompDir: filepath.Join(j.root, "seccomp"),
 		Logger:     j.log,
 	}
-	if j.rt, err = containerdrt.New(ctx, cfg); err != nil {
+	if j.rt, err = containerdrt.New(ctx, cfg); errors.Is(err, containerdrt.ErrConfig) {
+		return cli.Exit(err.Error(), spcli.ExitUsage)
+	} else if err != nil {
 		return cli.Exit(fmt.Sprintf("%v (is containerd running? --start-containerd starts one)", err), spcli.ExitUsage)
 	}
 	j.r, err = runner.New(runner.Options{
