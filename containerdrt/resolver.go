@@ -29,9 +29,10 @@ const (
 // resolver returns a resolver for one pull of name (a normalized reference). Where to
 // pull from comes from containerd's host configuration under the registry config dir
 // (<dir>/<host>/hosts.toml: mirrors, CAs, client certificates, plain-HTTP hosts), read
-// by containerd's own code at each pull, so an edit needs no restart. A registry that has
-// no hosts.toml is reached over plain HTTP when it is on loopback or insecure. Registries
-// that challenge are answered with credentials (see pullCredentials).
+// by containerd's own code at each pull, so an edit needs no restart. A registry whose
+// hosts.toml names no server (or that has none) is reached over plain HTTP when it is on
+// loopback or insecure; a mirror's scheme is the one hosts.toml spells. Registries that
+// challenge are answered with credentials (see pullCredentials).
 func (i *images) resolver(ctx context.Context, name string) remotes.Resolver {
 	creds := i.pullCredentials(ctx, name)
 	var hostDir func(string) (string, error)
@@ -51,8 +52,8 @@ func (i *images) resolver(ctx context.Context, name string) remotes.Resolver {
 // pullCredentials returns the credentials function of one pull of name: for the host a
 // registry challenge comes from, the docker config files' credentials (their entries,
 // credential helpers and stores) and then those of the credential provider plugins,
-// which the kubelet's rules give only to the image's own registry, never to a mirror.
-// None is not an error: the registry then answers 401.
+// which go only to the image's own registry, so that a mirror never sees a registry's
+// password. None is not an error: the registry then answers 401.
 func (i *images) pullCredentials(ctx context.Context, name string) func(host string) (string, string, error) {
 	return func(host string) (string, string, error) {
 		if user, pass, ok := i.credentials(ctx, host); ok {
