@@ -293,7 +293,19 @@ func (n *network) teardown(ctx context.Context, id string, rec netRecord, netns 
 	} else if c = n.current().cni; c == nil {
 		return fmt.Errorf("tear down pod network: no CNI configuration to do it with")
 	}
-	if err := c.Remove(ctx, id, netns, rec.options(id)...); err != nil {
+	err := c.Remove(ctx, id, netns, rec.options(id)...)
+	if err != nil && netns != "" && strings.Contains(err.Error(), "does not exist") {
+		// Something the plugins made is gone already: an iptables chain a firewall
+		// reload flushed, or one an ADD that failed never made. The bridge plugin
+		// (containernetworking-plugins 1.1, with iptables-nft) then fails every DEL, and
+		// the pod could never stop. Without the namespace the plugins still release the
+		// address and the port mappings; the interface goes with the namespace.
+		if again := c.Remove(ctx, id, "", rec.options(id)...); again == nil {
+			n.log.Warn("tore down a pod network without its namespace: part of it was gone", "id", id, "err", err)
+			return nil
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("tear down pod network: %w", err)
 	}
 	return nil

@@ -270,6 +270,29 @@ func TestPodNetworkTornDownWithoutItsRecord(t *testing.T) {
 	}
 }
 
+// A pod network whose iptables rules are gone (a reload of the host's firewall
+// flushed them) is still torn down: the pod stops, its address is released.
+func TestPodNetworkTornDownAfterAFirewallReload(t *testing.T) {
+	n := testenv.CNI(t, testBridge)
+	r := newTestRuntime(t, withCNI(n))
+	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: flushed}\nspec:\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"], ports: [{containerPort: 80, hostPort: 18081}]}\n")
+	sb, err := r.StartSandbox(r.ctx, pod, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.FlushRules(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.StopContainer(r.ctx, sb.ID, 0); err != nil {
+		t.Fatalf("StopContainer after the rules were flushed: %v", err)
+	}
+	r.awaitState(t, sb.ID, runner.StateExited)
+	if err := r.RemoveContainer(r.ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	assertNoLeaks(t, n)
+}
+
 // podIPOf is the IP of the running sandbox of the pod with uid.
 func (r *testRuntime) podIPOf(t *testing.T, uid any) string {
 	t.Helper()

@@ -37,18 +37,39 @@ type Bridge struct {
 	DataDir string // host-local's allocations
 }
 
-// DefaultBridge is the default pod network for a root dir: its subnet is the first of
+// DefaultBridge is the default pod network for a root dir. Its subnet is the one its
+// bridge has, if the bridge is there (made for an earlier configuration: the bridge
+// plugin never removes it, and refuses to give it another address), else the first of
 // defaultSubnets that overlaps no route of this host.
 func DefaultBridge(rootDir string) (Bridge, error) {
-	routes, err := hostRoutes("/proc/net/route")
+	b := Bridge{Name: DefaultNetworkName, Bridge: DefaultBridgeName, DataDir: filepath.Join(rootDir, "cni", "networks")}
+	if b.Subnet = interfaceSubnet(DefaultBridgeName); b.Subnet != "" {
+		return b, nil
+	}
+	routes, err := hostRoutes("/proc/net/route", DefaultBridgeName)
 	if err != nil {
 		return Bridge{}, err
 	}
-	subnet, err := freeSubnet(defaultSubnets, routes)
-	if err != nil {
+	if b.Subnet, err = freeSubnet(defaultSubnets, routes); err != nil {
 		return Bridge{}, err
 	}
-	return Bridge{Name: DefaultNetworkName, Bridge: DefaultBridgeName, Subnet: subnet, DataDir: filepath.Join(rootDir, "cni", "networks")}, nil
+	return b, nil
+}
+
+// interfaceSubnet is the IPv4 subnet of the interface's first address, "" if it has
+// none or is not there.
+func interfaceSubnet(name string) string {
+	iface, err := net.InterfaceByName(name)
+	if err != nil {
+		return ""
+	}
+	addrs, _ := iface.Addrs()
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
+			return (&net.IPNet{IP: ipn.IP.Mask(ipn.Mask), Mask: ipn.Mask}).String()
+		}
+	}
+	return ""
 }
 
 // Conflist is the network's CNI configuration list.
@@ -117,9 +138,9 @@ func freeSubnet(candidates []string, routes []*net.IPNet) (string, error) {
 	return "", fmt.Errorf("every subnet the default pod network could take (%s) is routed on this host: write a CNI configuration instead", strings.Join(candidates, ", "))
 }
 
-// hostRoutes reads the host's IPv4 routes, but the default route, from a file in the
-// format of /proc/net/route.
-func hostRoutes(path string) ([]*net.IPNet, error) {
+// hostRoutes reads the host's IPv4 routes, but the default route and those through
+// the interface skip, from a file in the format of /proc/net/route.
+func hostRoutes(path, skip string) ([]*net.IPNet, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read the host's routes: %w", err)
@@ -130,7 +151,7 @@ func hostRoutes(path string) ([]*net.IPNet, error) {
 	s.Scan() // the header
 	for s.Scan() {
 		fields := strings.Fields(s.Text())
-		if len(fields) < 8 {
+		if len(fields) < 8 || fields[0] == skip {
 			continue
 		}
 		dst, err1 := routeAddr(fields[1])

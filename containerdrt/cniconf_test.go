@@ -13,15 +13,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// The routes of /proc/net/route are read in the host's byte order, and the default
-// route is left out: every subnet is under it.
+// The routes of /proc/net/route are read in the host's byte order; the default route
+// is left out (every subnet is under it), and so are the default bridge's own.
 func TestHostRoutes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "route")
 	os.WriteFile(path, []byte("Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"+
 		"eth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"+
 		"eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n"+
-		"docker0\t000011AC\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0\n"), 0o644)
-	routes, err := hostRoutes(path)
+		"docker0\t000011AC\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0\n"+
+		"staticpod0\t0000570A\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0\n"), 0o644)
+	routes, err := hostRoutes(path, "staticpod0")
 	if err != nil {
 		t.Fatal(err)
 	}

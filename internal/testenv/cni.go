@@ -142,6 +142,16 @@ func (n *CNINetwork) Leaks() []string {
 	return out
 }
 
+// FlushRules deletes the network's iptables rules and chains behind the plugins'
+// back, as a reload of the host's firewall does.
+func (n *CNINetwork) FlushRules() error {
+	var errs []error
+	for _, t := range []string{"iptables", "ip6tables"} {
+		errs = append(errs, deleteRules(t, n.rules()))
+	}
+	return errors.Join(errs...)
+}
+
 // remove deletes what the plugins left on the host for the network: its iptables
 // rules and the chains they jump to, the veths on its bridge, the bridge.
 func (n *CNINetwork) remove() error {
@@ -151,7 +161,7 @@ func (n *CNINetwork) remove() error {
 	}
 	ifs, _ := os.ReadDir(filepath.Join("/sys/class/net", n.Bridge, "brif"))
 	for _, e := range ifs {
-		errs = append(errs, run("ip", "link", "del", e.Name()))
+		run("ip", "link", "del", e.Name()) // it may go with its namespace meanwhile
 	}
 	if _, err := os.Stat(filepath.Join("/sys/class/net", n.Bridge)); err == nil {
 		errs = append(errs, run("ip", "link", "del", n.Bridge))
