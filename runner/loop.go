@@ -55,6 +55,13 @@ func (r *Runner) Run(ctx context.Context) error {
 		defer wg.Done()
 		r.runPLEG(ctx)
 	}()
+	if r.imageGC != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.imageGC.Run(ctx)
+		}()
+	}
 	l := newLoop(r, &wg)
 	housekeeping := time.NewTicker(housekeepingPeriod)
 	defer housekeeping.Stop()
@@ -122,6 +129,7 @@ func (l *loop) apply(ctx context.Context, u manifests.Update) {
 	rejected := l.admit(desired)
 	l.r.mu.Lock()
 	l.r.ready[u.Source] = true
+	l.r.wantedImages = podImages(desired)
 	now := l.r.now()
 	for uid := range desired {
 		if _, ok := l.r.seen[uid]; !ok {

@@ -17,6 +17,9 @@ type metrics struct {
 	relistInterval prometheus.Histogram
 	pullDuration   prometheus.Histogram
 	podStart       prometheus.Histogram
+
+	imagesRemoved   prometheus.Counter // by image garbage collection
+	imageBytesFreed prometheus.Counter // measured on the image filesystem
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -34,12 +37,21 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		relistInterval: h("pleg_relist_interval_seconds", "Interval between the starts of two PLEG relists."),
 		pullDuration:   h("image_pull_duration_seconds", "Duration of making an image present (pull or local check)."),
 		podStart:       h("pod_start_duration_seconds", "From the manifest first seen to every container of the pod running."),
+		imagesRemoved: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "staticpod_image_gc_removed_images_total",
+			Help: "Unused images removed by image garbage collection.",
+		}),
+		imageBytesFreed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "staticpod_image_gc_freed_bytes_total",
+			Help: "Bytes the image filesystem gained from the images garbage collection removed.",
+		}),
 	}
 	for _, src := range []string{manifests.SourceFile, manifests.SourceHTTP, manifests.SourceAPI} {
 		m.manifestErrors.WithLabelValues(src) // a 0, not no series, before the first error
 	}
 	if reg != nil {
-		reg.MustRegister(m.manifestErrors, m.syncDuration, m.relistDuration, m.relistInterval, m.pullDuration, m.podStart)
+		reg.MustRegister(m.manifestErrors, m.syncDuration, m.relistDuration, m.relistInterval, m.pullDuration, m.podStart,
+			m.imagesRemoved, m.imageBytesFreed)
 	}
 	return m
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
@@ -32,6 +33,12 @@ type Options struct {
 	HostIP       string                // reported as status.hostIP
 	ResultsDir   string                // where finished pods are remembered; "" = memory only
 	Registry     prometheus.Registerer // where the runner's metrics go; nil for none
+
+	// Images, when set, has unused images removed per ImageGC once every source in
+	// Sources has delivered its pods (see imageCollector), and Runner.Images list them.
+	Images  ImageStore
+	ImageGC ImageGCPolicy
+	Sources []string
 }
 
 // Runner keeps the pods its sources want running on its Runtime.
@@ -46,6 +53,7 @@ type Runner struct {
 	results  *Results
 	metrics  *metrics
 	prober   *prober
+	imageGC  *imageCollector // nil without Options.Images
 
 	updates chan manifests.Update  // from the sources
 	relist  chan types.UID         // workers asking for a fresh relist
@@ -54,10 +62,11 @@ type Runner struct {
 	arrived chan func(string) bool // images that came without a pull, see ImagesArrived
 	relists atomic.Uint64          // relists handed to the loop, see Relists
 
-	mu       sync.RWMutex // guards statuses, ready and seen
-	statuses map[types.UID]*corev1.Pod
-	ready    map[string]bool // sources that delivered a snapshot
-	seen     map[types.UID]time.Time
+	mu           sync.RWMutex // guards statuses, ready, seen and wantedImages
+	statuses     map[types.UID]*corev1.Pod
+	ready        map[string]bool // sources that delivered a snapshot
+	seen         map[types.UID]time.Time
+	wantedImages []string // the images of every wanted pod's containers, as the specs spell them
 }
 
 type relistDone struct {
@@ -97,6 +106,12 @@ func New(opts Options) (*Runner, error) {
 		seen:     map[types.UID]time.Time{},
 	}
 	r.prober = newProber(r)
+	if opts.Images != nil {
+		if err := opts.ImageGC.Validate(); err != nil {
+			return nil, err
+		}
+		r.imageGC = newImageCollector(r, opts.Images, opts.ImageGC)
+	}
 	return r, nil
 }
 
@@ -125,6 +140,15 @@ func (r *Runner) ImagesArrived(provides func(image string) bool) {
 			provides = func(image string) bool { return pending(image) || next(image) }
 		}
 	}
+}
+
+// Images returns the runtime's images, with whether a known pod uses them and when one
+// last did. Without Options.Images it returns ErrNotFound.
+func (r *Runner) Images(ctx context.Context) ([]ImageUse, error) {
+	if r.imageGC == nil {
+		return nil, fmt.Errorf("images: %w", ErrNotFound)
+	}
+	return r.imageGC.Images(ctx)
 }
 
 // Events is the runner's event store.

@@ -1,0 +1,239 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// imageCollector removes unused images when the image filesystem fills up, as the
+// kubelet's image GC manager does. It checks every policy period, once every source
+// named in Options.Sources has delivered its pods and the PLEG has listed the runtime:
+// before that, what is in use is not known, and an image a pod about to be adopted
+// needs could go.
+//
+// What is in use is what any pod the runner knows needs: the images of every wanted
+// pod's containers (running, waiting or finished and remembered, and pods waiting for
+// their name), and the image of every container and sandbox the runtime holds, orphans
+// included. Images an archive of the image dir brings are pinned by the runtime.
+type imageCollector struct {
+	r      *Runner
+	store  ImageStore
+	policy ImageGCPolicy
+	log    *slog.Logger
+
+	mu       sync.Mutex           // guards lastUsed
+	lastUsed map[string]time.Time // image name or digest -> when last seen in use
+}
+
+func newImageCollector(r *Runner, store ImageStore, policy ImageGCPolicy) *imageCollector {
+	if policy.Period == 0 {
+		policy.Period = DefaultImageGCPeriod
+	}
+	return &imageCollector{r: r, store: store, policy: policy, log: r.log, lastUsed: map[string]time.Time{}}
+}
+
+// Run checks the image filesystem every period, the first time as soon as the runner
+// knows what is in use, until ctx is done.
+func (c *imageCollector) Run(ctx context.Context) {
+	ready := time.NewTicker(c.r.opts.RelistPeriod)
+	defer ready.Stop()
+	for !c.ready() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ready.C:
+		}
+	}
+	ready.Stop()
+	tick := time.NewTicker(c.policy.Period)
+	defer tick.Stop()
+	for {
+		if err := c.Collect(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("image garbage collection failed", "err", err)
+			c.r.events.Add(Record{Type: EventWarning, Reason: ReasonImageGCFailed, Message: err.Error()})
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// ready reports whether the runner knows every pod that may use an image.
+func (c *imageCollector) ready() bool {
+	if c.r.Relists() == 0 {
+		return false
+	}
+	for _, s := range c.r.opts.Sources {
+		if !c.r.SourceReady(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// Collect records which images are in use and, when the image filesystem is at the
+// high threshold or above, removes unused images until it is at the low threshold. It
+// measures the filesystem again after each removal, so that it stops as soon as the
+// space is there, and selects again when sizes promised more than removals freed
+// (layers shared with images that stay free nothing).
+func (c *imageCollector) Collect(ctx context.Context) error {
+	images, err := c.Images(ctx)
+	if err != nil {
+		return err
+	}
+	fs, err := c.store.ImageFS(ctx)
+	if err != nil {
+		return fmt.Errorf("image filesystem: %w", err)
+	}
+	toFree := c.policy.BytesToFree(fs)
+	if toFree == 0 {
+		c.log.Debug("image filesystem below the high threshold", "path", fs.Path, "usage", fs.Percent())
+		return nil
+	}
+	c.log.Info("image filesystem over the high threshold; removing unused images", "path", fs.Path,
+		"usage", fs.Percent(), "high", c.policy.HighThresholdPercent, "low", c.policy.LowThresholdPercent, "toFree", toFree)
+	start, goal := fs, c.policy.goal(fs)
+	for fs.Available < goal {
+		plan := SelectImages(images, goal-fs.Available, c.policy.MinAge, c.r.now())
+		if len(plan) == 0 {
+			break
+		}
+		for _, img := range plan {
+			images = slices.DeleteFunc(images, func(i ImageUse) bool { return i.ID == img.ID })
+			if fs, err = c.remove(ctx, img, fs); err != nil {
+				return err
+			}
+			if fs.Available >= goal {
+				break
+			}
+		}
+	}
+	if fs.Available < goal {
+		msg := fmt.Sprintf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only freed %d bytes.",
+			toFree, max(fs.Available-start.Available, 0))
+		c.log.Warn("image filesystem still over the low threshold", "path", fs.Path, "usage", fs.Percent(), "low", c.policy.LowThresholdPercent)
+		c.r.events.Add(Record{Type: EventWarning, Reason: ReasonFreeDiskSpaceFailed, Message: msg})
+	}
+	return nil
+}
+
+// remove removes img and returns the image filesystem's usage after it. A removal that
+// fails is reported and skipped, as the kubelet goes on after one.
+func (c *imageCollector) remove(ctx context.Context, img ImageUse, before FSUsage) (FSUsage, error) {
+	if err := c.store.RemoveImage(ctx, img.StoredImage); err != nil {
+		c.log.Warn("remove image", "image", imageLabel(img.StoredImage), "err", err)
+		c.r.events.Add(Record{Type: EventWarning, Reason: ReasonImageGCFailed, Message: fmt.Sprintf("Failed to remove image %s: %v", imageLabel(img.StoredImage), err)})
+		return before, nil
+	}
+	after, err := c.store.ImageFS(ctx)
+	if err != nil {
+		return before, fmt.Errorf("image filesystem: %w", err)
+	}
+	freed := max(after.Available-before.Available, 0)
+	c.r.metrics.imagesRemoved.Inc()
+	c.r.metrics.imageBytesFreed.Add(float64(freed))
+	lastUsed := "not since staticpod started"
+	if !img.LastUsed.IsZero() {
+		lastUsed = img.LastUsed.UTC().Format(time.RFC3339)
+	}
+	c.log.Info("removed unused image", "image", imageLabel(img.StoredImage), "id", img.ID, "size", img.Size,
+		"freed", freed, "lastUsed", lastUsed, "usage", after.Percent())
+	c.r.events.Add(Record{Type: EventNormal, Reason: ReasonImageRemoved, Message: fmt.Sprintf(
+		"Removed unused image %s (%s, %d bytes, last used %s): freed %d bytes; %s is %d%% full",
+		imageLabel(img.StoredImage), img.ID, img.Size, lastUsed, freed, after.Path, after.Percent())})
+	return after, nil
+}
+
+// imageLabel names an image in logs and events: its first name, or its ID.
+func imageLabel(img StoredImage) string {
+	if len(img.Names) > 0 {
+		return img.Names[0]
+	}
+	return img.ID
+}
+
+// Images returns every image of the store, with whether a known pod uses it and when
+// one last did, and records the use of those in use now.
+func (c *imageCollector) Images(ctx context.Context) ([]ImageUse, error) {
+	stored, err := c.store.ListImages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list images: %w", err)
+	}
+	used := c.inUse()
+	now := c.r.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for ref := range used {
+		c.lastUsed[ref] = now
+	}
+	out := make([]ImageUse, 0, len(stored))
+	present := map[string]bool{}
+	for _, img := range stored {
+		u := ImageUse{StoredImage: img}
+		for _, ref := range slices.Concat(img.Names, img.Digests, []string{img.ID}) {
+			present[ref] = true
+			u.InUse = u.InUse || used[ref]
+			if t := c.lastUsed[ref]; t.After(u.LastUsed) {
+				u.LastUsed = t
+			}
+		}
+		out = append(out, u)
+	}
+	for ref := range c.lastUsed {
+		if !present[ref] {
+			delete(c.lastUsed, ref) // the image is gone
+		}
+	}
+	return out, nil
+}
+
+// inUse returns the names and digests of the images known pods use: the images of the
+// wanted pods' specs (as the runtime names them) and those every container and sandbox
+// of the runtime was created from.
+func (c *imageCollector) inUse() map[string]bool {
+	used := map[string]bool{}
+	add := func(ref string) {
+		if ref != "" {
+			used[ref] = true
+		}
+	}
+	c.r.mu.RLock()
+	wanted := slices.Clone(c.r.wantedImages)
+	for _, pod := range c.r.statuses {
+		for _, st := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
+			add(st.ImageID)
+		}
+	}
+	c.r.mu.RUnlock()
+	for _, image := range wanted {
+		add(c.store.ImageName(image))
+	}
+	for _, pr := range c.r.pleg.Pods() {
+		for _, ctr := range slices.Concat(pr.Containers, pr.Sandboxes) {
+			add(ctr.Image)
+			add(ctr.ImageRef)
+		}
+	}
+	return used
+}
+
+// podImages returns the image strings of every container of the pods.
+func podImages(pods map[types.UID]*corev1.Pod) []string {
+	var out []string
+	for _, pod := range pods {
+		for _, ctr := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+			out = append(out, ctr.Image)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
