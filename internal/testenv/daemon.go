@@ -50,10 +50,24 @@ type Daemon struct {
 	stopErr  error // Stop's result, set once
 }
 
+// DaemonOptions change the daemon StartDaemonWith starts. The zero value is
+// StartDaemon's.
+type DaemonOptions struct {
+	// RootSize, when not 0, puts the daemon's --root (its content store, snapshots and
+	// metadata) on a tmpfs of that many bytes: a small image filesystem that a test can
+	// fill.
+	RootSize int64
+}
+
 // StartDaemon starts containerd ($STATICPOD_TEST_CONTAINERD, else containerd on PATH) in a
 // new temporary directory and returns once it answers. Errors from a host that cannot run
 // it (no containerd or runc, not root) wrap ErrUnavailable.
 func StartDaemon(ctx context.Context) (*Daemon, error) {
+	return StartDaemonWith(ctx, DaemonOptions{})
+}
+
+// StartDaemonWith is StartDaemon with options.
+func StartDaemonWith(ctx context.Context, opts DaemonOptions) (*Daemon, error) {
 	bin, err := checkHost()
 	if err != nil {
 		return nil, err
@@ -62,8 +76,11 @@ func StartDaemon(ctx context.Context) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := d.mountRoot(opts.RootSize); err != nil {
+		return nil, errors.Join(err, unmountUnder(d.dir), d.removeDir())
+	}
 	if err := d.launch(bin); err != nil {
-		return nil, errors.Join(err, d.removeDir())
+		return nil, errors.Join(err, unmountUnder(d.dir), d.removeDir())
 	}
 	if err := d.awaitServing(ctx); err != nil {
 		err = fmt.Errorf("start containerd %s: %w\n%s", bin, err, d.LogTail(30))
@@ -125,6 +142,21 @@ func (d *Daemon) Root() string { return filepath.Join(d.dir, "root") }
 
 // State is the daemon's --state: task bundles and their rootfs mounts.
 func (d *Daemon) State() string { return filepath.Join(d.dir, "state") }
+
+// mountRoot mounts a tmpfs of size bytes at Root, unless size is 0. Stop unmounts it
+// with everything else under the daemon's directory.
+func (d *Daemon) mountRoot(size int64) error {
+	if size == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(d.Root(), 0o711); err != nil {
+		return fmt.Errorf("containerd root: %w", err)
+	}
+	if err := syscall.Mount("tmpfs", d.Root(), "tmpfs", 0, fmt.Sprintf("size=%d,mode=0711", size)); err != nil {
+		return fmt.Errorf("mount a tmpfs of %d bytes at %s: %w", size, d.Root(), err)
+	}
+	return nil
+}
 
 // config returns the daemon's configuration: everything under its directory.
 func (d *Daemon) config() string {

@@ -69,10 +69,16 @@ func skipOrFatal(t testing.TB, err error) {
 // daemon per test costs its start and stop.
 func Start(t testing.TB) *Daemon {
 	t.Helper()
+	return StartWith(t, DaemonOptions{})
+}
+
+// StartWith is Start with options: a daemon whose root is a small tmpfs, say.
+func StartWith(t testing.TB, opts DaemonOptions) *Daemon {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("needs containerd: skipped in -short mode")
 	}
-	d, err := StartDaemon(context.Background())
+	d, err := StartDaemonWith(context.Background(), opts)
 	if err != nil {
 		skipOrFatal(t, err)
 	}
