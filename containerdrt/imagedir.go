@@ -98,7 +98,7 @@ func ociRefName(name string) string {
 // image dir configured it returns nil at once. Dot files, *.tmp, *.part and editor
 // leftovers are ignored. A file that fails to import is logged once, as a warning with its
 // reason, and retried only when it changes; it never stops Run. Removing an archive
-// leaves its images in containerd.
+// leaves its images in containerd, no longer pinned against image garbage collection.
 //
 // After each import, arrived (when not nil) is told which images came in, as a function
 // that reports whether a pod's image string names one of them, so that pods waiting for
@@ -195,6 +195,7 @@ func (d *dirImports) note(ev fsnotify.Event, now time.Time) {
 	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
 		delete(d.pending, ev.Name)
 		delete(d.seen, ev.Name)
+		d.pin(ev.Name, nil)
 		return
 	}
 	if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write) || ev.Has(fsnotify.Chmod) {
@@ -253,9 +254,36 @@ func (d *dirImports) importOne(ctx context.Context, path string) {
 		d.log.Info("imported images", "file", path, "images", names,
 			"duration", time.Since(start).Round(time.Millisecond))
 	}
+	if err == nil {
+		d.pin(path, names)
+	}
 	if len(names) > 0 && d.arrived != nil {
 		d.arrived(provides(names))
 	}
+}
+
+// pin records the images the archive at path brought, nil once it is gone: image
+// garbage collection keeps them while it is there.
+func (i *images) pin(path string, names []string) {
+	i.archiveMu.Lock()
+	defer i.archiveMu.Unlock()
+	if names == nil {
+		delete(i.archives, path)
+		return
+	}
+	i.archives[path] = names
+}
+
+// pinned reports whether an archive in the image dir brings the image named name.
+func (i *images) pinned(name string) bool {
+	i.archiveMu.Lock()
+	defer i.archiveMu.Unlock()
+	for _, names := range i.archives {
+		if slices.Contains(names, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // provides returns whether a pod's image string, normalized, is one of names.

@@ -44,6 +44,9 @@ type images struct {
 
 	scanned     chan struct{} // closed once the image dir's archives present at start are imported
 	scannedOnce sync.Once
+
+	archiveMu sync.Mutex          // guards archives
+	archives  map[string][]string // archive path in the image dir -> the images it brought
 }
 
 func newImages(c *client.Client, cfg ImageConfig, log *slog.Logger) *images {
@@ -52,7 +55,8 @@ func newImages(c *client.Client, cfg ImageConfig, log *slog.Logger) *images {
 		cfg:    cfg,
 		log:    log,
 
-		scanned: make(chan struct{}),
+		scanned:  make(chan struct{}),
+		archives: map[string][]string{},
 	}
 }
 
