@@ -52,6 +52,13 @@ type Backend interface {
 
 var _ Backend = (*runner.Runner)(nil)
 
+// Images lists the runtime's images with their use; *runner.Runner implements it.
+type Images interface {
+	Images(ctx context.Context) ([]runner.ImageUse, error)
+}
+
+var _ Images = (*runner.Runner)(nil)
+
 // ManifestStore is the push source's store of manifests, as httpsource.Push implements
 // it, in its own words.
 type ManifestStore interface {
@@ -79,6 +86,7 @@ type Config struct {
 	Sources        []string                        // sources that must have delivered once for /readyz
 	PodLogDir      string                          // logs.DefaultPodsDir when empty
 	RuntimeHealthy func(ctx context.Context) error // the container runtime answers; nil: not checked
+	Images         Images                          // nil: /images answers 404
 	Registry       *prometheus.Registry            // served on /metrics; a new one when nil
 	Log            *slog.Logger
 
@@ -157,6 +165,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /pods/{namespace}/{name}", s.getPod)
 	mux.HandleFunc("GET /containerLogs/{namespace}/{name}/{container}", s.containerLogs)
 	mux.HandleFunc("GET /events", s.events)
+	mux.HandleFunc("GET /images", s.listImages)
 	mux.Handle("GET /metrics", metricsHandler(s.cfg.Registry, s.log))
 	mux.HandleFunc("GET /manifests", s.listManifests)
 	mux.HandleFunc("GET /manifests/{name}", s.getManifest)

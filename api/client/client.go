@@ -90,6 +90,16 @@ func (c *Client) Events(ctx context.Context, namespace, name string) ([]runner.R
 	return records, nil
 }
 
+// Images returns the runtime's images, with their size, whether a pod needs them and
+// when one last did (GET /images).
+func (c *Client) Images(ctx context.Context) ([]runner.ImageUse, error) {
+	var images []runner.ImageUse
+	if err := c.getJSON(ctx, "/images", nil, &images); err != nil {
+		return nil, err
+	}
+	return images, nil
+}
+
 // LogOptions choose which lines Logs returns. The zero value asks for every line of the
 // container's current run, once.
 type LogOptions struct {
