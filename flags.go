@@ -8,6 +8,7 @@ import (
 	"github.com/staticpod/staticpod/api/client"
 	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/containerdrt"
+	"github.com/staticpod/staticpod/runner"
 )
 
 // Defaults of the contract (DESIGN.md). Flag names follow the kubelet's where the
@@ -55,6 +56,9 @@ func runFlags() []cli.Flag {
 		str("registry-config-dir", containerdrt.DefaultRegistryConfigDir, "containerd's registry host configuration, <dir>/<host>/hosts.toml: mirrors, CAs, client certificates, plain-HTTP hosts (\"\" for none)"),
 		str("image-credential-provider-config", "", "the kubelet's CredentialProviderConfig file (or directory): credential provider plugins for pulls"),
 		str("image-credential-provider-bin-dir", "", "directory of the credential provider plugins' binaries"),
+		&cli.IntFlag{Name: "image-gc-high-threshold", Value: runner.DefaultImageGCHighThreshold, Usage: "percent of the image filesystem in use at which unused images are removed (100: never)", EnvVars: spcli.Env("image-gc-high-threshold")},
+		&cli.IntFlag{Name: "image-gc-low-threshold", Value: runner.DefaultImageGCLowThreshold, Usage: "percent of the image filesystem in use that image garbage collection frees down to", EnvVars: spcli.Env("image-gc-low-threshold")},
+		dur("image-minimum-gc-age", runner.DefaultImageMinimumGCAge, "how long an unused image is kept at least, from its pull or import"),
 		str("api-socket", client.DefaultSocket, "unix socket of the API (mode 0600)"),
 		str("listen", "", "optional TCP address for the API"),
 		str("api-token-file", "", "file holding the bearer token required over TCP"),

@@ -34,6 +34,7 @@ func newApp() *cli.App {
 			once.Command(),
 			spcli.Validate(),
 			spcli.PS(),
+			spcli.Images(),
 			spcli.Logs(),
 			spcli.Describe(),
 			spcli.Exec(),

@@ -70,6 +70,9 @@ func runDaemon(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("--manifest-url-header: %v", err), spcli.ExitUsage)
 	}
+	if err := imageGCPolicy(c).Validate(); err != nil {
+		return cli.Exit(err.Error(), spcli.ExitUsage)
+	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	d := &daemon{c: c, log: log, node: node, root: c.String("root-dir"), headers: headers}
@@ -125,6 +128,7 @@ func (d *daemon) setup(ctx context.Context) error {
 	d.r, err = runner.New(runner.Options{
 		Runtime: rt, Logger: d.log, RelistPeriod: c.Duration("pleg-relist-period"), HostIP: rt.HostIP(),
 		ResultsDir: filepath.Join(d.root, "results"), Registry: reg,
+		Images: rt, ImageGC: imageGCPolicy(c), Sources: d.sources(),
 	})
 	if err != nil {
 		return errors.Join(err, rt.Close())
@@ -134,8 +138,8 @@ func (d *daemon) setup(ctx context.Context) error {
 	}
 	d.api, err = api.New(api.Config{
 		Backend: d.r, Store: d.push, Sources: d.sources(), PodLogDir: c.String("pod-log-dir"),
-		RuntimeHealthy: rt.Healthy,
-		Registry:       reg, Log: d.log,
+		RuntimeHealthy: rt.Healthy, Images: d.r,
+		Registry: reg, Log: d.log,
 		Socket: c.String("api-socket"), Listen: c.String("listen"), TokenFile: c.String("api-token-file"),
 	})
 	if err != nil {
@@ -238,6 +242,15 @@ func runtimeConfig(c *cli.Context, root, self string, log *slog.Logger) containe
 			CacheDir: filepath.Join(root, "cni", "cache"),
 		},
 		Logger: log,
+	}
+}
+
+// imageGCPolicy is image garbage collection's policy from run's flags.
+func imageGCPolicy(c *cli.Context) runner.ImageGCPolicy {
+	return runner.ImageGCPolicy{
+		HighThresholdPercent: c.Int("image-gc-high-threshold"),
+		LowThresholdPercent:  c.Int("image-gc-low-threshold"),
+		MinAge:               c.Duration("image-minimum-gc-age"),
 	}
 }
 
