@@ -44,7 +44,12 @@ func (i *images) importFile(ctx context.Context, path string) ([]string, error) 
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", path, err)
 	}
-	imported, err := i.client.Import(ctx, r, client.WithImageRefTranslator(ociRefName))
+	archive, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", path, err)
+	}
+	imported, err := i.client.Import(ctx, r, client.WithImageRefTranslator(ociRefName),
+		client.WithImageLabels(map[string]string{labelImageArchive: archive}))
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", path, err)
 	}
@@ -265,6 +270,9 @@ func (d *dirImports) importOne(ctx context.Context, path string) {
 // pin records the images the archive at path brought, nil once it is gone: image
 // garbage collection keeps them while it is there.
 func (i *images) pin(path string, names []string) {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
 	i.archiveMu.Lock()
 	defer i.archiveMu.Unlock()
 	if names == nil {
@@ -274,8 +282,11 @@ func (i *images) pin(path string, names []string) {
 	i.archives[path] = names
 }
 
-// pinned reports whether an archive in the image dir brings the image named name.
-func (i *images) pinned(name string) bool {
+// pinned reports whether an archive in the image dir brings the image named name, whose
+// labelImageArchive label is archive. The archives imported since staticpod started say
+// which images they bring; an archive whose import failed this time (the disk was full,
+// say) still pins the images it brought before, as long as it is there.
+func (i *images) pinned(name, archive string) bool {
 	i.archiveMu.Lock()
 	defer i.archiveMu.Unlock()
 	for _, names := range i.archives {
@@ -283,7 +294,18 @@ func (i *images) pinned(name string) bool {
 			return true
 		}
 	}
-	return false
+	if archive == "" || i.cfg.ImageDir == "" {
+		return false
+	}
+	if _, imported := i.archives[archive]; imported {
+		return false // its latest version does not bring this image
+	}
+	dir, err := filepath.Abs(i.cfg.ImageDir)
+	if err != nil || filepath.Dir(archive) != dir {
+		return false
+	}
+	fi, err := os.Stat(archive)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // provides returns whether a pod's image string, normalized, is one of names.

@@ -127,7 +127,7 @@ func (r *Runtime) ListImages(ctx context.Context) ([]runner.StoredImage, error) 
 		if img.UpdatedAt.After(s.Created) {
 			s.Created = img.UpdatedAt
 		}
-		s.Pinned = s.Pinned || r.images.pinned(img.Name)
+		s.Pinned = s.Pinned || r.images.pinned(img.Name, img.Labels[labelImageArchive])
 	}
 	for i := range out {
 		slices.Sort(out[i].Names)

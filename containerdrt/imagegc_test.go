@@ -118,20 +118,23 @@ func TestImageStoreOnSmallRoot(t *testing.T) {
 }
 
 // TestImageDirPinsItsImages checks that images an archive of the image dir brings are
-// pinned while the archive is there, and only then.
+// pinned while the archive is there, and only then; also for a staticpod that has not
+// imported the archive itself (one whose import failed on a full disk, say).
 func TestImageDirPinsItsImages(t *testing.T) {
 	dir := t.TempDir()
 	archive := filepath.Join(dir, "big.tar")
 	if err := testenv.WriteImageArchive(archive, bigImage("example.com/pinned:1", mib)); err != nil {
 		t.Fatal(err)
 	}
-	_, r, ctx := newSmallRootRuntime(t, 32*mib, func(c *Config) { c.Images.ImageDir = dir })
+	var cfg Config
+	d, r, ctx := newSmallRootRuntime(t, 32*mib, func(c *Config) { c.Images.ImageDir = dir; cfg = *c })
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() { done <- r.Images().Run(runCtx, nil) }()
 	defer func() { cancel(); <-done }()
 	<-r.Images().Imported()
-	pinned := func() map[string]bool {
+	d.MustImportImage(t, cfg.Namespace, bigImage("example.com/unpinned:1", 1))
+	pinned := func(r *Runtime) map[string]bool {
 		list, err := r.ListImages(ctx)
 		if err != nil {
 			t.Fatalf("ListImages: %v", err)
@@ -142,13 +145,25 @@ func TestImageDirPinsItsImages(t *testing.T) {
 		}
 		return out
 	}
-	if diff := cmp.Diff(map[string]bool{"example.com/pinned:1": true}, pinned()); diff != "" {
+	want := map[string]bool{"example.com/pinned:1": true, "example.com/unpinned:1": false}
+	if diff := cmp.Diff(want, pinned(r)); diff != "" {
 		t.Fatalf("pinned (-want +got):\n%s", diff)
+	}
+	restarted, err := New(ctx, cfg) // has imported nothing: the image's label says where it came from
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restarted.Close()
+	if diff := cmp.Diff(want, pinned(restarted)); diff != "" {
+		t.Fatalf("pinned, by a staticpod that did not import the archive (-want +got):\n%s", diff)
 	}
 	if err := os.Remove(archive); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Await(t, "the image of a removed archive to be unpinned", 10*time.Second, func() bool {
-		return !pinned()["example.com/pinned:1"]
+		return !pinned(r)["example.com/pinned:1"]
 	})
+	if pinned(restarted)["example.com/pinned:1"] {
+		t.Error("the image of a removed archive is pinned for a staticpod that did not import it")
+	}
 }
