@@ -141,15 +141,15 @@ func (c *imageCollector) remove(ctx context.Context, img ImageUse, before FSUsag
 	freed := max(after.Available-before.Available, 0)
 	c.r.metrics.imagesRemoved.Inc()
 	c.r.metrics.imageBytesFreed.Add(float64(freed))
-	lastUsed := "not since staticpod started"
+	used := "not used since staticpod started"
 	if !img.LastUsed.IsZero() {
-		lastUsed = img.LastUsed.UTC().Format(time.RFC3339)
+		used = "last used " + img.LastUsed.UTC().Format(time.RFC3339)
 	}
 	c.log.Info("removed unused image", "image", imageLabel(img.StoredImage), "id", img.ID, "size", img.Size,
-		"freed", freed, "lastUsed", lastUsed, "usage", after.Percent())
+		"freed", freed, "used", used, "usage", after.Percent())
 	c.r.events.Add(Record{Type: EventNormal, Reason: ReasonImageRemoved, Message: fmt.Sprintf(
-		"Removed unused image %s (%s, %d bytes, last used %s): freed %d bytes; %s is %d%% full",
-		imageLabel(img.StoredImage), img.ID, img.Size, lastUsed, freed, after.Path, after.Percent())})
+		"Removed unused image %s (%s, %d bytes, %s): freed %d bytes; %s is %d%% full",
+		imageLabel(img.StoredImage), img.ID, img.Size, used, freed, after.Path, after.Percent())})
 	return after, nil
 }
 
