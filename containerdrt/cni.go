@@ -93,11 +93,13 @@ type networkState struct {
 	conf []byte    // the network's configuration list
 	name string    // its name, and the file it came from
 	file string
-	note string // why there is no network
+	none string // why there is no network ("no CNI configuration in /etc/cni/net.d")
 	err  error  // why the configuration could not be read
 }
 
-var cacheDirMu sync.Mutex // guards libcni.CacheDir
+// cacheDirMu serializes the setting of libcni.CacheDir, a variable of the process that
+// libcni reads without a lock: it is set before any plugin runs.
+var cacheDirMu sync.Mutex
 
 func newNetwork(cfg CNIConfig, log *slog.Logger) *network {
 	if cfg.CacheDir != "" {
@@ -117,7 +119,7 @@ func (n *network) current() networkState {
 	seen := confFilesSeen(n.cfg.ConfDir)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if seen == n.seen && (n.cur.cni != nil || n.cur.note != "" || n.cur.err != nil) {
+	if seen == n.seen && (n.cur.cni != nil || n.cur.none != "" || n.cur.err != nil) {
 		return n.cur
 	}
 	old := n.cur
@@ -127,8 +129,8 @@ func (n *network) current() networkState {
 		n.log.Error("the pod network's configuration is broken: pods not on the host network cannot start until it is fixed", "dir", n.cfg.ConfDir, "err", cur.err)
 	case cur.cni != nil && (old.cni == nil || string(old.conf) != string(cur.conf)):
 		n.log.Info("pod network", "network", cur.name, "file", cur.file, "plugins", pluginTypes(cur.conf))
-	case cur.note != "" && old.note == "":
-		n.log.Info(cur.note)
+	case cur.none != "" && old.none == "":
+		n.log.Info(cur.none + ": pods not on the host network have loopback only")
 	}
 	return n.cur
 }
@@ -137,9 +139,9 @@ func (n *network) current() networkState {
 func (n *network) load() networkState {
 	switch {
 	case n.cfg.ConfDir == "":
-		return networkState{note: "no pod network is configured: the pod has loopback only"}
+		return networkState{none: "no pod network is configured"}
 	case firstConfFile(n.cfg.ConfDir) == "":
-		return networkState{note: fmt.Sprintf("no CNI configuration in %s: the pod has loopback only", n.cfg.ConfDir)}
+		return networkState{none: "no CNI configuration in " + n.cfg.ConfDir}
 	}
 	c, err := gocni.New(gocni.WithPluginDir(n.cfg.BinDirs), gocni.WithPluginConfDir(n.cfg.ConfDir), gocni.WithInterfacePrefix(cniIfPrefix))
 	if err == nil {
@@ -223,7 +225,7 @@ func (n *network) forPod(pod *corev1.Pod) (_ *attachment, note string, _ error) 
 	case cur.err != nil:
 		return nil, "", cur.err
 	case cur.cni == nil:
-		return nil, cur.note, nil
+		return nil, cur.none + ": the pod has loopback only", nil
 	}
 	return &attachment{cni: cur.cni, record: netRecord{
 		Conf: cur.conf, Ports: portMappings(pod),

@@ -328,11 +328,12 @@ func TestNoPodNetworkConfigured(t *testing.T) {
 	n.write("a.yaml", podManifest("a", "Always", "sleep 3600", "  terminationGracePeriodSeconds: 1\n"))
 	n.write("b.yaml", podManifest("b", "Always", "sleep 3600", "  terminationGracePeriodSeconds: 1\n"))
 	n.await("the pods running", time.Minute, bothRunning)
-	note := "no CNI configuration in " + confDir + ": the pod has loopback only"
-	sp.awaitLog(note)
-	if got := strings.Count(sp.out.String(), note); got != 1 {
-		t.Errorf("the log says %d times %q, want once", got, note)
+	said := "no CNI configuration in " + confDir + ": pods not on the host network have loopback only"
+	sp.awaitLog(said)
+	if got := strings.Count(sp.out.String(), said); got != 1 {
+		t.Errorf("the log says %d times %q, want once", got, said)
 	}
+	note := "no CNI configuration in " + confDir + ": the pod has loopback only"
 	out, _, _ := runSplit(t, "", nil, "describe", "a-node1", "--api-socket", n.path("staticpod.sock"))
 	if !strings.Contains(out, "NoPodNetwork") || !strings.Contains(out, note) {
 		t.Errorf("describe a-node1 does not say the pod has no network:\n%s", out)
