@@ -45,7 +45,10 @@ bench: deps
 # run does staticpod's main job on examples/: it builds the examples' image from
 # busybox-static (no registry needed), starts a private containerd under .run/ unless
 # one answers there, and runs the daemon on examples/ until Ctrl-C, which stops the
-# pods. `make run-clean` then stops the private containerd and removes .run/.
+# pods. Pods not on the host network get the default bridge network (CNI), configured
+# under .run/. `make run-clean` then stops the private containerd and removes .run/, and
+# the iptables rules of pods still running (staticpod killed rather than stopped); the
+# bridge staticpod0 stays, for the next `make run`.
 RUN_DIR := $(CURDIR)/.run
 RUN_FLAGS := --root-dir $(RUN_DIR)/root --pod-log-dir $(RUN_DIR)/log/pods \
 	--container-log-dir $(RUN_DIR)/log/containers --image-dir $(RUN_DIR)/images \
@@ -61,6 +64,7 @@ run-clean:
 		ctr -a $(RUN_DIR)/containerd.sock -n staticpod tasks delete --force $$t; done
 	-pkill -f "[c]ontainerd --config $(RUN_DIR)/root/containerd/config.toml"
 	-pkill -f "[c]ontainerd-shim-runc-v2 .*-address $(RUN_DIR)/"
+	-./hack/cni-clean.sh $(RUN_DIR)/root
 	-grep -o " $(RUN_DIR)[^ ]*" /proc/mounts | sort -r | xargs -r umount -l
 	rm -rf $(RUN_DIR)
 
