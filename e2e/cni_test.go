@@ -159,7 +159,7 @@ spec:
 		return running("web-node1/httpd/0")(cs) && running("web-node1/udp/0")(cs) && running("client-node1/main/0")(cs)
 	})
 
-	pods := n.pods()
+	pods := n.awaitPodIPs("web-node1", "client-node1")
 	web, client := pods["web-node1"].Status, pods["client-node1"].Status
 	_, subnet, _ := net.ParseCIDR(cn.Subnet)
 	for _, st := range []corev1.PodStatus{web, client} {
@@ -216,6 +216,23 @@ spec:
 
 	n.removeAllAndCheck(nil)
 	assertNoLeaks(t, cn)
+}
+
+// awaitPodIPs waits until the API reports a pod IP for each named pod (its status
+// follows the containers' start by a sync of its worker).
+func (n *node) awaitPodIPs(names ...string) map[string]corev1.Pod {
+	n.t.Helper()
+	var pods map[string]corev1.Pod
+	testenv.Await(n.t, fmt.Sprintf("pod IPs of %v", names), 30*time.Second, func() bool {
+		pods = n.pods()
+		for _, name := range names {
+			if pods[name].Status.PodIP == "" {
+				return false
+			}
+		}
+		return true
+	})
+	return pods
 }
 
 // udpRoundTrip sends "ping" to address and returns the answer, trying again for 30 s.
