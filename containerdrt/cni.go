@@ -89,6 +89,7 @@ type network struct {
 // networkState is what a read of the configuration directory gave: a network, none (and
 // why), or an error.
 type networkState struct {
+	read bool      // the directory was read
 	cni  gocni.CNI // nil without a network
 	conf []byte    // the network's configuration list
 	name string    // its name, and the file it came from
@@ -119,7 +120,7 @@ func (n *network) current() networkState {
 	seen := confFilesSeen(n.cfg.ConfDir)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if seen == n.seen && (n.cur.cni != nil || n.cur.none != "" || n.cur.err != nil) {
+	if seen == n.seen && n.cur.read {
 		return n.cur
 	}
 	old := n.cur
@@ -139,23 +140,23 @@ func (n *network) current() networkState {
 func (n *network) load() networkState {
 	switch {
 	case n.cfg.ConfDir == "":
-		return networkState{none: "no pod network is configured"}
+		return networkState{read: true} // none asked for: nothing to say
 	case firstConfFile(n.cfg.ConfDir) == "":
-		return networkState{none: "no CNI configuration in " + n.cfg.ConfDir}
+		return networkState{read: true, none: "no CNI configuration in " + n.cfg.ConfDir}
 	}
 	c, err := gocni.New(gocni.WithPluginDir(n.cfg.BinDirs), gocni.WithPluginConfDir(n.cfg.ConfDir), gocni.WithInterfacePrefix(cniIfPrefix))
 	if err == nil {
 		err = c.Load(gocni.WithDefaultConf)
 	}
 	if err != nil {
-		return networkState{err: fmt.Errorf("CNI configuration in %s: %w", n.cfg.ConfDir, err)}
+		return networkState{read: true, err: fmt.Errorf("CNI configuration in %s: %w", n.cfg.ConfDir, err)}
 	}
 	nets := c.GetConfig().Networks
 	if len(nets) == 0 {
-		return networkState{err: fmt.Errorf("CNI configuration in %s: no network", n.cfg.ConfDir)}
+		return networkState{read: true, err: fmt.Errorf("CNI configuration in %s: no network", n.cfg.ConfDir)}
 	}
 	conf := []byte(nets[0].Config.Source)
-	return networkState{cni: c, conf: conf, name: nets[0].Config.Name, file: firstConfFile(n.cfg.ConfDir)}
+	return networkState{read: true, cni: c, conf: conf, name: nets[0].Config.Name, file: firstConfFile(n.cfg.ConfDir)}
 }
 
 // confFileExts are the files libcni reads as network configurations.
@@ -224,8 +225,10 @@ func (n *network) forPod(pod *corev1.Pod) (_ *attachment, note string, _ error) 
 	switch {
 	case cur.err != nil:
 		return nil, "", cur.err
-	case cur.cni == nil:
+	case cur.none != "":
 		return nil, cur.none + ": the pod has loopback only", nil
+	case cur.cni == nil:
+		return nil, "", nil // no pod network asked for (--cni-conf-dir "")
 	}
 	return &attachment{cni: cur.cni, record: netRecord{
 		Conf: cur.conf, Ports: portMappings(pod),

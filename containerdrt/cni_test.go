@@ -209,7 +209,9 @@ func TestPodNetworkSetupFails(t *testing.T) {
 	}
 }
 
-// Without a network configuration a pod has loopback only, and its sandbox says why.
+// Without a network configuration a pod has loopback only, and its sandbox says why;
+// one of a runtime asked for no pod network (no configuration directory, as `once`)
+// says nothing.
 func TestNoCNIConfiguration(t *testing.T) {
 	dir := t.TempDir()
 	r := newTestRuntime(t, func(cfg *Config) { cfg.CNI = CNIConfig{ConfDir: dir, BinDirs: testenv.CNIBinDirs} })
@@ -218,6 +220,11 @@ func TestNoCNIConfiguration(t *testing.T) {
 	sb := r.sandboxOf(t, pod)
 	if len(sb.IPs) != 0 || !strings.Contains(sb.NetworkNote, "no CNI configuration in "+dir) {
 		t.Errorf("sandbox without a network: IPs %v, note %q", sb.IPs, sb.NetworkNote)
+	}
+	none := newTestRuntime(t)
+	none.mustRunPod(t, pod)
+	if sb := none.sandboxOf(t, pod); len(sb.IPs) != 0 || sb.NetworkNote != "" {
+		t.Errorf("sandbox of a runtime without a configuration directory: IPs %v, note %q; want neither", sb.IPs, sb.NetworkNote)
 	}
 }
 
