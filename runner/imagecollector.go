@@ -109,6 +109,9 @@ func (c *imageCollector) Collect(ctx context.Context) error {
 		}
 		for _, img := range plan {
 			images = slices.DeleteFunc(images, func(i ImageUse) bool { return i.ID == img.ID })
+			if uses(c.inUse(), img.StoredImage) {
+				continue // a pod came for it since the list: it stays
+			}
 			if fs, err = c.remove(ctx, img, fs); err != nil {
 				return err
 			}
@@ -178,10 +181,9 @@ func (c *imageCollector) Images(ctx context.Context) ([]ImageUse, error) {
 	out := make([]ImageUse, 0, len(stored))
 	present := map[string]bool{}
 	for _, img := range stored {
-		u := ImageUse{StoredImage: img}
-		for _, ref := range slices.Concat(img.Names, img.Digests, []string{img.ID}) {
+		u := ImageUse{StoredImage: img, InUse: uses(used, img)}
+		for _, ref := range refs(img) {
 			present[ref] = true
-			u.InUse = u.InUse || used[ref]
 			if t := c.lastUsed[ref]; t.After(u.LastUsed) {
 				u.LastUsed = t
 			}
@@ -194,6 +196,16 @@ func (c *imageCollector) Images(ctx context.Context) ([]ImageUse, error) {
 		}
 	}
 	return out, nil
+}
+
+// refs are what names an image: its names, its manifest digests and its ID.
+func refs(img StoredImage) []string {
+	return slices.Concat(img.Names, img.Digests, []string{img.ID})
+}
+
+// uses reports whether used (see inUse) names img.
+func uses(used map[string]bool, img StoredImage) bool {
+	return slices.ContainsFunc(refs(img), func(ref string) bool { return used[ref] })
 }
 
 // inUse returns the names and digests of the images known pods use: the images of the

@@ -97,6 +97,7 @@ type fakeImages struct {
 	other    int64
 	images   []StoredImage
 	removed  []string
+	listed   func() // called after each ListImages; may be nil
 }
 
 func (f *fakeImages) ImageFS(context.Context) (FSUsage, error) {
@@ -111,8 +112,13 @@ func (f *fakeImages) ImageFS(context.Context) (FSUsage, error) {
 
 func (f *fakeImages) ListImages(context.Context) ([]StoredImage, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.images), nil
+	out := slices.Clone(f.images)
+	listed := f.listed
+	f.mu.Unlock()
+	if listed != nil {
+		listed()
+	}
+	return out, nil
 }
 
 func (f *fakeImages) RemoveImage(_ context.Context, img StoredImage) error {
@@ -235,4 +241,32 @@ func counterOf(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestCollectSparesAnImageWantedSinceTheList checks that an image a pod comes to want
+// after the images were listed is not removed: in-use is asked again before each
+// removal.
+func TestCollectSparesAnImageWantedSinceTheList(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	f := newFakeRuntime(func() time.Time { return now })
+	store := &fakeImages{capacity: 100 * mib, other: 70 * mib, images: []StoredImage{
+		{ID: "sha256:a", Names: []string{"example.com/a:1"}, Size: 10 * mib, Created: now.Add(-2 * time.Hour)},
+		{ID: "sha256:b", Names: []string{"example.com/b:1"}, Size: 10 * mib, Created: now.Add(-time.Hour)},
+	}}
+	r, err := New(Options{Runtime: f, Now: func() time.Time { return now }, Images: store,
+		ImageGC: ImageGCPolicy{HighThresholdPercent: 85, LowThresholdPercent: 80}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.listed = func() {
+		r.mu.Lock()
+		r.wantedImages = []string{"a:1"}
+		r.mu.Unlock()
+	}
+	if err := r.imageGC.Collect(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"sha256:b"}, store.removed); diff != "" {
+		t.Errorf("removed (-want +got):\n%s", diff)
+	}
 }
