@@ -348,7 +348,11 @@ func (r *Runtime) releaseKeptTasks(ctx context.Context, infos []containers.Conta
 		if sb := info.Labels[labelSandbox]; !kept(info) || up[sb] && !live[sb] {
 			continue
 		}
-		_, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: info.ID})
+		// A delete cut short leaves the shim, and runc's state, to nobody: once begun,
+		// it finishes even if List's caller gives up.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.CallTimeout)
+		_, err := r.client.TaskService().Delete(dctx, &tasks.DeleteTaskRequest{ContainerID: info.ID})
+		cancel()
 		if err := ignoreNotFound(convertErr(err)); err != nil {
 			r.log.Warn("delete the stopped task of an exited container", "id", info.ID, "err", err)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	cimages "github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/leases"
@@ -42,6 +44,11 @@ func (r *Runtime) PurgeNamespace(ctx context.Context) error {
 	}
 	if n := killShimsOf("/proc", r.cfg.Address, r.cfg.Namespace); n > 0 {
 		r.log.Warn("killed shims containerd left behind", "namespace", r.cfg.Namespace, "shims", n)
+		// A shim killed before it deleted its container leaves runc's state of it.
+		entries, _ := os.ReadDir(filepath.Join(runcRoot, r.cfg.Namespace))
+		for _, e := range entries {
+			removeStaleRuncState(runcRoot, r.cfg.Namespace, e.Name())
+		}
 	}
 	return errors.Join(errs...)
 }
