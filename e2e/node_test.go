@@ -72,7 +72,13 @@ type staticpod struct {
 // and its log is printed if the test failed.
 func (n *node) start(extra ...string) *staticpod {
 	n.t.Helper()
-	args := append([]string{"run",
+	args := append(n.runArgs(), "--cni-conf-dir", "") // no pod network unless the test gives one: never the host's
+	return n.launch(binary, append(args, extra...))
+}
+
+// runArgs are the flags of `staticpod run` for the node that every release knows.
+func (n *node) runArgs() []string {
+	return []string{"run",
 		"--pod-manifest-path", n.manifests,
 		"--root-dir", n.path("root"),
 		"--pod-log-dir", n.path("log/pods"),
@@ -83,9 +89,14 @@ func (n *node) start(extra ...string) *staticpod {
 		"--hostname-override", e2eNode,
 		"--pleg-relist-period", e2eRelist.String(),
 		"--log-level", "debug",
-		"--cni-conf-dir", "", // no pod network unless the test gives one: never the host's
-	}, extra...)
-	sp := &staticpod{t: n.t, cmd: exec.Command(binary, args...), out: &testenv.Buffer{}, exited: make(chan struct{})}
+	}
+}
+
+// launch runs bin with args; it is stopped (SIGTERM) when the test ends, and its log is
+// printed if the test failed.
+func (n *node) launch(bin string, args []string) *staticpod {
+	n.t.Helper()
+	sp := &staticpod{t: n.t, cmd: exec.Command(bin, args...), out: &testenv.Buffer{}, exited: make(chan struct{})}
 	sp.cmd.Stdout, sp.cmd.Stderr = sp.out, sp.out
 	if err := sp.cmd.Start(); err != nil {
 		n.t.Fatal(err)
@@ -94,7 +105,7 @@ func (n *node) start(extra ...string) *staticpod {
 	n.t.Cleanup(func() {
 		sp.stop()
 		if n.t.Failed() {
-			n.t.Logf("staticpod log:\n%s", sp.out.String())
+			n.t.Logf("log of %s:\n%s", bin, sp.out.String())
 		}
 	})
 	return sp

@@ -170,7 +170,7 @@ func buildRelease(t *testing.T, commit string) string {
 	t.Helper()
 	if err := exec.Command("git", "-C", root, "cat-file", "-e", commit+"^{commit}").Run(); err != nil {
 		msg := fmt.Sprintf("the previous release, commit %s, is not in the clone at %s (%v): a full clone, or `git fetch --unshallow`, has it", commit, root, err)
-		if os.Getenv("CI") == "true" {
+		if testenv.Required() {
 			t.Fatal(msg)
 		}
 		t.Skip(msg)
@@ -211,31 +211,7 @@ func buildRelease(t *testing.T, commit string) string {
 // flags as that release knows them; it is stopped (SIGTERM) when the test ends.
 func (n *node) startRelease(bin string) *staticpod {
 	n.t.Helper()
-	args := []string{"run",
-		"--pod-manifest-path", n.manifests,
-		"--root-dir", n.path("root"),
-		"--pod-log-dir", n.path("log/pods"),
-		"--container-log-dir", n.path("log/containers"),
-		"--containerd-address", n.d.Address,
-		"--containerd-namespace", n.ns,
-		"--api-socket", n.path("staticpod.sock"),
-		"--hostname-override", e2eNode,
-		"--pleg-relist-period", e2eRelist.String(),
-		"--log-level", "debug",
-	}
-	sp := &staticpod{t: n.t, cmd: exec.Command(bin, args...), out: &testenv.Buffer{}, exited: make(chan struct{})}
-	sp.cmd.Stdout, sp.cmd.Stderr = sp.out, sp.out
-	if err := sp.cmd.Start(); err != nil {
-		n.t.Fatal(err)
-	}
-	go func() { sp.cmd.Wait(); close(sp.exited) }()
-	n.t.Cleanup(func() {
-		sp.stop()
-		if n.t.Failed() {
-			n.t.Logf("log of the older staticpod %s:\n%s", bin, sp.out.String())
-		}
-	})
-	return sp
+	return n.launch(bin, n.runArgs())
 }
 
 // podProcess is one sandbox or container of the node, as containerd and /proc show it.
