@@ -63,6 +63,7 @@ func runFlags() []cli.Flag {
 		str("listen", "", "optional TCP address for the API"),
 		str("api-token-file", "", "file holding the bearer token required over TCP"),
 		dur("pleg-relist-period", defaultRelistPeriod, "how often containerd is relisted"),
+		&cli.BoolFlag{Name: "pleg-exit-events", Value: true, Usage: "relist at once when containerd reports a task exit (false: on the relist period only)", EnvVars: spcli.Env("pleg-exit-events")},
 		&cli.BoolFlag{Name: "stop-pods-on-exit", Usage: "stop every pod when staticpod exits (by default they keep running)", EnvVars: spcli.Env("stop-pods-on-exit")},
 		str("log-level", "info", "debug, info, warn or error"),
 		str("log-format", "text", "text or json"),

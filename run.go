@@ -201,7 +201,9 @@ func (d *daemon) run(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	g.Go(func() error { return d.r.Run(ctx) })
-	g.Go(func() error { return watchExits(ctx, d.rt, d.r, d.log) })
+	if c.Bool("pleg-exit-events") {
+		g.Go(func() error { return watchExits(ctx, d.rt, d.r, d.log) })
+	}
 	files := &watcher.Watcher{Path: c.String("pod-manifest-path"), Node: d.node, Period: c.Duration("file-check-frequency"), Log: d.log}
 	g.Go(func() error { return files.Run(ctx, d.r.Update) })
 	if d.url != nil {
