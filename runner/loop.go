@@ -13,16 +13,17 @@ import (
 
 // loop is the state the sync loop goroutine owns alone; it needs no mutex.
 type loop struct {
-	r       *Runner
-	config  *Config
-	workers map[types.UID]*worker
-	names   map[string]types.UID           // namespace/name -> the worker's UID holding it
-	pending map[string]*corev1.Pod         // namespace/name -> a pod waiting for the old one to go
-	wg      *sync.WaitGroup                // the workers and the PLEG goroutine
-	gcBusy  bool                           // a garbage collection is running
-	gcDone  chan struct{}                  // a garbage collection finished
-	plegErr string                         // the last relist error, logged on change only
-	spawn   func(context.Context, *worker) // runs a new worker; tests replace it
+	r        *Runner
+	config   *Config
+	workers  map[types.UID]*worker
+	names    map[string]types.UID           // namespace/name -> the worker's UID holding it
+	pending  map[string]*corev1.Pod         // namespace/name -> a pod waiting for the old one to go
+	wg       *sync.WaitGroup                // the workers and the PLEG goroutine
+	gcBusy   bool                           // a garbage collection is running
+	gcDone   chan struct{}                  // a garbage collection finished
+	plegErr  string                         // the last relist error, logged on change only
+	resynced time.Time                      // when a relist last woke every worker
+	spawn    func(context.Context, *worker) // runs a new worker; tests replace it
 
 	conflicts map[types.UID]bool // pods refused for their name, logged once
 	rejected  map[types.UID]bool // pods refused for their host ports (see AdmitHostPorts)
@@ -311,8 +312,14 @@ func (l *loop) runWorker(ctx context.Context, w *worker) {
 	}()
 }
 
-// relisted wakes every worker after a relist: their pod may have changed, back-offs may
-// have expired, and workers waiting for a newer cache have one now.
+// resyncPeriod is how often every worker is woken by a relist even if nothing of its
+// pod changed: a safety net, as the kubelet's periodic sync is. Between, a relist wakes
+// only the workers whose pod it saw change and those that asked for it; back-offs end
+// by the workers' own alarms, probe results and spec changes signal them directly.
+const resyncPeriod = 10 * time.Second
+
+// relisted wakes the workers a relist concerns: those whose pod changed, those waiting
+// for a newer cache, and all of them every resyncPeriod.
 func (l *loop) relisted(ctx context.Context, res relistDone) {
 	if res.err != nil {
 		if msg := res.err.Error(); msg != l.plegErr {
@@ -325,8 +332,18 @@ func (l *loop) relisted(ctx context.Context, res relistDone) {
 		l.r.log.Info("relist works again")
 		l.plegErr = ""
 	}
-	for _, w := range l.workers {
-		w.signal()
+	wake := l.r.awaited()
+	for _, ev := range res.events {
+		wake[ev.UID] = true
+	}
+	all := l.r.now().Sub(l.resynced) >= resyncPeriod
+	if all {
+		l.resynced = l.r.now()
+	}
+	for uid, w := range l.workers {
+		if all || wake[uid] {
+			w.signal()
+		}
 	}
 	for name, pod := range l.pending {
 		if _, held := l.names[name]; !held { // waited for the first relist

@@ -563,3 +563,87 @@ func TestEditedWhileDownStopsTheOldInstanceFirst(t *testing.T) {
 		t.Fatalf("the edited pod did not start after the old instance went (%d workers)", len(spawned))
 	}
 }
+
+// A container in back-off gets its worker an alarm for the instant the back-off ends,
+// so that the restart does not wait for a relist.
+func TestBackoffSetsAnAlarmForItsEnd(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, "crash", "exit 1", corev1.RestartPolicyAlways)
+	pod.Spec.HostNetwork = true
+	w := newWorker(h.r, pod.UID, pod)
+	defer w.stopAlarm()
+	h.sync(w)
+	h.f.exit(string(pod.UID)+"-c-0", 1)
+	h.sync(w) // restarted at once: the first restart has no back-off
+	if w.alarm != nil {
+		t.Fatal("an alarm was set with no back-off running")
+	}
+	h.f.exit(string(pod.UID)+"-c-1", 1)
+	h.tick(3 * time.Second) // the exit is seen 3 s late: 7 s of the 10 s are left
+	before := time.Now()
+	h.sync(w)
+	if w.obs.Waiting["c"].Reason != ReasonCrashLoopBackOff {
+		t.Fatalf("waiting reason = %q, want CrashLoopBackOff", w.obs.Waiting["c"].Reason)
+	}
+	if w.alarm == nil {
+		t.Fatal("no alarm set for the end of the back-off")
+	}
+	if lo, hi := before.Add(7*time.Second), time.Now().Add(7*time.Second); w.alarmAt.Before(lo) || w.alarmAt.After(hi) {
+		t.Fatalf("alarm at %v, want 7 s from the sync (%v..%v)", w.alarmAt, lo, hi)
+	}
+	w.stopAlarm()
+	w.alarm.Reset(time.Millisecond) // the back-off's end, early: the alarm signals the worker
+	select {
+	case <-w.inbox:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the alarm did not signal the worker")
+	}
+}
+
+// A relist wakes the workers whose pods it saw change and those that asked for it;
+// the others sleep until the periodic resync.
+func TestRelistWakesOnlyTheWorkersItConcerns(t *testing.T) {
+	h := newHarness(t)
+	l := newLoop(h.r, &sync.WaitGroup{})
+	l.spawn = func(context.Context, *worker) {}
+	a := testPod(t, "a", "sleep 1d", corev1.RestartPolicyAlways)
+	b := testPod(t, "b", "sleep 1d", corev1.RestartPolicyAlways)
+	c := testPod(t, "c", "sleep 1d", corev1.RestartPolicyAlways)
+	l.apply(h.ctx, manifests.Update{Source: "file", Pods: []*corev1.Pod{a, b, c}})
+	relist := func() {
+		res, err := h.r.pleg.Relist(h.ctx)
+		l.relisted(h.ctx, relistDone{res, err})
+	}
+	relist()
+	for _, w := range l.workers {
+		h.sync(w) // each starts its pod
+	}
+	relist()
+	drain := func() map[string]bool {
+		woken := map[string]bool{}
+		for _, w := range l.workers {
+			select {
+			case <-w.inbox:
+				woken[w.pod.Name] = true
+			default:
+			}
+		}
+		return woken
+	}
+	drain()
+	h.f.exit(string(a.UID)+"-c-0", 1)
+	h.r.requestRelist(c.UID)
+	relist()
+	if got := drain(); !got["a-n"] || got["b-n"] || !got["c-n"] {
+		t.Fatalf("woken %v, want a-n (its container exited) and c-n (it asked), not b-n", got)
+	}
+	relist()
+	if got := drain(); len(got) != 0 {
+		t.Fatalf("woken %v by a relist that saw nothing change, want none", got)
+	}
+	h.tick(resyncPeriod)
+	relist()
+	if got := drain(); len(got) != 3 {
+		t.Fatalf("woken %v at the periodic resync, want all three", got)
+	}
+}

@@ -80,6 +80,7 @@ type Actions struct {
 	Kill           []Container       // containers to stop (replaced, or no longer wanted)
 	Start          []Start           // containers to create and start, in order
 	Waiting        map[string]string // container name -> why it is not started now (CrashLoopBackOff)
+	Retry          time.Duration     // when > 0: the soonest back-off among Waiting ends this much later
 	Done           bool              // the pod has finished: nothing will run again
 }
 
@@ -275,6 +276,9 @@ func (p *planner) restart(c *corev1.Container, init bool, last Container) {
 	if p.backoff != nil && last.State == StateExited {
 		if wait := p.backoff(p.pod.UID, c.Name, last, p.now); wait > 0 {
 			p.a.Waiting[c.Name] = "CrashLoopBackOff"
+			if p.a.Retry == 0 || wait < p.a.Retry {
+				p.a.Retry = wait
+			}
 			return
 		}
 	}

@@ -55,12 +55,14 @@ type Runner struct {
 	prober   *prober
 	imageGC  *imageCollector // nil without Options.Images
 
-	updates chan manifests.Update  // from the sources
-	relist  chan types.UID         // workers asking for a fresh relist
-	plegOut chan relistDone        // relist results, to the loop
-	done    chan types.UID         // workers whose pod is gone
-	arrived chan func(string) bool // images that came without a pull, see ImagesArrived
-	relists atomic.Uint64          // relists handed to the loop, see Relists
+	updates  chan manifests.Update  // from the sources
+	relist   chan types.UID         // workers asking for a fresh relist
+	awaitMu  sync.Mutex             // guards awaiting
+	awaiting map[types.UID]bool     // the workers to wake with the next relist's result
+	plegOut  chan relistDone        // relist results, to the loop
+	done     chan types.UID         // workers whose pod is gone
+	arrived  chan func(string) bool // images that came without a pull, see ImagesArrived
+	relists  atomic.Uint64          // relists handed to the loop, see Relists
 
 	mu           sync.RWMutex // guards statuses, ready, seen and wantedImages
 	statuses     map[types.UID]*corev1.Pod
@@ -98,6 +100,7 @@ func New(opts Options) (*Runner, error) {
 		metrics:  newMetrics(opts.Registry),
 		updates:  make(chan manifests.Update),
 		relist:   make(chan types.UID, 1),
+		awaiting: map[types.UID]bool{},
 		plegOut:  make(chan relistDone),
 		done:     make(chan types.UID),
 		arrived:  make(chan func(string) bool, 1),
@@ -198,8 +201,14 @@ func (r *Runner) publish(uid types.UID, pod *corev1.Pod) {
 	}
 }
 
-// requestRelist asks the PLEG for a relist as soon as possible.
-func (r *Runner) requestRelist(types.UID) {
+// requestRelist asks the PLEG for a relist as soon as possible, and for the worker of
+// uid (if any) to be woken by its result.
+func (r *Runner) requestRelist(uid types.UID) {
+	if uid != "" {
+		r.awaitMu.Lock()
+		r.awaiting[uid] = true
+		r.awaitMu.Unlock()
+	}
 	select {
 	case r.relist <- "":
 	default: // one is pending already
@@ -231,6 +240,15 @@ func (r *Runner) StopAll(ctx context.Context) error {
 	wg.Wait()
 	_, err := r.pleg.Relist(ctx) // reaps the exits: no shim stays behind for a stopped task
 	return err
+}
+
+// awaited takes the set of workers that asked for a relist since it was last taken.
+func (r *Runner) awaited() map[types.UID]bool {
+	r.awaitMu.Lock()
+	defer r.awaitMu.Unlock()
+	out := r.awaiting
+	r.awaiting = map[types.UID]bool{}
+	return out
 }
 
 // Wake asks for a relist now: a runtime event (a task exited) says something changed.

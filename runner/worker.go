@@ -41,6 +41,8 @@ type worker struct {
 	starts        map[string]retry  // by container name, and "" for the sandbox
 	startRecorded bool              // the pod's start latency was observed
 	killReasons   map[string]string // container ID -> why staticpod killed it (a failed probe)
+	alarm         *time.Timer       // signals the worker when the soonest back-off ends
+	alarmAt       time.Time         // when alarm fires
 }
 
 // retry is the back-off of an operation that failed: a pull, a sandbox, a start.
@@ -57,10 +59,32 @@ func (w *worker) failed(retries map[string]retry, key string) {
 	retries[key] = b
 }
 
-// waiting reports whether key is still backing off.
+// waiting reports whether key is still backing off, and if so sets the alarm for its
+// end.
 func (w *worker) waiting(retries map[string]retry, key string) bool {
 	b, ok := retries[key]
-	return ok && w.r.now().Before(b.until)
+	if !ok {
+		return false
+	}
+	left := b.until.Sub(w.r.now())
+	if left > 0 {
+		w.wakeIn(left)
+	}
+	return left > 0
+}
+
+// wakeIn makes sure the worker syncs again within d, so that a back-off is acted on
+// the moment it ends rather than at the next relist. An earlier alarm stays.
+func (w *worker) wakeIn(d time.Duration) {
+	at := time.Now().Add(d)
+	if w.alarm != nil && !w.alarmAt.After(at) && w.alarmAt.After(time.Now()) {
+		return
+	}
+	if w.alarm != nil {
+		w.alarm.Stop()
+	}
+	w.alarmAt = at
+	w.alarm = time.AfterFunc(d, w.signal)
 }
 
 func newWorker(r *Runner, uid types.UID, pod *corev1.Pod) *worker {
@@ -131,12 +155,20 @@ func (w *worker) run(ctx context.Context) (gone bool) {
 	for {
 		select {
 		case <-ctx.Done():
+			w.stopAlarm()
 			return false
 		case <-w.inbox:
 		}
 		if w.syncOnce(ctx) {
+			w.stopAlarm()
 			return true
 		}
+	}
+}
+
+func (w *worker) stopAlarm() {
+	if w.alarm != nil {
+		w.alarm.Stop()
 	}
 }
 
@@ -188,6 +220,9 @@ func (w *worker) syncOnce(ctx context.Context) (gone bool) {
 		rt.Unstarted = w.unstarted(pod, rt)
 	}
 	actions := Plan(pod, rt, w.r.backoffs.Wait, now)
+	if actions.Retry > 0 {
+		w.wakeIn(actions.Retry)
+	}
 	if w.r.results.Done(w.uid) && pod != nil {
 		actions = Actions{KillPod: actions.KillPod, Done: true}
 	}
