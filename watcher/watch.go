@@ -29,10 +29,11 @@ const (
 //
 // A file that is whole (closed after writing, or renamed into the directory: see
 // completions) is scanned for at once, without waiting for the burst to settle: that
-// is how most manifests arrive, and a pod starts that much sooner. Such a quick scan
-// is tentative: it sends only if nothing but whole files changed and they hold no
-// problem, so a file removed for a moment by an editor's save, or one caught half
-// written, waits for the scan after the burst settles.
+// is how most manifests arrive, and a pod starts that much sooner; so is a file
+// deleted (rm), and its pods stop that much sooner. Such a quick scan is tentative: it
+// sends only if nothing but those files changed and the whole ones hold no problem, so
+// a file renamed away for a moment by an editor's save, or one caught half written,
+// waits for the scan after the burst settles.
 type Watcher struct {
 	Path   string
 	Node   string
@@ -65,7 +66,7 @@ func (w *Watcher) Run(ctx context.Context, emit func(context.Context, manifests.
 		return fmt.Errorf("watch %s: %w", w.Path, err)
 	}
 	defer fsw.Close()
-	var whole <-chan string
+	var whole <-chan completion
 	comp, err := newCompletions()
 	if err != nil {
 		w.Log.Debug("no inotify for whole files; every change waits for its burst to settle", "err", err)
@@ -76,8 +77,8 @@ func (w *Watcher) Run(ctx context.Context, emit func(context.Context, manifests.
 	ticker := time.NewTicker(w.Period)
 	defer ticker.Stop()
 	var settleC <-chan time.Time
-	// Whole files since the last scan that was taken; quick makes the next scan a
-	// quick one.
+	// Whole (true) and deleted (false) files since the last scan that was taken;
+	// quick makes the next scan a quick one.
 	wholeSince, quick := map[string]bool{}, false
 	for {
 		w.watch(fsw)
@@ -104,9 +105,9 @@ func (w *Watcher) Run(ctx context.Context, emit func(context.Context, manifests.
 				if w.relevant(ev.Name) {
 					settleC = time.After(w.Settle)
 				}
-			case name := <-whole:
-				if name := filepath.Join(filepath.Clean(w.Path), name); w.relevant(name) {
-					wholeSince[name] = true
+			case c := <-whole:
+				if name := filepath.Join(filepath.Clean(w.Path), c.name); w.relevant(name) {
+					wholeSince[name] = !c.gone
 					quick, waiting = true, false
 				}
 			case err := <-fsw.Errors:
@@ -205,8 +206,9 @@ func (w *Watcher) scan(ctx context.Context, emit func(context.Context, manifests
 // whole files, which hold no problem: no other file appeared, went or changed.
 func (w *Watcher) onlyWholeChanged(snap Snapshot, whole map[string]bool) bool {
 	problems := problemsByFile(snap)
-	seen := 0
+	present := map[string]bool{}
 	for _, f := range snap.Files {
+		present[f.Path] = true
 		trouble := strings.Join(problems[f.Path], "\n")
 		switch {
 		case whole[f.Path]:
@@ -218,11 +220,13 @@ func (w *Watcher) onlyWholeChanged(snap Snapshot, whole map[string]bool) bool {
 		case trouble == "" && !samePods(f.Result.Pods, w.good[f.Path]):
 			return false // changed, or appeared, without being whole yet
 		}
-		if _, known := w.good[f.Path]; known {
-			seen++
+	}
+	for path := range w.good {
+		if wasWhole, deleted := whole[path]; !present[path] && (!deleted || wasWhole) {
+			return false // went without being deleted: renamed away, maybe for a moment
 		}
 	}
-	return seen == len(w.good) // no file went
+	return true
 }
 
 // samePods reports whether two lists hold the same pods, by UID (a UID hashes the

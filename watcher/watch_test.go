@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -266,4 +267,26 @@ func TestWatcherQuickScanSendsNoPassingState(t *testing.T) {
 	if got := names(u); len(got) != 3 {
 		t.Fatalf("after the file was closed: %v, want half-n, other-n and web-n", got)
 	}
+}
+
+// A file deleted (rm) stops its pods at once, before its burst settles; a file renamed
+// out of the directory waits for the burst to settle, as an editor's save may bring it
+// back.
+func TestWatcherSendsDeletionsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	updates := runQuickWatcher(t, dir)
+	for _, name := range []string{"web", "db", "cache"} {
+		saveAtomically(t, filepath.Join(dir, name+".yaml"), pod(name, "busybox:1"))
+		awaitUpdate(t, updates, "the save of "+name)
+	}
+	if err := os.Remove(filepath.Join(dir, "web.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(awaitUpdate(t, updates, "a deletion")); len(got) != 2 || slices.Contains(got, "web-n") {
+		t.Fatalf("after web.yaml was deleted: %v, want cache-n and db-n", got)
+	}
+	if err := os.Rename(filepath.Join(dir, "cache.yaml"), filepath.Join(t.TempDir(), "cache.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	noUpdate(t, updates, "a file renamed away")
 }
