@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -171,6 +172,13 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /manifests/{name}", s.getManifest)
 	mux.HandleFunc("PUT /manifests/{name}", s.putManifest)
 	mux.HandleFunc("DELETE /manifests/{name}", s.deleteManifest)
+	// Profiles of the daemon, as the kubelet's debugging handlers serve them: only to
+	// who may use the API at all.
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/", fallback(mux))
 	return mux
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Row is one measured figure.
@@ -118,10 +119,16 @@ type Report struct {
 	Versions map[string]string `json:"versions"` // staticpod, containerd, runc, go
 	Duration string            `json:"duration"` // of the whole run
 	Rows     []Row             `json:"rows"`
+
+	mu sync.Mutex // guards Rows while benchmarks run side by side
 }
 
 // Add appends rows.
-func (rep *Report) Add(rows ...Row) { rep.Rows = append(rep.Rows, rows...) }
+func (rep *Report) Add(rows ...Row) {
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	rep.Rows = append(rep.Rows, rows...)
+}
 
 // WriteJSON writes the report to path.
 func (rep *Report) WriteJSON(path string) error {

@@ -2,9 +2,11 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +25,13 @@ type Options struct {
 	Quick  bool          // fewer repeats and shorter idle windows: to try the program, not for figures
 	Idle   time.Duration // how long each idle figure is taken over (60 s; 10 s when Quick)
 	Logf   func(format string, args ...any)
+	Flags  []string // given to every staticpod, after the nodes' own
+	Only   string   // when set, run only the steps of that name: floors, start, present, removal, restart, steady
+}
+
+// runs reports whether step is to be run.
+func (o Options) runs(step string) bool {
+	return o.Only == "" || slices.Contains(strings.Split(o.Only, ","), step)
 }
 
 // Run is one run of every benchmark against one private containerd.
@@ -65,7 +74,7 @@ func (r *Run) Close() error {
 	for _, ns := range []string{"floor", "bench", "restart", "relist-only"} {
 		r.d.PurgeNamespace(ctx, ns)
 	}
-	return r.d.Stop(ctx)
+	return errors.Join(r.d.Stop(ctx), testenv.UnmountUnder(r.opts.Dir))
 }
 
 // repeats is how many samples a figure gets: n, or fewer when Quick.
@@ -77,16 +86,19 @@ func (r *Run) repeats(n int) int {
 }
 
 func (r *Run) node(ctx context.Context, name string, flags ...string) (*Node, error) {
-	return NewNode(ctx, r.d, r.opts.Dir, name, r.opts.Binary, flags...)
+	return NewNode(ctx, r.d, r.opts.Dir, name, r.opts.Binary, append(flags, r.opts.Flags...)...)
 }
 
 // All runs every benchmark and fills the report.
 func (r *Run) All(ctx context.Context) error {
 	began := time.Now()
 	r.describe(ctx)
-	floors, err := r.floors(ctx)
-	if err != nil {
-		return fmt.Errorf("floors: %w", err)
+	floors := floorSet{}
+	if r.opts.runs("floors") || r.opts.runs("start") || r.opts.runs("present") {
+		var err error
+		if floors, err = r.floors(ctx); err != nil {
+			return fmt.Errorf("floors: %w", err)
+		}
 	}
 	main, err := r.node(ctx, "bench")
 	if err != nil {
@@ -105,6 +117,9 @@ func (r *Run) All(ctx context.Context) error {
 		{"removal", func() error { return r.removals(ctx, main) }},
 	}
 	for _, s := range steps {
+		if !r.opts.runs(s.name) {
+			continue
+		}
 		r.opts.Logf("%s", s.name)
 		if err := s.run(); err != nil {
 			return fmt.Errorf("%s: %w (staticpod's log:\n%s)", s.name, err, main.LogTail())
@@ -114,11 +129,20 @@ func (r *Run) All(ctx context.Context) error {
 	// beside the idle measurements, which need the time anyway and whose daemon is
 	// another process.
 	var g errgroup.Group
-	g.Go(func() error { return r.restarts(ctx) })
-	r.opts.Logf("idle, relist, footprint, cold start")
-	if err := r.steady(ctx, main, floors); err != nil {
-		g.Wait()
-		return fmt.Errorf("steady: %w (staticpod's log:\n%s)", err, main.LogTail())
+	if r.opts.runs("restart") {
+		r.opts.Logf("restart")
+		chain, err := r.restarts(ctx)
+		if err != nil {
+			return fmt.Errorf("restarts: %w", err)
+		}
+		g.Go(chain)
+	}
+	if r.opts.runs("steady") {
+		r.opts.Logf("idle, relist, footprint, cold start")
+		if err := r.steady(ctx, main, floors); err != nil {
+			g.Wait()
+			return fmt.Errorf("steady: %w (staticpod's log:\n%s)", err, main.LogTail())
+		}
 	}
 	if err := g.Wait(); err != nil {
 		return fmt.Errorf("restarts: %w", err)
@@ -329,24 +353,23 @@ func (r *Run) stopFloor(ctx context.Context, hostNet bool) ([]float64, error) {
 
 // restarts measures a SIGKILLed container → running again: the first restart, which
 // has no back-off, with the PLEG woken by containerd's exit event and without (the
-// relist period alone); then the back-offs of 10, 20, 40 and 80 s, as lateness past
-// their expiry.
-func (r *Run) restarts(ctx context.Context) error {
+// relist period alone). It returns the back-off chain, to be run beside the idle
+// measurements (which need the time anyway, and whose daemon is another process): the
+// back-offs of 10, 20, 40 and 80 s, measured as lateness past their expiry.
+func (r *Run) restarts(ctx context.Context) (chain func() error, _ error) {
 	woken, err := r.node(ctx, "restart")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	polled, err := r.node(ctx, "relist-only", "--pleg-exit-events=false")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, n := range []*Node{woken, polled} {
 		if err := n.Start(); err != nil {
-			return err
+			return nil, err
 		}
-		defer n.Stop()
 	}
-	var rows []Row
 	for _, c := range []struct {
 		n    *Node
 		net  string
@@ -358,29 +381,42 @@ func (r *Run) restarts(ctx context.Context) error {
 			name := fmt.Sprintf("first%s%d", c.net, rep)
 			k, err := newKiller(r, c.n, name, c.net == "host")
 			if err != nil {
-				return err
+				return nil, err
 			}
 			d, err := k.restart()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			samples = append(samples, ms(d))
 			if err := c.n.Clear(ctx); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		rows = append(rows, NewRow(fmt.Sprintf("restart/first/net=%s/%s", c.net, strings.ReplaceAll(c.mode, " ", "-")),
+		r.Report.Add(NewRow(fmt.Sprintf("restart/first/net=%s/%s", c.net, strings.ReplaceAll(c.mode, " ", "-")),
 			fmt.Sprintf("SIGKILL → running again, 1st restart (exit → start events), %s network, %s", netWord(c.net), c.mode), "ms", samples).
 			Want(Target{Max: c.want}))
 	}
-	// The back-off chain: three pods, each killed as soon as it runs again, so that its
-	// waits are 10, 20, 40 and 80 s; what is measured is how late each restart came.
+	if err := polled.Stop(); err != nil {
+		return nil, err
+	}
+	return func() error {
+		defer woken.Stop()
+		if err := r.backoffChain(woken); err != nil {
+			return err
+		}
+		return woken.Clear(ctx)
+	}, nil
+}
+
+// backoffChain runs three pods on n, each killed as soon as it runs again, so that its
+// waits are 10, 20, 40 and 80 s, and measures how late each restart came.
+func (r *Run) backoffChain(n *Node) error {
 	backoffs := []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second}
 	late := make([][]float64, len(backoffs))
 	var g errgroup.Group
 	results := make([][]time.Duration, r.repeats(3))
 	for i := range results {
-		k, err := newKiller(r, woken, fmt.Sprintf("chain%d", i), false)
+		k, err := newKiller(r, n, fmt.Sprintf("chain%d", i), false)
 		if err != nil {
 			return err
 		}
@@ -408,11 +444,10 @@ func (r *Run) restarts(ctx context.Context) error {
 		}
 	}
 	for j, b := range backoffs {
-		rows = append(rows, NewRow(fmt.Sprintf("restart/backoff=%s", b), fmt.Sprintf("restart after a %s back-off: time past its expiry", b), "ms", late[j]).
+		r.Report.Add(NewRow(fmt.Sprintf("restart/backoff=%s", b), fmt.Sprintf("restart after a %s back-off: time past its expiry", b), "ms", late[j]).
 			Want(Target{Max: 200}))
 	}
-	r.Report.Add(rows...)
-	return woken.Clear(ctx)
+	return nil
 }
 
 // killer kills a pod's container and times its restart by containerd's events.
@@ -705,3 +740,8 @@ func firstLine(s string) string {
 	return line
 }
 
+
+// NewNodeForProbe is for experiments.
+func (r *Run) NewNodeForProbe(ctx context.Context, name string, flags ...string) (*Node, error) {
+	return r.node(ctx, name, flags...)
+}

@@ -51,6 +51,11 @@ func removeEmptyCgroups(root string) {
 	}
 }
 
+// UnmountUnder detaches every mount at or below dir, deepest first: what staticpod
+// leaves mounted under a root dir of its own (pinned namespaces, pods' tmpfs volumes)
+// once it and its pods are gone.
+func UnmountUnder(dir string) error { return unmountUnder(dir) }
+
 // unmountUnder detaches every mount at or below dir, deepest first.
 func unmountUnder(dir string) error {
 	points, err := mountsUnder(dir)

@@ -26,17 +26,20 @@ func main() {
 	quick := flag.Bool("quick", false, "fewer repeats and 10 s idle windows: to try the program, not for figures")
 	base := flag.String("base", "", "compare -json with this earlier run's JSON instead of measuring")
 	tolerance := flag.Float64("tolerance", 0.10, "with -base: how much worse a figure may be before it counts")
+	only := flag.String("only", "", "run only these steps (comma-separated): floors, start, present, removal, restart, steady")
+	var flags flagList
+	flag.Var(&flags, "staticpod-flag", "a flag for every staticpod the run starts (repeatable), e.g. --log-level=debug")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 	if *base != "" {
 		os.Exit(compare(*base, *jsonPath, *tolerance))
 	}
-	if err := measure(*binary, *md, *jsonPath, *quick); err != nil {
+	if err := measure(*binary, *md, *jsonPath, *quick, *only, flags); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func measure(binary, md, jsonPath string, quick bool) error {
+func measure(binary, md, jsonPath string, quick bool, only string, flags []string) error {
 	binary, err := filepath.Abs(binary)
 	if err != nil {
 		return err
@@ -48,7 +51,7 @@ func measure(binary, md, jsonPath string, quick bool) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	run, err := bench.New(ctx, bench.Options{Binary: binary, Dir: dir, Quick: quick, Logf: log.Printf})
+	run, err := bench.New(ctx, bench.Options{Binary: binary, Dir: dir, Quick: quick, Logf: log.Printf, Only: only, Flags: flags})
 	if err != nil {
 		return err
 	}
@@ -108,3 +111,9 @@ func compare(base, now string, tolerance float64) int {
 	}
 	return 0
 }
+
+// flagList is a repeatable string flag.
+type flagList []string
+
+func (f *flagList) String() string     { return fmt.Sprint(*f) }
+func (f *flagList) Set(v string) error { *f = append(*f, v); return nil }
