@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs"
+	"github.com/moby/sys/signal"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -75,19 +76,20 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 		newOpts = append(newOpts, client.WithSnapshotter(r.cfg.Images.Snapshotter))
 	}
 	newOpts = append(newOpts, client.WithNewSnapshot(id, img), client.WithNewSpec(opts...), client.WithContainerLabels(labels))
-	_, err = r.client.NewContainer(ctx, id, newOpts...)
+	created, err := r.client.NewContainer(ctx, id, newOpts...)
 	if errdefs.IsAlreadyExists(err) {
 		// A staticpod that stopped while creating this attempt left its snapshot, or
 		// the container, behind: what never started is removed and made anew.
 		if err := r.removeUnstarted(ctx, id); err != nil {
 			return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 		}
-		_, err = r.client.NewContainer(ctx, id, newOpts...)
+		created, err = r.client.NewContainer(ctx, id, newOpts...)
 	}
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, convertErr(err))
 	}
-	return r.inspect(ctx, id)
+	info, _ := created.Info(ctx, client.WithoutRefreshedMetadata) // as created: no task yet
+	return toContainer(info, nil)
 }
 
 // removeUnstarted removes what an interrupted creation of container id left: the
@@ -118,10 +120,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("start container %s: %w", id, convertErr(err))
 	}
-	labels, err := c.Labels(ctx)
-	if err != nil {
-		return fmt.Errorf("start container %s: %w", id, convertErr(err))
-	}
+	labels := loadedLabels(ctx, c)
 	path := labels[LabelLogPath]
 	link := containerLogLink(r.cfg.Log.ContainersDir, labels, id)
 	if err := r.startTask(ctx, c, logCreator(r.cfg.Self, r.cfg.Log, path, link)); err != nil {
@@ -168,11 +167,7 @@ func (r *Runtime) BeginStop(ctx context.Context, id string, deadline time.Time) 
 	ctx, cancel := r.call(ctx)
 	defer cancel()
 	c, err := r.client.LoadContainer(ctx, id)
-	if err != nil {
-		return ignoreNotFound(convertErr(err))
-	}
-	labels, err := c.Labels(ctx)
-	if err != nil || labels[labelStopDeadline] != "" {
+	if err != nil || loadedLabels(ctx, c)[labelStopDeadline] != "" {
 		return ignoreNotFound(convertErr(err))
 	}
 	_, err = c.SetLabels(ctx, map[string]string{labelStopDeadline: deadline.UTC().Format(time.RFC3339Nano)})
@@ -191,10 +186,7 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 	if err != nil {
 		return ignoreNotFound(convertErr(err))
 	}
-	labels, err := c.Labels(ctx)
-	if err != nil {
-		return ignoreNotFound(convertErr(err))
-	}
+	labels := loadedLabels(ctx, c)
 	if labels[labelPinned] != "" {
 		return r.stopPinned(ctx, id, labels)
 	}
@@ -209,9 +201,11 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 	if err != nil {
 		return ignoreNotFound(convertErr(err))
 	}
-	sig, err := client.GetStopSignal(ctx, c, syscall.SIGTERM)
-	if err != nil {
-		sig = syscall.SIGTERM
+	sig := syscall.SIGTERM
+	if name := labels[client.StopSignalLabel]; name != "" {
+		if s, err := signal.ParseSignal(name); err == nil {
+			sig = s
+		}
 	}
 	if grace > 0 {
 		if err := stop(ctx, task, exited, sig, grace); err != nil {
@@ -281,6 +275,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	}
 	if dir := r.sandboxPins(id, labels); dir != "" {
 		r.pinMu.Lock()
+		delete(r.pinsSeen, id)
 		err := unpinNamespaces(dir)
 		r.pinMu.Unlock()
 		if err != nil {
@@ -319,4 +314,11 @@ func (r *Runtime) podIP(pod *corev1.Pod, sandbox *runner.Container) string {
 		return sandbox.IPs[0]
 	}
 	return ""
+}
+
+// loadedLabels are the labels of a container as LoadContainer read them: no second
+// round trip to containerd, where every one delays a start or a stop.
+func loadedLabels(ctx context.Context, c client.Container) map[string]string {
+	info, _ := c.Info(ctx, client.WithoutRefreshedMetadata) // never fails without a refresh
+	return info.Labels
 }

@@ -98,8 +98,9 @@ func (r *Runtime) settle(ctx context.Context, info containers.Container, proc *t
 	if info.Labels[labelPinned] != "" {
 		return r.settlePinned(ctx, info), nil
 	}
-	if proc != nil && proc.Status == task.Status_STOPPED && info.Labels[labelFinishedAt] != "" && keepTask(info) && info.Labels[labelMessagePending] == "" {
-		return info, nil // reaped, and its task kept for its shim's sake (see keepTask)
+	if proc != nil && proc.Status == task.Status_STOPPED && info.Labels[labelFinishedAt] != "" && info.Labels[labelMessagePending] == "" &&
+		(keepTask(info) || r.deletingTask(info.ID)) {
+		return info, nil // reaped, and its task kept for its shim's sake (see keepTask) or being deleted
 	}
 	if proc == nil && started(info) {
 		info, proc = r.missingTask(ctx, info) // a slow shim may answer alone that it stopped
@@ -297,14 +298,51 @@ func (r *Runtime) reap(ctx context.Context, info containers.Container, proc *tas
 	if !fromLog && keepTask(info) {
 		return info, true, nil
 	}
+	if !fromLog {
+		// The exit is recorded: the task's deletion (its shim's exit, tens of
+		// milliseconds) need not hold up the relist, and with it the restart.
+		r.deleteTaskAside(ctx, info.ID)
+		return info, true, nil
+	}
 	if _, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: info.ID}); ignoreNotFound(convertErr(err)) != nil {
 		return info, false, convertErr(err)
 	}
-	if fromLog {
-		info, err = r.recordLogMessage(ctx, info)
-		return info, true, err
+	info, err = r.recordLogMessage(ctx, info)
+	return info, true, err
+}
+
+// deleteTaskAside deletes the stopped task of container id in the background, once;
+// until it is done, List reports the container as reaped. A delete that fails is
+// tried again by the next List's reap. Close waits for the deletes under way.
+func (r *Runtime) deleteTaskAside(ctx context.Context, id string) {
+	r.asideMu.Lock()
+	defer r.asideMu.Unlock()
+	if r.aside[id] {
+		return
 	}
-	return info, true, nil
+	r.aside[id] = true
+	r.asideWG.Add(1)
+	go func() {
+		defer r.asideWG.Done()
+		// Once begun, a delete finishes even if List's caller gives up: one cut short
+		// leaves the shim, and runc's state, to nobody.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.CallTimeout)
+		_, err := r.client.TaskService().Delete(dctx, &tasks.DeleteTaskRequest{ContainerID: id})
+		cancel()
+		if err := ignoreNotFound(convertErr(err)); err != nil {
+			r.log.Warn("delete the stopped task of an exited container; the next relist tries again", "id", id, "err", err)
+		}
+		r.asideMu.Lock()
+		delete(r.aside, id)
+		r.asideMu.Unlock()
+	}()
+}
+
+// deletingTask reports whether the task of container id is being deleted aside.
+func (r *Runtime) deletingTask(id string) bool {
+	r.asideMu.Lock()
+	defer r.asideMu.Unlock()
+	return r.aside[id]
 }
 
 // recordLogMessage records the end of a reaped container's log as its termination

@@ -256,9 +256,14 @@ func (r *Runtime) settlePinned(ctx context.Context, info containers.Container) c
 	}
 	r.pinMu.Lock()
 	defer r.pinMu.Unlock()
-	if pinsHeld(info.Labels[labelPinned], pinnedFiles(info.Labels)) {
+	if time.Since(r.pinsSeen[info.ID]) < pinRecheck {
 		return info
 	}
+	if pinsHeld(info.Labels[labelPinned], pinnedFiles(info.Labels)) {
+		r.pinsSeen[info.ID] = time.Now()
+		return info
+	}
+	delete(r.pinsSeen, info.ID)
 	// info may predate a stop that took the pins while this waited for pinMu.
 	fresh, err := r.client.ContainerService().Get(ctx, info.ID)
 	switch {
@@ -285,6 +290,12 @@ func (r *Runtime) settlePinned(ctx context.Context, info containers.Container) c
 	return info
 }
 
+// pinRecheck is how long a sandbox's pins, once seen holding, are taken to hold
+// without a look: they go only when staticpod removes them (which it knows), or when
+// someone unmounts them by hand, which List notices this much later. Looking at every
+// relist cost 0.2 % of a core at 100 pods.
+const pinRecheck = 5 * time.Second
+
 // stopPinned ends a pinned sandbox: its pod network is torn down, then its pins go,
 // and with them its namespaces once nothing runs in them (the pod's containers are
 // stopped first). A teardown that fails leaves the sandbox running, to be stopped
@@ -296,6 +307,7 @@ func (r *Runtime) stopPinned(ctx context.Context, id string, labels map[string]s
 	}
 	r.pinMu.Lock()
 	defer r.pinMu.Unlock()
+	delete(r.pinsSeen, id)
 	if err := unpinNamespaces(labels[labelPinned]); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", id, err)
 	}

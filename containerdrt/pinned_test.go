@@ -285,6 +285,7 @@ func TestInterruptedReapIsFinished(t *testing.T) {
 	if got, _ := r.find(t, cs["c"].ID); got.State != runner.StateExited || got.ExitCode != 2 {
 		t.Errorf("after an interrupted reap: %s exit %d, want exited 2", got.State, got.ExitCode)
 	}
+	r.asideWG.Wait() // the task is deleted beside the relist
 	if r.hasTask(t, cs["c"].ID) {
 		t.Error("the task of an interrupted reap is left")
 	}

@@ -62,7 +62,12 @@ type Runtime struct {
 
 	// pinMu orders the making and removing of pinned sandboxes with List's look at
 	// them, so that a sandbox being made is never taken for one whose pins are lost.
-	pinMu sync.Mutex
+	pinMu    sync.Mutex
+	pinsSeen map[string]time.Time // sandbox ID -> when its pins were last seen holding (see pinRecheck)
+
+	asideMu sync.Mutex      // guards aside
+	aside   map[string]bool // containers whose stopped task is being deleted (deleteTaskAside)
+	asideWG sync.WaitGroup  // the deletes under way
 }
 
 var _ runner.Runtime = (*Runtime)(nil)
@@ -82,7 +87,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
 	}
-	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: newNetwork(cfg.CNI, cfg.Logger)}
+	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: newNetwork(cfg.CNI, cfg.Logger), pinsSeen: map[string]time.Time{}, aside: map[string]bool{}}
 	r.images = newImages(c, cfg.Images, cfg.Logger)
 	r.images.providers = providers
 	ctx, cancel := r.call(ctx)
@@ -130,7 +135,10 @@ func (cfg *Config) complete() error {
 func (r *Runtime) HostIP() string { return r.cfg.HostIP }
 
 // Close releases the connection to containerd. Containers keep running.
-func (r *Runtime) Close() error { return r.client.Close() }
+func (r *Runtime) Close() error {
+	r.asideWG.Wait() // each bounded by the call timeout
+	return r.client.Close()
+}
 
 // Healthy reports whether containerd answers.
 func (r *Runtime) Healthy(ctx context.Context) error {

@@ -142,9 +142,11 @@ func (w *worker) killPod(ctx context.Context, rt PodRuntime) {
 // hook's time counts against, leaving the kubelet's minimum of 2 s for the signal),
 // then the stop signal, then SIGKILL once the grace period is over.
 //
-// The start of a stop is recorded with the runtime first. A container whose stop an
-// earlier staticpod began (it was stopped or killed meanwhile) gets what is left of
-// that grace period, and its hook, which ran then, does not run twice.
+// The start of a stop is recorded with the runtime: before the hook, or beside the
+// signal when there is no hook (so that the write does not delay the signal). A
+// container whose stop an earlier staticpod began (it was stopped or killed meanwhile)
+// gets what is left of that grace period, and its hook, which ran then, does not run
+// twice; one killed before the record was written gets its whole grace period again.
 func (w *worker) stop(ctx context.Context, c Container, grace time.Duration, reason, msg string) {
 	w.normal(c.Name, reason, msg)
 	hook := w.preStop(c)
@@ -153,9 +155,18 @@ func (w *worker) stop(ctx context.Context, c Container, grace time.Duration, rea
 		grace = max(min(grace, c.StopDeadline.Sub(w.r.now())), 0)
 		hook = nil
 	case grace > 0 && c.State == StateRunning:
-		if err := w.r.rt.BeginStop(ctx, c.ID, w.r.now().Add(grace)); err != nil {
-			w.log.Warn("record the start of a stop", "container", c.Name, "err", err)
+		begin := func() {
+			if err := w.r.rt.BeginStop(ctx, c.ID, w.r.now().Add(grace)); err != nil {
+				w.log.Warn("record the start of a stop", "container", c.Name, "err", err)
+			}
 		}
+		if hook != nil {
+			begin()
+			break
+		}
+		recorded := make(chan struct{})
+		go func() { defer close(recorded); begin() }()
+		defer func() { <-recorded }()
 	}
 	if hook != nil && c.State == StateRunning && grace > 0 {
 		start := w.r.now()
