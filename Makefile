@@ -4,7 +4,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 10m
 
-.PHONY: all build deps test unit fuzz-quick fuzz lint run run-clean bench clean
+.PHONY: all build deps test unit fuzz-quick fuzz lint run run-clean bench bench-quick bench-compare bench-go clean
 
 all: build
 
@@ -39,7 +39,22 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-bench: deps
+# bench measures staticpod against containerd's floor on this machine (a private
+# containerd, images built from busybox-static: no registry) and writes BENCH.md and
+# BENCH.json; about 8 minutes. bench-compare shows what got worse in BENCH.json since
+# an earlier run's file: make bench-compare BASE=old.json. bench-go runs the Go
+# benchmarks of single functions.
+bench: deps build
+	$(GO) run ./internal/bench/cmd/staticpod-bench -staticpod $(BIN) -md BENCH.md -json BENCH.json
+
+bench-quick: deps build
+	$(GO) run ./internal/bench/cmd/staticpod-bench -staticpod $(BIN) -quick -md /tmp/BENCH-quick.md -json /tmp/BENCH-quick.json
+
+bench-compare:
+	@test -n "$(BASE)" || { echo "usage: make bench-compare BASE=old.json"; exit 2; }
+	$(GO) run ./internal/bench/cmd/staticpod-bench -base $(BASE) -json BENCH.json
+
+bench-go:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
 # run does staticpod's main job on examples/: it builds the examples' image from
