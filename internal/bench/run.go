@@ -741,7 +741,3 @@ func firstLine(s string) string {
 }
 
 
-// NewNodeForProbe is for experiments.
-func (r *Run) NewNodeForProbe(ctx context.Context, name string, flags ...string) (*Node, error) {
-	return r.node(ctx, name, flags...)
-}
