@@ -32,7 +32,8 @@ import (
 const maxTerminationMessage = 4096
 
 // List returns every staticpod sandbox and container in the namespace with its state,
-// in two round trips to containerd (containers, then tasks) whatever their number.
+// in two round trips to containerd (containers, then tasks) whatever their number; the
+// first is left out while the container records cannot have changed (see records).
 //
 // List also reaps: a task that has exited has its exit (code, time, reason, termination
 // message) recorded in its container's labels and is then deleted, so that an exited
@@ -42,7 +43,7 @@ const maxTerminationMessage = 4096
 func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 	ctx, cancel := r.call(ctx)
 	defer cancel()
-	infos, err := r.client.ContainerService().List(ctx)
+	infos, err := r.records.list(ctx, r.client.ContainerService(), r.cfg.Observe)
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", convertErr(err))
 	}

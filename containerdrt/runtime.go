@@ -12,6 +12,7 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -68,6 +69,8 @@ type Runtime struct {
 	asideMu sync.Mutex      // guards aside
 	aside   map[string]bool // containers whose stopped task is being deleted (deleteTaskAside)
 	asideWG sync.WaitGroup  // the deletes under way
+
+	records *records // the container records of the last List
 }
 
 var _ runner.Runtime = (*Runtime)(nil)
@@ -83,11 +86,13 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	c, err := client.New(cfg.Address, client.WithDefaultNamespace(cfg.Namespace), client.WithTimeout(10*time.Second))
+	recs := &records{}
+	c, err := client.New(cfg.Address, client.WithDefaultNamespace(cfg.Namespace), client.WithTimeout(10*time.Second),
+		client.WithExtraDialOpts([]grpc.DialOption{grpc.WithChainUnaryInterceptor(recs.count)}))
 	if err != nil {
 		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
 	}
-	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: newNetwork(cfg.CNI, cfg.Logger), pinsSeen: map[string]time.Time{}, aside: map[string]bool{}}
+	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: newNetwork(cfg.CNI, cfg.Logger), pinsSeen: map[string]time.Time{}, aside: map[string]bool{}, records: recs}
 	r.images = newImages(c, cfg.Images, cfg.Logger)
 	r.images.providers = providers
 	ctx, cancel := r.call(ctx)
