@@ -42,14 +42,26 @@ type Snapshot struct {
 // a previous file already defines are dropped from the later file and reported as
 // conflicts.
 func Scan(path, node string) (Snapshot, error) {
+	return scan(path, node, nil)
+}
+
+// scan is Scan, decoding only the files that changed since cache last saw them (all of
+// them with no cache).
+func scan(path, node string, cache *loads) (Snapshot, error) {
 	paths, err := ListFiles(path)
 	if err != nil {
 		return Snapshot{}, err
 	}
+	defer cache.keep(paths)
 	var snap Snapshot
 	owner := map[string]string{} // namespace/name -> file that defines it
 	for _, p := range paths {
-		f := load(p, node)
+		var f File
+		if cache != nil {
+			f = cache.load(p)
+		} else {
+			f = load(p, node)
+		}
 		kept := f.Result.Pods[:0]
 		for _, pod := range f.Result.Pods {
 			key := manifests.Key(pod)
@@ -71,6 +83,5 @@ func load(path, node string) File {
 	if err != nil {
 		return File{Path: path, ReadErr: err}
 	}
-	src := manifests.Source{Kind: manifests.SourceFile, Location: path}
-	return File{Path: path, Result: manifests.Load(data, manifests.Options{NodeName: node, Source: src})}
+	return decode(path, node, data)
 }

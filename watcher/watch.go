@@ -45,6 +45,7 @@ type Watcher struct {
 	good     map[string][]*corev1.Pod // path -> pods of its last good read
 	reported map[string]string        // path -> problems last logged, to log on change only
 	last     string                   // fingerprint of the last snapshot sent
+	loads    *loads                   // what each file held at the last scan
 }
 
 // Run watches until ctx is done and sends each new snapshot to emit. The first
@@ -61,6 +62,7 @@ func (w *Watcher) Run(ctx context.Context, emit func(context.Context, manifests.
 		w.Log = slog.New(slog.DiscardHandler)
 	}
 	w.good, w.reported, w.last = map[string][]*corev1.Pod{}, map[string]string{}, "\x00"
+	w.loads = newLoads(w.Node)
 	fsw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", w.Path, err)
@@ -158,7 +160,7 @@ func (w *Watcher) relevant(name string) bool {
 // quick scan (see Watcher; whole names the whole files) is taken only if nothing but
 // those files changed; it reports whether it was. An error means ctx ended.
 func (w *Watcher) scan(ctx context.Context, emit func(context.Context, manifests.Update) error, whole map[string]bool) (taken bool, _ error) {
-	snap, err := Scan(w.Path, w.Node)
+	snap, err := scan(w.Path, w.Node, w.loads)
 	if whole != nil && (err != nil || !w.onlyWholeChanged(snap, whole)) {
 		return false, nil // the scan after the burst settles decides
 	}
