@@ -25,7 +25,7 @@ type loop struct {
 	spawn   func(context.Context, *worker) // runs a new worker; tests replace it
 
 	conflicts map[types.UID]bool // pods refused for their name, logged once
-	rejected  map[types.UID]bool // pods refused for their host ports (see AdmitHostPorts)
+	rejected  map[types.UID]bool // pods refused by Admit: restrictions, host ports
 	failures  failures           // what each source could not use at its last update
 }
 
@@ -170,9 +170,9 @@ func (l *loop) apply(ctx context.Context, u manifests.Update) {
 	}
 }
 
-// admit decides which desired pods are refused for their host ports (AdmitHostPorts):
-// the pods that run have theirs first, and the pods being stopped keep theirs until
-// they are gone.
+// admit decides which desired pods are refused (Admit): those their source may not
+// run, and those whose host ports are taken; the pods that run have theirs first, and
+// the pods being stopped keep theirs until they are gone.
 func (l *loop) admit(desired map[types.UID]*corev1.Pod) map[types.UID]Rejection {
 	var leaving []*corev1.Pod
 	for uid, w := range l.workers {
@@ -182,7 +182,7 @@ func (l *loop) admit(desired map[types.UID]*corev1.Pod) map[types.UID]Rejection 
 		}
 		w.mu.Unlock()
 	}
-	return AdmitHostPorts(desired, func(uid types.UID) bool { w := l.workers[uid]; return w != nil && !w.killed() }, leaving)
+	return Admit(desired, l.r.opts.Restrictions, func(uid types.UID) bool { w := l.workers[uid]; return w != nil && !w.killed() }, leaving)
 }
 
 // readmit decides again on the pods refused for their host ports, once a pod that
@@ -202,15 +202,14 @@ func (l *loop) readmit(ctx context.Context) {
 	}
 }
 
-// reject publishes the status of the pods refused for their host ports, with an event,
-// logged once per pod; a pod admitted again loses that status until its worker
+// reject publishes the status of the refused pods, with an event, logged once per pod; a pod admitted again loses that status until its worker
 // publishes one.
 func (l *loop) reject(desired map[types.UID]*corev1.Pod, rejected map[types.UID]Rejection) {
 	for uid, rej := range rejected {
 		if !l.rejected[uid] {
-			l.r.log.Warn("pod refused: a host port it asks for is taken", "pod", manifests.Key(rej.Pod), "uid", uid, "reason", rej.Message())
+			l.r.log.Warn("pod refused", "pod", manifests.Key(rej.Pod), "uid", uid, "reason", rej.Reason(), "message", rej.Message())
 		}
-		l.r.events.Add(Record{UID: uid, Pod: manifests.Key(rej.Pod), Type: EventWarning, Reason: ReasonNodePorts, Message: rej.Message()})
+		l.r.events.Add(Record{UID: uid, Pod: manifests.Key(rej.Pod), Type: EventWarning, Reason: rej.Reason(), Message: rej.Message()})
 		out := rej.Pod.DeepCopy()
 		out.Status = rej.Status()
 		l.r.publish(uid, out)
