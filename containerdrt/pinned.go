@@ -188,8 +188,8 @@ func unpinNamespaces(dir string) error {
 // namespaces, else the pin of its network namespace if it has a pod network; "" for a
 // container.
 func (r *Runtime) sandboxPins(id string, labels map[string]string) string {
-	if dir := labels[labelPinned]; dir != "" {
-		return dir
+	if labels[labelPinned] != "" {
+		return r.pinsOf(labels)
 	}
 	if labels[LabelKind] == string(runner.KindSandbox) {
 		return r.pinDir(id)
@@ -256,7 +256,7 @@ func (r *Runtime) settlePinned(ctx context.Context, info containers.Container) c
 	}
 	r.pinMu.Lock()
 	defer r.pinMu.Unlock()
-	if pinsHeld(info.Labels[labelPinned], pinnedFiles(info.Labels)) {
+	if pinsHeld(r.pinsOf(info.Labels), pinnedFiles(info.Labels)) {
 		return info
 	}
 	// info may predate a stop that took the pins while this waited for pinMu.
@@ -296,7 +296,7 @@ func (r *Runtime) stopPinned(ctx context.Context, id string, labels map[string]s
 	}
 	r.pinMu.Lock()
 	defer r.pinMu.Unlock()
-	if err := unpinNamespaces(labels[labelPinned]); err != nil {
+	if err := unpinNamespaces(r.pinsOf(labels)); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", id, err)
 	}
 	set := map[string]string{}
