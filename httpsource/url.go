@@ -120,6 +120,9 @@ func (s *URLSource) newPoller() (*poller, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("source", manifests.SourceHTTP, "url", where)
+	if u.Scheme == "http" {
+		log.Warn("the manifest URL is plain http: anyone on the network path can change the pods it runs; use https (--manifest-url-ca-file for a private CA)")
+	}
 	return &poller{src: s, client: client, log: log, where: where}, nil
 }
 
