@@ -48,11 +48,7 @@ func (e *ManifestError) Error() string {
 }
 
 func (e *ManifestError) problems() []string {
-	msgs := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		msgs[i] = p.Error()
-	}
-	return msgs
+	return manifests.Messages(e.Problems)
 }
 
 // poller is the state of one Run: owned by its goroutine, no lock needed.
