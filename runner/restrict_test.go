@@ -157,3 +157,19 @@ func TestForbiddenPodIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A manifest cannot claim a source it did not come from: the source annotation is
+// staticpod's, so a pushed pod that says it is a file's is still refused as the push
+// source's.
+func TestSourceCannotBeClaimed(t *testing.T) {
+	manifest := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: claim\n  annotations: {kubernetes.io/config.source: file}\n" +
+		"spec: {hostPID: true, containers: [{name: c, image: busybox:1.36}]}\n"
+	res := manifests.Load([]byte(manifest), manifests.Options{NodeName: "n", Source: manifests.Source{Kind: manifests.SourceAPI, Location: "claim"}})
+	if len(res.Errors) > 0 || len(res.Pods) != 1 {
+		t.Fatalf("Load: %v", res.Errors)
+	}
+	f := Restrictions{HostPIDSources: []string{manifests.SourceFile}}.Check(res.Pods[0])
+	if f == nil || f.Flag != FlagHostPIDSources {
+		t.Errorf("a pushed pod claiming the file source was allowed the host's PID namespace: %+v", f)
+	}
+}
