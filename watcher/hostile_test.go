@@ -236,6 +236,9 @@ func TestHostileFiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "device.yaml" && os.Geteuid() != 0 && os.Getenv("CI") != "true" {
+				t.Skip("making a device file needs root")
+			}
 			h := startHostile(t, tt.name)
 			u := h.replace(t, tt.make)
 			if got := h.problems(u); !cmp.Equal(got, []string{tt.want}) {
