@@ -24,6 +24,11 @@ type loop struct {
 	plegErr string                         // the last relist error, logged on change only
 	spawn   func(context.Context, *worker) // runs a new worker; tests replace it
 
+	// gone are the pods whose worker removed everything of them, with the PLEG's
+	// Started generation then: until a relist started after it, the cache may still
+	// show their removed containers, and a worker planning from it would count on them.
+	gone map[types.UID]uint64
+
 	conflicts map[types.UID]bool // pods refused for their name, logged once
 	rejected  map[types.UID]bool // pods refused by Admit: restrictions, host ports
 	failures  failures           // what each source could not use at its last update
@@ -33,7 +38,7 @@ func newLoop(r *Runner, wg *sync.WaitGroup) *loop {
 	l := &loop{
 		r: r, config: NewConfig(), wg: wg,
 		workers: map[types.UID]*worker{}, names: map[string]types.UID{}, pending: map[string]*corev1.Pod{},
-		gcDone: make(chan struct{}, 1),
+		gone: map[types.UID]uint64{}, gcDone: make(chan struct{}, 1),
 	}
 	l.failures = failures{r: r, last: map[string]map[string]manifests.Failure{}}
 	l.spawn = l.runWorker
@@ -252,9 +257,21 @@ func (l *loop) want(ctx context.Context, uid types.UID, pod *corev1.Pod) {
 		w.update(pod)
 		return
 	}
-	if _, gen := l.r.pleg.Pod(uid); gen == 0 {
+	_, gen := l.r.pleg.Pod(uid)
+	if gen == 0 {
 		l.pending[name] = pod
 		return
+	}
+	if started, ok := l.gone[uid]; ok {
+		if gen <= started {
+			// Removed a moment ago (a directory moved away and back): wait for a
+			// relist that no longer shows its containers, or its new containers
+			// would take up the old ones' restart counts.
+			l.pending[name] = pod
+			l.r.requestRelist(uid)
+			return
+		}
+		delete(l.gone, uid)
 	}
 	if holder, ok := l.names[name]; ok && holder != uid {
 		l.pending[name] = pod
@@ -327,6 +344,12 @@ func (l *loop) relisted(ctx context.Context, res relistDone) {
 	for _, w := range l.workers {
 		w.signal()
 	}
+	gen := l.r.pleg.Generation()
+	for uid, started := range l.gone {
+		if gen > started {
+			delete(l.gone, uid) // the cache is fresh for it
+		}
+	}
 	for name, pod := range l.pending {
 		if _, held := l.names[name]; !held { // waited for the first relist
 			delete(l.pending, name)
@@ -342,6 +365,7 @@ func (l *loop) workerGone(ctx context.Context, uid types.UID) {
 		return
 	}
 	delete(l.workers, uid)
+	l.gone[uid] = l.r.pleg.Started()
 	l.r.events.Forget(uid)
 	defer l.readmit(ctx) // the pod's host ports are free
 	for name, holder := range l.names {
