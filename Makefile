@@ -9,7 +9,7 @@ FUZZFLAGS ?=
 # endpoint, the CRI log reader, and the labels state is rebuilt from after a restart.
 FUZZ_TARGETS := manifests:FuzzLoad api:FuzzAPI logs:FuzzRead containerdrt:FuzzLabels
 
-.PHONY: all build deps test unit fuzz-quick fuzz lint run run-clean bench clean
+.PHONY: all build deps test unit fuzz-quick fuzz chaos lint run run-clean bench clean
 
 all: build
 
@@ -45,6 +45,13 @@ fuzz:
 		echo "fuzz $${t#*:} in ./$${t%%:*} for $(FUZZTIME)"; \
 		$(GO) test -run='^$$' -fuzz="^$${t#*:}\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINIMIZE) $(FUZZFLAGS) ./$${t%%:*}; \
 	done
+
+# chaos runs the fault-injection scenarios (TestChaos*): a URL flapping through every
+# kind of bad answer, 1,000 manifest files at once, a manifest rewritten 100 times a
+# second, the manifest directory moved away and back. Each takes under a minute, and
+# make test runs them too.
+chaos:
+	$(GO) test -count=1 -run='^TestChaos' ./httpsource ./watcher ./e2e
 
 lint:
 	$(GO) vet ./...

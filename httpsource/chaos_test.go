@@ -17,7 +17,7 @@ import (
 // short with and without a Content-Length, garbage, answers slower than the timeout,
 // connections dropped — never takes a pod away: every snapshot sent holds the good
 // pods, whole, and the failures only ever come as Unchanged updates.
-func TestURLChaosNeverDropsPods(t *testing.T) {
+func TestChaosURLNeverDropsPods(t *testing.T) {
 	good := pod("a", "busybox:1") + "---\n" + pod("b", "busybox:1") + "---\n" + pod("c", "busybox:1")
 	cut := good[:len(good)*2/3] // still YAML, with a pod less: taken whole, it would remove c
 	answers := []struct {

@@ -21,7 +21,7 @@ func writeByRename(t *testing.T, path, content string) {
 
 // 1,000 manifest files arriving at once converge quickly on one snapshot with every
 // pod, without the source sending a snapshot per file.
-func TestWatcherThousandFilesAtOnce(t *testing.T) {
+func TestChaosThousandFilesAtOnce(t *testing.T) {
 	dir := t.TempDir()
 	updates := runWatcher(t, dir, time.Hour)
 	awaitUpdate(t, updates, "start")
@@ -48,7 +48,7 @@ func TestWatcherThousandFilesAtOnce(t *testing.T) {
 
 // A manifest rewritten 100 times a second for 10 s converges on its last content: the
 // last snapshot sent has it, and the source sends fewer snapshots than writes.
-func TestWatcherRewrittenHundredTimesASecond(t *testing.T) {
+func TestChaosRewrittenHundredTimesASecond(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10 s of rewrites")
 	}
