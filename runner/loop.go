@@ -207,8 +207,8 @@ func (l *loop) readmit(ctx context.Context) {
 	}
 }
 
-// reject publishes the status of the refused pods, with an event, logged once per pod; a pod admitted again loses that status until its worker
-// publishes one.
+// reject publishes the status of the refused pods, with an event, logged once per pod;
+// a pod admitted again loses that status until its worker publishes one.
 func (l *loop) reject(desired map[types.UID]*corev1.Pod, rejected map[types.UID]Rejection) {
 	for uid, rej := range rejected {
 		if !l.rejected[uid] {
