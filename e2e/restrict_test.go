@@ -15,10 +15,11 @@ import (
 // With restrictions by source, the file source's pod gets the host's PID namespace and
 // the pushed one asking for it is refused: Failed, reason Forbidden, a message and an
 // event naming the flag, no container; so is a file's pod whose host path lies outside
-// --allowed-host-paths.
+// --allowed-host-paths. A pod that runs is stopped when staticpod restarts with a
+// restriction that forbids it.
 func TestRestrictedSources(t *testing.T) {
 	n := newNode(t)
-	n.start("--host-pid-sources", "file", "--allowed-host-paths", n.path("allowed"))
+	sp := n.start("--host-pid-sources", "file", "--allowed-host-paths", n.path("allowed"))
 	n.write("hostpid.yaml", podManifest("hostpid", "Always", "sleep 3600", "  hostPID: true\n"))
 	n.write("etc.yaml", podManifest("etc", "Always", "sleep 3600", "  volumes: [{name: etc, hostPath: {path: /etc}}]\n"))
 	n.await("the file's pod with the host's PID namespace", time.Minute, running("hostpid-node1/main/0"))
@@ -51,4 +52,16 @@ func TestRestrictedSources(t *testing.T) {
 	if cs := n.containers(); len(cs) != 1 {
 		t.Errorf("containers %v, want the file's hostPID pod's only", summary(cs))
 	}
+
+	// Restarted with a restriction that forbids it, a pod that runs is stopped.
+	sp.stop()
+	n.start("--host-pid-sources", "api")
+	p := n.awaitPhase("hostpid-node1", corev1.PodFailed)
+	if p.Status.Reason != runner.ReasonForbidden {
+		t.Errorf("hostpid-node1 after the restart: reason %q, want %s", p.Status.Reason, runner.ReasonForbidden)
+	}
+	n.await("the forbidden pod stopped", time.Minute, func(cs map[string]runner.Container) bool {
+		c, ok := cs["hostpid-node1/main/0"]
+		return !ok || c.State != runner.StateRunning
+	})
 }
