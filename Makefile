@@ -3,8 +3,13 @@ BIN      := bin/staticpod
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 10m
+# FUZZFLAGS are added to each fuzz run, e.g. FUZZFLAGS=-parallel=1 on a shared machine.
+FUZZFLAGS ?=
+# FUZZ_TARGETS are the fuzz targets, package:function: manifest decoding, every API
+# endpoint, the CRI log reader, and the labels state is rebuilt from after a restart.
+FUZZ_TARGETS := manifests:FuzzLoad api:FuzzAPI logs:FuzzRead containerdrt:FuzzLabels
 
-.PHONY: all build deps test unit fuzz-quick fuzz lint run run-clean bench bench-quick bench-compare bench-go clean
+.PHONY: all build deps test unit fuzz-quick fuzz chaos lint run run-clean bench bench-quick bench-compare bench-go clean
 
 all: build
 
@@ -20,7 +25,7 @@ deps:
 	./hack/deps.sh
 
 # test runs every test, unit and integration (a private containerd is started by the
-# tests themselves), then the manifest fuzzer for a short while.
+# tests themselves), then each fuzz target for a short while.
 test: deps
 	$(GO) test -count=1 ./...
 	$(MAKE) fuzz-quick
@@ -29,11 +34,24 @@ test: deps
 unit:
 	$(GO) test -count=1 -short ./...
 
+# fuzz-quick runs each fuzz target for 10 s; fuzz for FUZZTIME each (10m unless set).
+# Go fuzzes one target of one package per run, so they run one after the other.
 fuzz-quick:
-	$(GO) test -run='^$$' -fuzz=FuzzLoad -fuzztime=10s -fuzzminimizetime=5s ./manifests
+	$(MAKE) fuzz FUZZTIME=10s FUZZMINIMIZE=5s
 
+FUZZMINIMIZE ?= 10s
 fuzz:
-	$(GO) test -run='^$$' -fuzz=FuzzLoad -fuzztime=$(FUZZTIME) -fuzzminimizetime=10s ./manifests
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} in ./$${t%%:*} for $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$${t#*:}\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINIMIZE) $(FUZZFLAGS) ./$${t%%:*}; \
+	done
+
+# chaos runs the fault-injection scenarios (TestChaos*): a URL flapping through every
+# kind of bad answer, 1,000 manifest files at once, a manifest rewritten 100 times a
+# second, the manifest directory moved away and back. Each takes under a minute, and
+# make test runs them too.
+chaos:
+	$(GO) test -count=1 -run='^TestChaos' ./httpsource ./watcher ./e2e
 
 lint:
 	$(GO) vet ./...

@@ -31,7 +31,7 @@ func runFlags() []cli.Flag {
 	dur := func(name string, value time.Duration, usage string) cli.Flag {
 		return &cli.DurationFlag{Name: name, Value: value, Usage: usage, EnvVars: spcli.Env(name)}
 	}
-	return []cli.Flag{
+	flags := []cli.Flag{
 		str("pod-manifest-path", defaultManifestPath, "directory (or file) of static pod manifests"),
 		dur("file-check-frequency", defaultCheckFrequency, "how often the manifest path is rescanned"),
 		str("manifest-url", "", "URL to poll for static pod manifests"),
@@ -68,4 +68,5 @@ func runFlags() []cli.Flag {
 		str("log-level", "info", "debug, info, warn or error"),
 		str("log-format", "text", "text or json"),
 	}
+	return append(flags, spcli.RestrictionFlags()...)
 }

@@ -49,7 +49,8 @@ type daemon struct {
 	push *httpsource.Push
 	url  *httpsource.URLSource // nil without --manifest-url
 
-	headers http.Header // --manifest-url-header
+	headers  http.Header         // --manifest-url-header
+	restrict runner.Restrictions // --privileged-sources and the like
 }
 
 // runDaemon wires flags -> logger -> containerd -> runtime -> runner -> API -> sources,
@@ -73,9 +74,13 @@ func runDaemon(c *cli.Context) error {
 	if err := imageGCPolicy(c).Validate(); err != nil {
 		return cli.Exit(err.Error(), spcli.ExitUsage)
 	}
+	restrict, err := spcli.Restrictions(c)
+	if err != nil {
+		return cli.Exit(err.Error(), spcli.ExitUsage)
+	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	d := &daemon{c: c, log: log, node: node, root: c.String("root-dir"), headers: headers}
+	d := &daemon{c: c, log: log, node: node, root: c.String("root-dir"), headers: headers, restrict: restrict}
 	if err := d.setup(ctx); err != nil {
 		return err
 	}
@@ -128,7 +133,7 @@ func (d *daemon) setup(ctx context.Context) error {
 	d.r, err = runner.New(runner.Options{
 		Runtime: rt, Logger: d.log, RelistPeriod: c.Duration("pleg-relist-period"), HostIP: rt.HostIP(),
 		ResultsDir: filepath.Join(d.root, "results"), Registry: reg,
-		Images: rt, ImageGC: imageGCPolicy(c), Sources: d.sources(),
+		Images: rt, ImageGC: imageGCPolicy(c), Sources: d.sources(), Restrictions: d.restrict,
 	})
 	if err != nil {
 		return errors.Join(err, rt.Close())

@@ -197,8 +197,11 @@ func (s *Server) Run(ctx context.Context) error {
 	if len(listeners) > 1 {
 		servers = append(servers, s.httpServer(s.tcpGuard(s.handler)))
 	}
-	close(s.ready)
 	s.log.Info("api serving", "socket", s.cfg.Socket, "listen", s.cfg.Listen, "token", s.token != nil)
+	if len(listeners) > 1 && s.token == nil {
+		s.log.Warn("the TCP listener has no --api-token-file: it serves pods, container logs, events and pushed manifests to anyone who reaches it", "listen", s.tcpAddr.String())
+	}
+	close(s.ready)
 
 	errc := make(chan error, len(servers))
 	for i, srv := range servers {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -105,7 +107,16 @@ func TestSocketOfALiveServerOrNotASocketIsRefused(t *testing.T) {
 // and returns the TCP base URL and the socket path.
 func tcpServer(t *testing.T, token string) (base, socket string) {
 	t.Helper()
+	base, socket, _ = tcpServerLogged(t, token)
+	return base, socket
+}
+
+// tcpServerLogged is tcpServer, with what the server logs.
+func tcpServerLogged(t *testing.T, token string) (base, socket string, log *testenv.Buffer) {
+	t.Helper()
+	log = &testenv.Buffer{}
 	cfg := testConfig(newFakeBackend(runnerPods()...), newFakeStore())
+	cfg.Log = slog.New(slog.NewTextHandler(log, nil))
 	cfg.Socket = socketPath(t)
 	cfg.Listen = "127.0.0.1:0"
 	if token != "" {
@@ -116,7 +127,7 @@ func tcpServer(t *testing.T, token string) (base, socket string) {
 	}
 	s := mustNew(t, cfg)
 	mustRun(t, s)
-	return "http://" + s.tcpAddr.String(), cfg.Socket
+	return "http://" + s.tcpAddr.String(), cfg.Socket, log
 }
 
 func request(t *testing.T, method, url, token, body string) *http.Request {
@@ -164,7 +175,10 @@ func TestTCPNeedsTheToken(t *testing.T) {
 }
 
 func TestTCPWithoutTokenIsReadOnly(t *testing.T) {
-	base, socket := tcpServer(t, "")
+	base, socket, log := tcpServerLogged(t, "")
+	if !strings.Contains(log.String(), "level=WARN msg=\"the TCP listener has no --api-token-file") {
+		t.Errorf("no warning that TCP serves reads to anyone:\n%s", log)
+	}
 	c := &http.Client{Timeout: 10 * time.Second}
 	if code, body := get(t, c, request(t, http.MethodGet, base+"/pods", "", "")); code != http.StatusOK {
 		t.Errorf("GET /pods over TCP = %d %s, want 200", code, body)

@@ -21,11 +21,11 @@ func Validate() *cli.Command {
 		Name:      "validate",
 		Usage:     "check manifests: exit 0 when every one is valid, 1 when any is not",
 		ArgsUsage: "PATH...",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "strict", Usage: "treat unknown and duplicate fields as errors"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "text or json"},
 			NodeNameFlag(),
-		},
+		}, RestrictionFlags()...),
 		Action: runValidate,
 	}
 }
@@ -64,6 +64,10 @@ func runValidate(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("node name: %v", err), ExitUsage)
 	}
+	restrict, err := Restrictions(c)
+	if err != nil {
+		return cli.Exit(err.Error(), ExitUsage)
+	}
 	report := Validation{Valid: true}
 	var pods []*corev1.Pod
 	for _, path := range c.Args().Slice() {
@@ -79,7 +83,7 @@ func runValidate(c *cli.Context) error {
 			pods = append(pods, f.Result.Pods...)
 		}
 	}
-	report.hostPorts(pods)
+	report.admit(pods, restrict)
 	if format == "json" {
 		err = writeJSONReport(c.App.Writer, report)
 	} else {
@@ -126,25 +130,31 @@ func (v *Validation) add(snap watcher.Snapshot, strict bool) {
 	}
 }
 
-// hostPorts reports the pods the daemon would refuse because a host port they ask for
-// is another pod's (runner.AdmitHostPorts), across files, on the file of the refused
-// pod.
-func (v *Validation) hostPorts(pods []*corev1.Pod) {
+// admit reports the pods the daemon would refuse (runner.Admit): those the restriction
+// flags forbid to the file source, and those whose host port is another pod's, across
+// files; each on the file of the refused pod.
+func (v *Validation) admit(pods []*corev1.Pod, restrict runner.Restrictions) {
 	desired := map[types.UID]*corev1.Pod{}
 	for _, p := range pods {
 		desired[p.UID] = p
 	}
-	rejected := runner.AdmitHostPorts(desired, func(types.UID) bool { return false }, nil)
+	rejected := runner.Admit(desired, restrict, func(types.UID) bool { return false }, nil)
 	for _, pod := range pods {
 		rej, ok := rejected[pod.UID]
 		if !ok {
 			continue
 		}
+		var field, msg string
+		if f := rej.Forbidden; f != nil {
+			field, msg = f.Field.String(), f.Detail(pod)
+		} else {
+			field = rej.Port.Field.String()
+			msg = fmt.Sprintf("hostPort %s is already used by pod %s in %s", rej.Port, manifests.Key(rej.Holder), rej.Holder.Annotations[manifests.AnnotationLocation])
+		}
 		path := pod.Annotations[manifests.AnnotationLocation]
-		msg := fmt.Sprintf("hostPort %s is already used by pod %s in %s", rej.Port, manifests.Key(rej.Holder), rej.Holder.Annotations[manifests.AnnotationLocation])
 		for i := range v.Files {
 			if v.Files[i].Path == path {
-				v.Files[i].Errors = append(v.Files[i].Errors, Problem{Field: rej.Port.Field.String(), Message: msg, Text: path + ": " + rej.Port.Field.String() + ": " + msg})
+				v.Files[i].Errors = append(v.Files[i].Errors, Problem{Field: field, Message: msg, Text: path + ": " + field + ": " + msg})
 				v.Valid = false
 			}
 		}

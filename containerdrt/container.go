@@ -121,8 +121,8 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		return fmt.Errorf("start container %s: %w", id, convertErr(err))
 	}
 	labels := loadedLabels(ctx, c)
-	path := labels[LabelLogPath]
-	link := containerLogLink(r.cfg.Log.ContainersDir, labels, id)
+	path := r.logPathOf(labels)
+	link := r.logLinkOf(labels, id)
 	if err := r.startTask(ctx, c, logCreator(r.cfg.Self, r.cfg.Log, path, link)); err != nil {
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
@@ -282,12 +282,12 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 			return fmt.Errorf("remove sandbox %s: %w", id, err)
 		}
 	}
-	if path := labels[LabelLogPath]; path != "" {
-		if err := logs.Remove(path, containerLogLink(r.cfg.Log.ContainersDir, labels, id)); err != nil {
+	if path := r.logPathOf(labels); path != "" {
+		if err := logs.Remove(path, r.logLinkOf(labels, id)); err != nil {
 			r.log.Warn("remove container logs", "id", id, "err", err)
 		}
 	}
-	if path := labels[LabelTermination]; path != "" {
+	if path := r.terminationPathOf(labels); path != "" {
 		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 			r.log.Warn("remove termination message", "id", id, "err", err)
 		}

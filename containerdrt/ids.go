@@ -3,6 +3,7 @@ package containerdrt
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -62,6 +63,10 @@ func podLabels(pod *corev1.Pod, kind runner.Kind, name string, attempt int) map[
 	}
 }
 
+// maxGraceSeconds is the longest grace period a label may give: longer would overflow a
+// time.Duration.
+const maxGraceSeconds = int64(math.MaxInt64 / time.Second)
+
 // fromLabels fills the identity of c from its labels. It fails for containers that are
 // not staticpod's (no kind label).
 func fromLabels(c *runner.Container, labels map[string]string) error {
@@ -74,11 +79,12 @@ func fromLabels(c *runner.Container, labels map[string]string) error {
 	c.PodName = labels[LabelPodName]
 	c.PodNamespace = labels[LabelPodNamespace]
 	c.Name = labels[LabelContainer]
-	c.Attempt, _ = strconv.Atoi(labels[LabelAttempt])
+	if n, err := strconv.Atoi(labels[LabelAttempt]); err == nil && n >= 0 {
+		c.Attempt = n // a restart count; anything else reads as a first attempt
+	}
 	c.Hash = labels[LabelHash]
 	c.Source = labels[LabelSource]
-	c.LogPath = labels[LabelLogPath]
-	if secs, err := strconv.ParseInt(labels[LabelPodGrace], 10, 64); err == nil {
+	if secs, err := strconv.ParseInt(labels[LabelPodGrace], 10, 64); err == nil && secs >= 0 && secs <= maxGraceSeconds {
 		grace := time.Duration(secs) * time.Second
 		c.PodGrace = &grace
 	}

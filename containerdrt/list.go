@@ -84,6 +84,7 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 		if err != nil {
 			continue
 		}
+		c.LogPath = r.logPathOf(s.info.Labels)
 		out = append(out, c)
 	}
 	return out, nil
@@ -197,11 +198,14 @@ func (r *Runtime) inspect(ctx context.Context, id string) (runner.Container, err
 	case !errdefs.IsNotFound(convertErr(err)) && ignoreNotFound(convertErr(err)) != nil:
 		return runner.Container{}, fmt.Errorf("inspect %s: %w", id, convertErr(err))
 	}
-	return toContainer(info, proc)
+	c, err := toContainer(info, proc)
+	c.LogPath = r.logPathOf(info.Labels)
+	return c, err
 }
 
 // toContainer reads a container's state from containerd's records: from its task while
-// it has one, else from the exit recorded in its labels.
+// it has one, else from the exit recorded in its labels. Its LogPath is the caller's to
+// set (logPathOf).
 func toContainer(info containers.Container, proc *task.Process) (runner.Container, error) {
 	c := runner.Container{ID: info.ID, Image: info.Image, CreatedAt: info.CreatedAt, State: runner.StateCreated}
 	if err := fromLabels(&c, info.Labels); err != nil {
@@ -280,7 +284,7 @@ func parseTime(s string) time.Time {
 // task is gone or kept.
 func (r *Runtime) reap(ctx context.Context, info containers.Container, proc *task.Process) (_ containers.Container, gone bool, _ error) {
 	code := int32(proc.ExitStatus)
-	msg := readTerminationMessage(info.Labels[LabelTermination])
+	msg := readTerminationMessage(r.terminationPathOf(info.Labels))
 	fromLog := msg == "" && code != 0 && info.Labels[LabelTermPolicy] == string(corev1.TerminationMessageFallbackToLogsOnError)
 	labels := map[string]string{
 		labelExitCode:   strconv.Itoa(int(code)),
@@ -350,7 +354,7 @@ func (r *Runtime) deletingTask(id string) bool {
 // message. Its task is gone, so its log writer has finished.
 func (r *Runtime) recordLogMessage(ctx context.Context, info containers.Container) (containers.Container, error) {
 	all, err := r.setLabels(ctx, info.ID, map[string]string{
-		labelMessage:        fitLabel(labelMessage, logTail(ctx, info.Labels[LabelLogPath])),
+		labelMessage:        fitLabel(labelMessage, logTail(ctx, r.logPathOf(info.Labels))),
 		labelMessagePending: "", // an empty value removes the label
 	})
 	if err != nil {

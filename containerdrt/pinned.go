@@ -188,8 +188,8 @@ func unpinNamespaces(dir string) error {
 // namespaces, else the pin of its network namespace if it has a pod network; "" for a
 // container.
 func (r *Runtime) sandboxPins(id string, labels map[string]string) string {
-	if dir := labels[labelPinned]; dir != "" {
-		return dir
+	if labels[labelPinned] != "" {
+		return r.pinsOf(labels)
 	}
 	if labels[LabelKind] == string(runner.KindSandbox) {
 		return r.pinDir(id)
@@ -259,7 +259,7 @@ func (r *Runtime) settlePinned(ctx context.Context, info containers.Container) c
 	if time.Since(r.pinsSeen[info.ID]) < pinRecheck {
 		return info
 	}
-	if pinsHeld(info.Labels[labelPinned], pinnedFiles(info.Labels)) {
+	if pinsHeld(r.pinsOf(info.Labels), pinnedFiles(info.Labels)) {
 		r.pinsSeen[info.ID] = time.Now()
 		return info
 	}
@@ -308,7 +308,7 @@ func (r *Runtime) stopPinned(ctx context.Context, id string, labels map[string]s
 	r.pinMu.Lock()
 	defer r.pinMu.Unlock()
 	delete(r.pinsSeen, id)
-	if err := unpinNamespaces(labels[labelPinned]); err != nil {
+	if err := unpinNamespaces(r.pinsOf(labels)); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", id, err)
 	}
 	set := map[string]string{}

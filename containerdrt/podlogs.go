@@ -6,18 +6,7 @@ import (
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/staticpod/staticpod/logs"
 )
-
-// containerLogLink is the kubelet-style /var/log/containers symlink of a container, or
-// "" when no such directory is configured.
-func containerLogLink(containersDir string, labels map[string]string, id string) string {
-	if containersDir == "" {
-		return ""
-	}
-	return logs.SymlinkPath(containersDir, labels[LabelPodName], labels[LabelPodNamespace], labels[LabelContainer], id)
-}
 
 // removePodLogs deletes the log directory of the pod with uid, whatever its namespace
 // and name: <root>/*_*_<uid>.

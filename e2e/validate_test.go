@@ -101,3 +101,40 @@ func TestUsageErrorsExit2(t *testing.T) {
 		}
 	}
 }
+
+// validate reports what the restriction flags would refuse, as the daemon would for the
+// file source, with the flag named; without the flags the same manifests are valid.
+func TestValidateRestrictions(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"net.yaml":  "apiVersion: v1\nkind: Pod\nmetadata: {name: net}\nspec: {hostNetwork: true, containers: [{name: c, image: busybox:1.36}]}\n",
+		"priv.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: priv}\nspec: {containers: [{name: c, image: busybox:1.36, securityContext: {privileged: true}}]}\n",
+		"host.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: host}\nspec: {volumes: [{name: etc, hostPath: {path: /etc}}], containers: [{name: c, image: busybox:1.36}]}\n",
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, code := runStaticpod(t, "validate", dir); code != 0 {
+		t.Fatalf("validate without restrictions: exit %d, want 0\n%s", code, out)
+	}
+	out, code := runStaticpod(t, "validate", "--host-network-sources", "http,api", "--privileged-sources", "api",
+		"--allowed-host-paths", "/srv", "--allowed-host-paths", "/var/lib/etcd", dir)
+	if code != 1 {
+		t.Fatalf("validate with restrictions: exit %d, want 1\n%s", code, out)
+	}
+	for _, want := range []string{
+		"error: " + dir + `/net.yaml: spec.hostNetwork: the host's network is not allowed for pods from source "file" (--host-network-sources)`,
+		"error: " + dir + `/priv.yaml: spec.containers[0].securityContext.privileged: a privileged container is not allowed for pods from source "file" (--privileged-sources)`,
+		"error: " + dir + `/host.yaml: spec.volumes[0].hostPath.path: host path /etc is outside --allowed-host-paths`,
+		"3 files invalid",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate output lacks %q:\n%s", want, out)
+		}
+	}
+	if out, code := runStaticpod(t, "validate", "--host-pid-sources", "apiserver", dir); code != 2 || !strings.Contains(out, `--host-pid-sources: unknown source "apiserver"`) {
+		t.Errorf("validate with an unknown source: exit %d, want 2 and the flag named\n%s", code, out)
+	}
+}

@@ -61,6 +61,11 @@ func newClient(caFile string, timeout time.Duration) (*http.Client, error) {
 			if len(via) > MaxRedirects {
 				return fmt.Errorf("stopped after %d redirects", MaxRedirects)
 			}
+			// Pods from a URL run as root on the host: what came over https must not be
+			// handed to plain http by a redirect, where anyone on the path can change it.
+			if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+				return fmt.Errorf("refused a redirect from https to %s", req.URL.Scheme)
+			}
 			return nil
 		},
 	}, nil

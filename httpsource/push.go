@@ -121,9 +121,7 @@ func (p *Push) Put(name string, data []byte) (manifests.Result, error) {
 // p.mu is held.
 func (p *Push) refuse(name string, errs []manifests.Problem) {
 	f := manifests.Failure{Location: name, Invalid: true}
-	for _, e := range errs {
-		f.Problems = append(f.Problems, e.Error())
-	}
+	f.Problems = manifests.Messages(errs)
 	p.refused = append(p.refused, f)
 	p.notify()
 }

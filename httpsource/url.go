@@ -48,11 +48,7 @@ func (e *ManifestError) Error() string {
 }
 
 func (e *ManifestError) problems() []string {
-	msgs := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		msgs[i] = p.Error()
-	}
-	return msgs
+	return manifests.Messages(e.Problems)
 }
 
 // poller is the state of one Run: owned by its goroutine, no lock needed.
@@ -120,6 +116,9 @@ func (s *URLSource) newPoller() (*poller, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("source", manifests.SourceHTTP, "url", where)
+	if u.Scheme == "http" {
+		log.Warn("the manifest URL is plain http: anyone on the network path can change the pods it runs; use https (--manifest-url-ca-file for a private CA)")
+	}
 	return &poller{src: s, client: client, log: log, where: where}, nil
 }
 

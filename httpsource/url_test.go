@@ -105,7 +105,7 @@ func TestURLNotModifiedSendsNothing(t *testing.T) {
 			if notModified.Load() < 2 {
 				t.Errorf("%d answers were 304, want every poll after the first", notModified.Load())
 			}
-			if r.logs.count("WARN") != 0 || len(r.errs.get()) != 0 {
+			if r.logs.count("WARN manifest URL failing") != 0 || len(r.errs.get()) != 0 {
 				t.Errorf("a 304 was reported as a failure:\n%s", r.logs)
 			}
 		})
@@ -216,7 +216,7 @@ func TestURLFailuresKeepTheLastGoodSnapshot(t *testing.T) {
 	if n := r.logs.count("INFO manifest URL answers again"); n != 1 {
 		t.Errorf("%d recovery lines, want 1:\n%s", n, r.logs)
 	}
-	if n, calls := r.logs.count("WARN"), r.errs.get(); n != len(steps) || len(calls) != len(steps)+1 {
+	if n, calls := r.logs.count("WARN manifest URL failing"), r.errs.get(); n != len(steps) || len(calls) != len(steps)+1 {
 		t.Errorf("%d WARN lines and %d failure reports, want %d and %d:\n%s", n, len(calls), len(steps), len(steps)+1, r.logs)
 	}
 }
@@ -342,5 +342,34 @@ func TestURLKeepsCredentialsOutOfLogsAndPods(t *testing.T) {
 	r.awaitFreshPoll(t)
 	if log := r.logs.String(); strings.Contains(log, "s3cret") || strings.Contains(log, "fleet") || !strings.Contains(log, srv.URL) {
 		t.Errorf("the log should name %s without credentials:\n%s", srv.URL, log)
+	}
+}
+
+// A manifest URL served over https is never followed to plain http: what runs as root
+// must not come from where anyone on the path can change it.
+func TestURLRefusesRedirectToPlainHTTP(t *testing.T) {
+	plain := httptest.NewServer(body(pod("web", "busybox:1"), "", ""))
+	defer plain.Close()
+	secure := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, plain.URL, http.StatusFound)
+	}))
+	defer secure.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: secure.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runSource(t, &URLSource{URL: secure.URL, CAFile: ca})
+	r.awaitFreshPoll(t)
+	r.noUpdate(t, "a redirect from https to http")
+	if calls := r.errs.get(); len(calls) != 1 || !strings.Contains(calls[0].Error(), "refused a redirect from https to http") {
+		t.Errorf("failure reports = %v, want one: refused a redirect from https to http", calls)
+	}
+	if n := r.logs.count("plain http"); n != 0 {
+		t.Errorf("an https URL was warned about as plain http:\n%s", r.logs)
+	}
+	direct := runSource(t, &URLSource{URL: plain.URL})
+	direct.awaitUpdate(t, "a plain http URL")
+	if n := direct.logs.count("WARN the manifest URL is plain http"); n != 1 {
+		t.Errorf("%d warnings that the URL is plain http, want 1:\n%s", n, direct.logs)
 	}
 }

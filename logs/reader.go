@@ -47,17 +47,11 @@ type line struct {
 // printing what it holds of unfinished lines; when the file is rotated it reads the old
 // one to its end and continues with the new one.
 func Read(ctx context.Context, path string, opts ReadOptions, w io.Writer) error {
-	path, err := filepath.EvalSymlinks(path)
+	r, err := open(path, opts, w)
 	if err != nil {
-		return fmt.Errorf("read log: %w", err)
+		return err
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("read log: %w", err)
-	}
-	r := &reader{path: path, opts: opts, w: w, f: f, br: bufio.NewReaderSize(f, readerBufSize), pending: map[Stream]*line{}}
 	defer func() { r.f.Close() }()
-	r.emit = r.print
 	var tail *ring
 	if opts.Tail >= 0 {
 		tail = &ring{size: opts.Tail}
@@ -83,6 +77,22 @@ func Read(ctx context.Context, path string, opts ReadOptions, w io.Writer) error
 	return r.follow(ctx)
 }
 
+// open starts a Read of the log at path (or a symlink to it): its records are emitted to
+// w as they are read.
+func open(path string, opts ReadOptions, w io.Writer) (*reader, error) {
+	path, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, fmt.Errorf("read log: %w", err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read log: %w", err)
+	}
+	r := &reader{path: path, opts: opts, w: w, f: f, br: bufio.NewReaderSize(f, readerBufSize), pending: map[Stream]*line{}}
+	r.emit = r.print
+	return r, nil
+}
+
 // reader is the state of one Read.
 type reader struct {
 	path    string
@@ -106,13 +116,46 @@ func (r *reader) follow(ctx context.Context) error {
 			return r.flushPending()
 		case <-tick.C:
 		}
-		if err := r.readAvailable(); err != nil {
-			return err
-		}
-		if err := r.switchIfRotated(); err != nil {
+		if err := r.poll(); err != nil {
 			return err
 		}
 	}
+}
+
+// poll reads what was appended since the last poll, and moves on to the file that
+// replaced the one being read, if one did.
+func (r *reader) poll() error {
+	if err := r.readAvailable(); err != nil {
+		return err
+	}
+	if err := r.rewindIfTruncated(); err != nil {
+		return err
+	}
+	return r.switchIfRotated()
+}
+
+// rewindIfTruncated starts the file being read over when it is now shorter than what
+// was read of it: someone truncated it in place (logrotate's copytruncate, or by hand).
+// staticpod's writer never does; without this a follower would wait for ever at an
+// offset the file no longer reaches.
+func (r *reader) rewindIfTruncated() error {
+	pos, err := r.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return fmt.Errorf("follow log: %w", err)
+	}
+	info, err := r.f.Stat()
+	if err != nil {
+		return fmt.Errorf("follow log: %w", err)
+	}
+	if info.Size() >= pos-int64(r.br.Buffered()) {
+		return nil
+	}
+	if _, err := r.f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("follow log: %w", err)
+	}
+	r.br.Reset(r.f)
+	r.rest = r.rest[:0]
+	return r.readAvailable()
 }
 
 // switchIfRotated continues with the file now at path once it is another file than the

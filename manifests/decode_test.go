@@ -1,10 +1,13 @@
 package manifests
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 func TestDecode(t *testing.T) {
@@ -228,5 +231,23 @@ func TestDecodeDocumentIndex(t *testing.T) {
 	}
 	if len(d.Pods) != 1 || d.Pods[0].Doc != 1 {
 		t.Fatalf("Decode pods = %+v, want one from document 1", d.Pods)
+	}
+}
+
+// A source reports at most MaxReported problems of a manifest, each of a bounded size,
+// and says how many it left out.
+func TestMessagesAreBounded(t *testing.T) {
+	var ps []Problem
+	for i := range MaxReported + 5 {
+		ps = append(ps, Problem{Location: "x.yaml", Err: field.Invalid(field.NewPath("spec"), strings.Repeat("é", 2000), fmt.Sprint(i))})
+	}
+	got := Messages(ps)
+	if len(got) != MaxReported+1 || got[MaxReported] != "x.yaml: 5 more problems not shown (staticpod validate lists them all)" {
+		t.Fatalf("Messages gave %d lines, the last %q", len(got), got[len(got)-1])
+	}
+	for _, m := range got[:MaxReported] {
+		if len(m) > maxReportedBytes+40 || !utf8.ValidString(m) || !strings.HasPrefix(m, "x.yaml: spec: ") || !strings.Contains(m, " bytes more)") {
+			t.Errorf("a reported problem of %d bytes (valid UTF-8: %v): %.80q", len(m), utf8.ValidString(m), m)
+		}
 	}
 }

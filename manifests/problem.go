@@ -80,3 +80,35 @@ func copyWithPrefix(e *field.Error, prefix string) *field.Error {
 	}
 	return &c
 }
+
+// MaxReported is how many problems of one manifest a source reports (in logs, events
+// and failures): a hostile file can hold thousands, and one event must stay readable.
+// validate and the push API's answer still list every one.
+const MaxReported = 20
+
+// maxReportedBytes bounds one reported problem: a field error quotes the value, which
+// may be megabytes long.
+const maxReportedBytes = 1024
+
+// Messages are the problems' messages, the first MaxReported of them, each cut to
+// maxReportedBytes, then a line that counts the rest.
+func Messages(ps []Problem) []string {
+	n := min(len(ps), MaxReported)
+	out := make([]string, 0, n+1)
+	for _, p := range ps[:n] {
+		msg := p.Error()
+		if len(msg) > maxReportedBytes {
+			cut := strings.ToValidUTF8(msg[:maxReportedBytes], "")
+			msg = fmt.Sprintf("%s... (%d bytes more)", cut, len(msg)-len(cut))
+		}
+		out = append(out, msg)
+	}
+	if more := len(ps) - n; more > 0 {
+		where := ps[n].Location
+		if where != "" {
+			where += ": "
+		}
+		out = append(out, fmt.Sprintf("%s%d more problems not shown (staticpod validate lists them all)", where, more))
+	}
+	return out
+}

@@ -14,23 +14,63 @@ import (
 // pod asks for is another pod's: the pod is Failed, with a message that says which.
 const ReasonNodePorts = "NodePorts"
 
-// Rejection is a wanted pod that may not run: a host port it asks for overlaps one of
-// a pod admitted before it.
+// Rejection is a wanted pod that may not run: it asks for something its source may
+// not have (Forbidden), or a host port it asks for overlaps one of a pod admitted
+// before it (Port and Holder).
 type Rejection struct {
-	Pod    *corev1.Pod
-	Port   manifests.HostPort // the pod's
-	Holder *corev1.Pod        // the pod that has it
+	Pod       *corev1.Pod
+	Forbidden *Forbidden         // set when Restrictions refuse the pod
+	Port      manifests.HostPort // the pod's
+	Holder    *corev1.Pod        // the pod that has it
 }
 
-// Message says which port is taken, and by which pod, from where.
+// Reason is the kubelet's reason for the rejection: Forbidden or NodePorts.
+func (r Rejection) Reason() string {
+	if r.Forbidden != nil {
+		return ReasonForbidden
+	}
+	return ReasonNodePorts
+}
+
+// Message says what the pod may not have and why: the flag that forbids it, or which
+// port is taken, and by which pod, from where.
 func (r Rejection) Message() string {
+	if r.Forbidden != nil {
+		return "Pod was rejected: " + r.Forbidden.Message(r.Pod)
+	}
 	return fmt.Sprintf("Pod was rejected: %s: hostPort %s is taken by pod %s (%s:%s)",
 		r.Port.Field, r.Port, manifests.Key(r.Holder), sourceOf(r.Holder), locationOf(r.Holder))
 }
 
 // Status is the rejected pod's status, as the kubelet reports a pod it rejected.
 func (r Rejection) Status() corev1.PodStatus {
-	return corev1.PodStatus{Phase: corev1.PodFailed, Reason: ReasonNodePorts, Message: r.Message(), QOSClass: manifests.QOSClass(r.Pod)}
+	return corev1.PodStatus{Phase: corev1.PodFailed, Reason: r.Reason(), Message: r.Message(), QOSClass: manifests.QOSClass(r.Pod)}
+}
+
+// Admit decides which of the desired pods may run: first what each asks for against
+// the restrictions of its source, then, among the others, their host ports (see
+// AdmitHostPorts; a forbidden pod holds no port).
+func Admit(desired map[types.UID]*corev1.Pod, restrict Restrictions, running func(types.UID) bool, leaving []*corev1.Pod) map[types.UID]Rejection {
+	rejected := map[types.UID]Rejection{}
+	allowed := desired
+	for uid, pod := range desired {
+		f := restrict.Check(pod)
+		if f == nil {
+			continue
+		}
+		if len(rejected) == 0 {
+			allowed = make(map[types.UID]*corev1.Pod, len(desired))
+			for u, p := range desired {
+				allowed[u] = p
+			}
+		}
+		rejected[uid] = Rejection{Pod: pod, Forbidden: f}
+		delete(allowed, uid)
+	}
+	for uid, rej := range AdmitHostPorts(allowed, running, leaving) {
+		rejected[uid] = rej
+	}
+	return rejected
 }
 
 // AdmitHostPorts decides which of the desired pods may have the host ports they ask

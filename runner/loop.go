@@ -25,8 +25,13 @@ type loop struct {
 	resynced time.Time                      // when a relist last woke every worker
 	spawn    func(context.Context, *worker) // runs a new worker; tests replace it
 
+	// gone are the pods whose worker removed everything of them, with the PLEG's
+	// Started generation then: until a relist started after it, the cache may still
+	// show their removed containers, and a worker planning from it would count on them.
+	gone map[types.UID]uint64
+
 	conflicts map[types.UID]bool // pods refused for their name, logged once
-	rejected  map[types.UID]bool // pods refused for their host ports (see AdmitHostPorts)
+	rejected  map[types.UID]bool // pods refused by Admit: restrictions, host ports
 	failures  failures           // what each source could not use at its last update
 }
 
@@ -34,7 +39,7 @@ func newLoop(r *Runner, wg *sync.WaitGroup) *loop {
 	l := &loop{
 		r: r, config: NewConfig(), wg: wg,
 		workers: map[types.UID]*worker{}, names: map[string]types.UID{}, pending: map[string]*corev1.Pod{},
-		gcDone: make(chan struct{}, 1),
+		gone: map[types.UID]uint64{}, gcDone: make(chan struct{}, 1),
 	}
 	l.failures = failures{r: r, last: map[string]map[string]manifests.Failure{}}
 	l.spawn = l.runWorker
@@ -171,9 +176,9 @@ func (l *loop) apply(ctx context.Context, u manifests.Update) {
 	}
 }
 
-// admit decides which desired pods are refused for their host ports (AdmitHostPorts):
-// the pods that run have theirs first, and the pods being stopped keep theirs until
-// they are gone.
+// admit decides which desired pods are refused (Admit): those their source may not
+// run, and those whose host ports are taken; the pods that run have theirs first, and
+// the pods being stopped keep theirs until they are gone.
 func (l *loop) admit(desired map[types.UID]*corev1.Pod) map[types.UID]Rejection {
 	var leaving []*corev1.Pod
 	for uid, w := range l.workers {
@@ -183,7 +188,7 @@ func (l *loop) admit(desired map[types.UID]*corev1.Pod) map[types.UID]Rejection 
 		}
 		w.mu.Unlock()
 	}
-	return AdmitHostPorts(desired, func(uid types.UID) bool { w := l.workers[uid]; return w != nil && !w.killed() }, leaving)
+	return Admit(desired, l.r.opts.Restrictions, func(uid types.UID) bool { w := l.workers[uid]; return w != nil && !w.killed() }, leaving)
 }
 
 // readmit decides again on the pods refused for their host ports, once a pod that
@@ -203,15 +208,14 @@ func (l *loop) readmit(ctx context.Context) {
 	}
 }
 
-// reject publishes the status of the pods refused for their host ports, with an event,
-// logged once per pod; a pod admitted again loses that status until its worker
-// publishes one.
+// reject publishes the status of the refused pods, with an event, logged once per pod;
+// a pod admitted again loses that status until its worker publishes one.
 func (l *loop) reject(desired map[types.UID]*corev1.Pod, rejected map[types.UID]Rejection) {
 	for uid, rej := range rejected {
 		if !l.rejected[uid] {
-			l.r.log.Warn("pod refused: a host port it asks for is taken", "pod", manifests.Key(rej.Pod), "uid", uid, "reason", rej.Message())
+			l.r.log.Warn("pod refused", "pod", manifests.Key(rej.Pod), "uid", uid, "reason", rej.Reason(), "message", rej.Message())
 		}
-		l.r.events.Add(Record{UID: uid, Pod: manifests.Key(rej.Pod), Type: EventWarning, Reason: ReasonNodePorts, Message: rej.Message()})
+		l.r.events.Add(Record{UID: uid, Pod: manifests.Key(rej.Pod), Type: EventWarning, Reason: rej.Reason(), Message: rej.Message()})
 		out := rej.Pod.DeepCopy()
 		out.Status = rej.Status()
 		l.r.publish(uid, out)
@@ -254,9 +258,21 @@ func (l *loop) want(ctx context.Context, uid types.UID, pod *corev1.Pod) {
 		w.update(pod)
 		return
 	}
-	if _, gen := l.r.pleg.Pod(uid); gen == 0 {
+	_, gen := l.r.pleg.Pod(uid)
+	if gen == 0 {
 		l.pending[name] = pod
 		return
+	}
+	if started, ok := l.gone[uid]; ok {
+		if gen <= started {
+			// Removed a moment ago (a directory moved away and back): wait for a
+			// relist that no longer shows its containers, or its new containers
+			// would take up the old ones' restart counts.
+			l.pending[name] = pod
+			l.r.requestRelist(uid)
+			return
+		}
+		delete(l.gone, uid)
 	}
 	if holder, ok := l.names[name]; ok && holder != uid {
 		l.pending[name] = pod
@@ -345,6 +361,12 @@ func (l *loop) relisted(ctx context.Context, res relistDone) {
 			w.signal()
 		}
 	}
+	gen := l.r.pleg.Generation()
+	for uid, started := range l.gone {
+		if gen > started {
+			delete(l.gone, uid) // the cache is fresh for it
+		}
+	}
 	for name, pod := range l.pending {
 		if _, held := l.names[name]; !held { // waited for the first relist
 			delete(l.pending, name)
@@ -360,6 +382,7 @@ func (l *loop) workerGone(ctx context.Context, uid types.UID) {
 		return
 	}
 	delete(l.workers, uid)
+	l.gone[uid] = l.r.pleg.Started()
 	l.r.events.Forget(uid)
 	defer l.readmit(ctx) // the pod's host ports are free
 	for name, holder := range l.names {

@@ -535,6 +535,10 @@ func TestReAddedWhileKilledComesBack(t *testing.T) {
 	for i := 0; i < 3 && !h.sync(spawned[0]); i++ {
 	}
 	l.workerGone(h.ctx, pod.UID)
+	// It comes back after the relist its removal asks for, which no longer shows the
+	// removed containers (see TestPodWantedAgainRightAfterRemovalStartsAfresh).
+	res, err := h.r.pleg.Relist(h.ctx)
+	l.relisted(h.ctx, relistDone{res, err})
 	if len(spawned) != 2 || spawned[1].uid != pod.UID || spawned[1].killed() {
 		t.Fatalf("a pod wanted again while it was being removed did not come back (%d workers)", len(spawned))
 	}

@@ -125,6 +125,13 @@ func (p *PLEG) Pod(uid types.UID) (PodRuntime, uint64) {
 	return pr, p.cacheGen
 }
 
+// Generation is the generation of the cache: that of the relist it comes from.
+func (p *PLEG) Generation() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cacheGen
+}
+
 // Started is the generation of the newest relist started: a cache whose generation is
 // greater was listed after this call.
 func (p *PLEG) Started() uint64 {

@@ -184,6 +184,9 @@ func (w *Watcher) scan(ctx context.Context, emit func(context.Context, manifests
 			u.Failures = append(u.Failures, manifests.Failure{Location: f.Path, Problems: problems, Invalid: true, Kept: uidsOf(kept)})
 			continue
 		}
+		if len(problems) > 0 { // pods that another file defines first: reported, not run
+			u.Failures = append(u.Failures, manifests.Failure{Location: f.Path, Problems: problems, Invalid: true})
+		}
 		w.good[f.Path] = f.Result.Pods
 		u.Pods = append(u.Pods, f.Result.Pods...)
 	}
@@ -263,10 +266,7 @@ func problemsOf(f File) []string {
 	if f.ReadErr != nil {
 		out = append(out, f.ReadErr.Error())
 	}
-	for _, p := range f.Result.Errors {
-		out = append(out, p.Error())
-	}
-	return out
+	return append(out, manifests.Messages(f.Result.Errors)...)
 }
 
 // report logs a file's problems when they change, and its recovery.

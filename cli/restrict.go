@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/staticpod/staticpod/runner"
+)
+
+// RestrictionFlags are the flags that say what pods of each source may ask for
+// (runner.Restrictions), shared by run, which refuses such pods, and validate, which
+// reports them.
+func RestrictionFlags() []cli.Flag {
+	sources := func(flag, what string) cli.Flag {
+		name := strings.TrimPrefix(flag, "--")
+		return &cli.StringSliceFlag{
+			Name: name, Value: cli.NewStringSlice(runner.AllSources), EnvVars: Env(name),
+			Usage: "sources (file, http, api, *) whose pods may " + what + " (repeatable or comma-separated)",
+		}
+	}
+	return []cli.Flag{
+		sources(runner.FlagPrivilegedSources, "run privileged containers"),
+		sources(runner.FlagHostNetworkSources, "use the host's network"),
+		sources(runner.FlagHostPIDSources, "use the host's PID namespace"),
+		sources(runner.FlagHostIPCSources, "use the host's IPC namespace"),
+		&cli.StringSliceFlag{
+			Name: "allowed-host-paths", EnvVars: Env("allowed-host-paths"),
+			Usage: "path prefixes under which hostPath volumes may lie, for pods of every source (repeatable; default: any path)",
+		},
+	}
+}
+
+// Restrictions are the restrictions RestrictionFlags set, checked.
+func Restrictions(c *cli.Context) (runner.Restrictions, error) {
+	r := runner.Restrictions{
+		PrivilegedSources:  c.StringSlice("privileged-sources"),
+		HostNetworkSources: c.StringSlice("host-network-sources"),
+		HostPIDSources:     c.StringSlice("host-pid-sources"),
+		HostIPCSources:     c.StringSlice("host-ipc-sources"),
+	}
+	if c.IsSet("allowed-host-paths") {
+		r.AllowedHostPaths = append([]string{}, c.StringSlice("allowed-host-paths")...)
+	}
+	return r, r.Validate()
+}
