@@ -41,6 +41,9 @@ type worker struct {
 	starts        map[string]retry  // by container name, and "" for the sandbox
 	startRecorded bool              // the pod's start latency was observed
 	killReasons   map[string]string // container ID -> why staticpod killed it (a failed probe)
+	volumes       string            // fingerprint of the objects last synced into its volumes
+	volumesSynced bool              // volumes holds a sync that worked
+	mountErr      string            // the last volume sync's error, told once
 }
 
 // retry is the back-off of an operation that failed: a pull, a sandbox, a start.
@@ -200,6 +203,7 @@ func (w *worker) syncOnce(ctx context.Context) (gone bool) {
 		w.r.prober.stopPod(w.uid)
 		return w.finishKill(ctx, rt, acted)
 	}
+	w.syncVolumes(ctx, pod, rt)
 	w.r.prober.sync(w, pod, rt)
 	w.obs.Done = actions.Done
 	if actions.Done && !actions.KillPod {
