@@ -2,7 +2,7 @@
 // the optional TCP listener guarded by a bearer token, health and readiness, the
 // kubelet's read-only /pods shape, container logs, events, Prometheus metrics, the
 // ConfigMaps and Secrets loaded (names and keys only), and
-// /manifests endpoints of the push source.
+// the /manifests endpoints of the push source.
 //
 // It reads the runner through the Backend interface and stores pushed manifests through
 // ManifestStore, so that it can be tested with fakes. It imports runner (for its types),
