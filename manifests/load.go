@@ -124,7 +124,7 @@ func (r *Result) CheckReferences(objs Objects) {
 }
 
 // Objects returns the result's own ConfigMaps and Secrets as a set.
-func (r *Result) Objects() Objects {
+func (r Result) Objects() Objects {
 	o := NewObjects()
 	o.Add(r.ConfigMaps, r.Secrets)
 	return o

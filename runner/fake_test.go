@@ -89,6 +89,9 @@ func (f *fakeRuntime) CreateContainer(_ context.Context, req CreateRequest) (Con
 		PodName: req.Pod.Name, PodNamespace: req.Pod.Namespace, Name: req.Container.Name, Attempt: req.Attempt, Hash: req.Hash,
 		State: StateCreated, CreatedAt: f.now(), Source: sourceOf(req.Pod)}
 	f.put(c)
+	f.mu.Lock()
+	f.volumes[req.Pod.UID] = req.Objects
+	f.mu.Unlock()
 	return c, nil
 }
 
