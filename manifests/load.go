@@ -33,6 +33,7 @@ type Result struct {
 	location string                 // the manifest's, for the problems CheckReferences adds
 	docs     int                    // its documents
 	where    map[*corev1.Pod]Decoded // where each pod sits in the manifest
+	invalid  []*corev1.Pod           // pods refused already, whose references are checked too
 }
 
 // Load decodes, defaults, validates and identifies the pods in data, returning every
@@ -54,6 +55,8 @@ func Load(data []byte, opts Options) Result {
 		}
 		if len(verrs) > 0 {
 			res.Errors = append(res.Errors, fromFieldErrors(verrs, d)...)
+			res.invalid = append(res.invalid, pod)
+			res.where[pod] = d
 			continue
 		}
 		seen[key] = true
@@ -101,21 +104,29 @@ func (r *Result) loadObjects(objs []Decoded) {
 
 // CheckReferences checks the ConfigMaps and Secrets the result's pods read against
 // objs, the objects of the whole source (see References). A pod that reads a missing
-// one is moved from Pods to Errors, each problem located at its field.
+// one is moved from Pods to Errors, each problem located at its field. The pods that
+// failed validation are checked too, so that every problem is reported at once.
 func (r *Result) CheckReferences(objs Objects) {
 	kept := r.Pods[:0]
 	var added []Problem
+	add := func(pod *corev1.Pod, errs field.ErrorList) {
+		for _, p := range fromFieldErrors(errs, r.where[pod]) {
+			p.Location, p.Docs = r.location, r.docs
+			added = append(added, p)
+		}
+	}
 	for _, pod := range r.Pods {
 		errs := References(pod, objs)
 		if len(errs) == 0 {
 			kept = append(kept, pod)
 			continue
 		}
-		for _, p := range fromFieldErrors(errs, r.where[pod]) {
-			p.Location, p.Docs = r.location, r.docs
-			added = append(added, p)
-		}
+		add(pod, errs)
 	}
+	for _, pod := range r.invalid {
+		add(pod, References(pod, objs))
+	}
+	r.invalid = nil // checked once
 	r.Pods = kept
 	if len(added) > 0 {
 		r.Errors = append(r.Errors, added...)

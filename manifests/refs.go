@@ -98,8 +98,8 @@ func references(pod *corev1.Pod) []reference {
 func References(pod *corev1.Pod, objs Objects) field.ErrorList {
 	var errs field.ErrorList
 	for _, r := range references(pod) {
-		if r.optional {
-			continue
+		if r.optional || r.ref.Name == "" {
+			continue // an empty name is Validate's to report
 		}
 		data, ok := objs.Data(r.ref)
 		switch {
