@@ -31,6 +31,9 @@ func TestPushObjects(t *testing.T) {
 	if u := ps.awaitUpdate(t, "the ConfigMap"); !u.Objects.Has(webConfigRef) {
 		t.Fatalf("snapshot after the ConfigMap's push lacks it: %+v", u.Objects)
 	}
+	if list := ps.List(); len(list) != 1 || len(list[0].Objects) != 1 || list[0].Objects[0] != "ConfigMap default/web" {
+		t.Errorf("List = %+v, want manifest config with ConfigMap default/web", list)
+	}
 	ps.mustPut(t, "web", readerPod)
 	if u := ps.awaitUpdate(t, "the pod"); len(u.Pods) != 1 || !u.Objects.Has(webConfigRef) {
 		t.Fatalf("snapshot after the pod's push: %v, objects %+v", podNames(u), u.Objects)

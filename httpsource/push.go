@@ -34,9 +34,10 @@ var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // Manifest describes one stored manifest.
 type Manifest struct {
-	Name   string    `json:"name"`
-	Pods   []string  `json:"pods"`   // namespace/name of each pod, as it runs
-	Stored time.Time `json:"stored"` // when this content was stored
+	Name    string    `json:"name"`
+	Pods    []string  `json:"pods"`              // namespace/name of each pod, as it runs
+	Objects []string  `json:"objects,omitempty"` // "ConfigMap namespace/name", "Secret namespace/name"
+	Stored  time.Time `json:"stored"`            // when this content was stored
 }
 
 // entry is one stored manifest as loaded.
@@ -167,6 +168,12 @@ func (p *Push) List() []Manifest {
 		m := Manifest{Name: name, Pods: make([]string, 0, len(e.pods)), Stored: e.stored}
 		for _, pod := range e.pods {
 			m.Pods = append(m.Pods, manifests.Key(pod))
+		}
+		for _, cm := range e.configMaps {
+			m.Objects = append(m.Objects, manifests.ObjectRef{Kind: manifests.KindConfigMap, Namespace: cm.Namespace, Name: cm.Name}.String())
+		}
+		for _, s := range e.secrets {
+			m.Objects = append(m.Objects, manifests.ObjectRef{Kind: manifests.KindSecret, Namespace: s.Namespace, Name: s.Name}.String())
 		}
 		out = append(out, m)
 	}
