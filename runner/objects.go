@@ -29,12 +29,19 @@ type Object struct {
 
 // objectsOf returns the ConfigMaps and Secrets pod may read: its source's.
 func (r *Runner) objectsOf(pod *corev1.Pod) manifests.Objects {
+	objs, _ := r.objectsWithGen(pod)
+	return objs
+}
+
+// objectsWithGen is objectsOf with the generation of the objects: it changes whenever
+// a source sends objects, so that a pod need not look at them again until it does.
+func (r *Runner) objectsWithGen(pod *corev1.Pod) (manifests.Objects, uint64) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if objs, ok := r.objects[sourceOf(pod)]; ok {
-		return objs
+		return objs, r.objectsGen
 	}
-	return manifests.NewObjects()
+	return manifests.NewObjects(), r.objectsGen
 }
 
 // ConfigMaps describes the ConfigMaps every source provides, sorted by source,
@@ -87,15 +94,20 @@ func sorted(keys []string) []string {
 // the objects of its source, once something of the pod was created (creating a
 // container writes them first). It asks the runtime only when what the pod reads
 // changed since the last sync that worked, and after a restart of staticpod, whose
-// first sync of each pod always asks. A failure (an object gone) leaves the volume as
-// it was; it is told once per distinct error, and retried at each sync.
+// first sync of each pod always asks; it hashes what the pod reads only when a source
+// sent objects. A failure (an object gone) leaves the volume as it was; it is told once
+// per distinct error, and retried at each sync.
 func (w *worker) syncVolumes(ctx context.Context, pod *corev1.Pod, rt PodRuntime) {
 	if !manifests.ReadsObjects(pod) || len(rt.Containers) == 0 {
 		return
 	}
-	objs := w.r.objectsOf(pod)
+	objs, gen := w.r.objectsWithGen(pod)
+	if w.volumesSynced && gen == w.volumesGen {
+		return
+	}
 	fp := manifests.Referenced(pod, objs).Fingerprint()
 	if w.volumesSynced && fp == w.volumes {
+		w.volumesGen = gen
 		return
 	}
 	if err := w.r.rt.SyncVolumes(ctx, pod, objs); err != nil {
@@ -109,5 +121,5 @@ func (w *worker) syncVolumes(ctx context.Context, pod *corev1.Pod, rt PodRuntime
 		w.mountErr = ""
 		w.log.Info("volumes up to date again")
 	}
-	w.volumes, w.volumesSynced = fp, true
+	w.volumes, w.volumesGen, w.volumesSynced = fp, gen, true
 }

@@ -48,6 +48,7 @@ func loadObjects(t *testing.T, mode string) manifests.Result {
 func (h *harness) setObjects(source string, objs manifests.Objects) {
 	h.r.mu.Lock()
 	h.r.objects[source] = objs
+	h.r.objectsGen++
 	h.r.mu.Unlock()
 }
 

@@ -62,10 +62,11 @@ type Runner struct {
 	arrived chan func(string) bool // images that came without a pull, see ImagesArrived
 	relists atomic.Uint64          // relists handed to the loop, see Relists
 
-	mu           sync.RWMutex // guards statuses, ready, objects, seen and wantedImages
+	mu           sync.RWMutex // guards statuses, ready, objects, objectsGen, seen and wantedImages
 	statuses     map[types.UID]*corev1.Pod
 	ready        map[string]bool              // sources that delivered a snapshot
 	objects      map[string]manifests.Objects // each source's ConfigMaps and Secrets
+	objectsGen   uint64                       // counts the updates that set objects
 	seen         map[types.UID]time.Time
 	wantedImages []string // the images of every wanted pod's containers, as the specs spell them
 }

@@ -42,6 +42,7 @@ type worker struct {
 	startRecorded bool              // the pod's start latency was observed
 	killReasons   map[string]string // container ID -> why staticpod killed it (a failed probe)
 	volumes       string            // fingerprint of the objects last synced into its volumes
+	volumesGen    uint64            // the Runner's objectsGen when they were
 	volumesSynced bool              // volumes holds a sync that worked
 	mountErr      string            // the last volume sync's error, told once
 }
