@@ -114,7 +114,8 @@ type list struct {
 	Items []json.RawMessage `json:"items"`
 }
 
-func decodeDocument(doc []byte) (pods []Decoded, warnings, errs []Problem) {
+// decodeDocument decodes one document: the pods, ConfigMaps and Secrets it holds.
+func decodeDocument(doc []byte) (found []Decoded, warnings, errs []Problem) {
 	js, err := yaml.YAMLToJSON(doc)
 	if err != nil {
 		return nil, nil, []Problem{{Err: invalid(nil, "not valid YAML or JSON: "+cleanYAMLError(err))}}
@@ -134,15 +135,15 @@ func decodeDocument(doc []byte) (pods []Decoded, warnings, errs []Problem) {
 	case kindPod:
 		pod, w, e := decodePod(js, nil)
 		if pod != nil {
-			pods = append(pods, Decoded{Pod: pod})
+			found = append(found, Decoded{Pod: pod})
 		}
-		return pods, w, e
+		return found, w, e
 	case kindConfigMap, kindSecret:
 		obj, w, e := decodeObject(js, tm.Kind, nil)
 		if obj != nil {
-			pods = append(pods, *obj)
+			found = append(found, *obj)
 		}
-		return pods, w, e
+		return found, w, e
 	case kindPodList, kindList:
 		return decodeList(js, tm)
 	case "":
@@ -152,7 +153,7 @@ func decodeDocument(doc []byte) (pods []Decoded, warnings, errs []Problem) {
 	}
 }
 
-func decodeList(js []byte, tm typeMeta) (pods []Decoded, warnings, errs []Problem) {
+func decodeList(js []byte, tm typeMeta) (found []Decoded, warnings, errs []Problem) {
 	if tm.APIVersion != "v1" {
 		errs = append(errs, Problem{Err: field.NotSupported(field.NewPath("apiVersion"), tm.APIVersion, []string{"v1"})})
 		return nil, nil, errs
@@ -170,7 +171,7 @@ func decodeList(js []byte, tm typeMeta) (pods []Decoded, warnings, errs []Proble
 			warnings = append(warnings, w...)
 			errs = append(errs, e...)
 			if obj != nil {
-				pods = append(pods, *obj)
+				found = append(found, *obj)
 			}
 			continue
 		}
@@ -182,10 +183,10 @@ func decodeList(js []byte, tm typeMeta) (pods []Decoded, warnings, errs []Proble
 		warnings = append(warnings, w...)
 		errs = append(errs, e...)
 		if pod != nil {
-			pods = append(pods, Decoded{Path: path.String(), Pod: pod})
+			found = append(found, Decoded{Path: path.String(), Pod: pod})
 		}
 	}
-	return pods, warnings, errs
+	return found, warnings, errs
 }
 
 // decodePod decodes one pod object. Fields the v1 Pod does not have are warnings with

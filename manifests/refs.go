@@ -31,6 +31,12 @@ func references(pod *corev1.Pod) []reference {
 			out = append(out, reference{ref: ref, key: item.Key, optional: opt, fld: itemsFld.Index(i).Child("key")})
 		}
 	}
+	keyRef := func(kind, name, key string, optional *bool, fld *field.Path) {
+		opt := optional != nil && *optional
+		ref := ObjectRef{Kind: kind, Namespace: ns, Name: name}
+		out = append(out, reference{ref: ref, optional: opt, fld: fld.Child("name")},
+			reference{ref: ref, key: key, optional: opt, fld: fld.Child("key")})
+	}
 	vols := field.NewPath("spec", "volumes")
 	for i, v := range pod.Spec.Volumes {
 		p := vols.Index(i)
@@ -76,14 +82,10 @@ func references(pod *corev1.Pod) []reference {
 				}
 				q := p.Child("env").Index(j).Child("valueFrom")
 				if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
-					f := q.Child("configMapKeyRef")
-					add(KindConfigMap, r.Name, r.Optional, f.Child("name"), []corev1.KeyToPath{{Key: r.Key}}, nil)
-					out[len(out)-1].fld = f.Child("key")
+					keyRef(KindConfigMap, r.Name, r.Key, r.Optional, q.Child("configMapKeyRef"))
 				}
 				if r := e.ValueFrom.SecretKeyRef; r != nil {
-					f := q.Child("secretKeyRef")
-					add(KindSecret, r.Name, r.Optional, f.Child("name"), []corev1.KeyToPath{{Key: r.Key}}, nil)
-					out[len(out)-1].fld = f.Child("key")
+					keyRef(KindSecret, r.Name, r.Key, r.Optional, q.Child("secretKeyRef"))
 				}
 			}
 		}
