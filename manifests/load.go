@@ -30,8 +30,8 @@ type Result struct {
 	// failure of the whole manifest.
 	Errors []Problem
 
-	location string                 // the manifest's, for the problems CheckReferences adds
-	docs     int                    // its documents
+	location string                  // the manifest's, for the problems CheckReferences adds
+	docs     int                     // its documents
 	where    map[*corev1.Pod]Decoded // where each pod sits in the manifest
 	invalid  []*corev1.Pod           // pods refused already, whose references are checked too
 }

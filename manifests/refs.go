@@ -157,4 +157,3 @@ func keyList(data map[string][]byte) string {
 	}
 	return "keys " + strings.Join(keys, ", ")
 }
-
