@@ -143,7 +143,7 @@ func (d *daemon) setup(ctx context.Context) error {
 	}
 	d.api, err = api.New(api.Config{
 		Backend: d.r, Store: d.push, Sources: d.sources(), PodLogDir: c.String("pod-log-dir"),
-		RuntimeHealthy: rt.Healthy, Images: d.r,
+		RuntimeHealthy: rt.Healthy, Images: d.r, Objects: d.r,
 		Registry: reg, Log: d.log,
 		Socket: c.String("api-socket"), Listen: c.String("listen"), TokenFile: c.String("api-token-file"),
 	})

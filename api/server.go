@@ -1,7 +1,8 @@
 // Package api owns staticpod's local HTTP API: the unix socket it always serves on and
 // the optional TCP listener guarded by a bearer token, health and readiness, the
-// kubelet's read-only /pods shape, container logs, events, Prometheus metrics, and the
-// /manifests endpoints of the push source.
+// kubelet's read-only /pods shape, container logs, events, Prometheus metrics, the
+// ConfigMaps and Secrets loaded (names and keys only), and
+// the /manifests endpoints of the push source.
 //
 // It reads the runner through the Backend interface and stores pushed manifests through
 // ManifestStore, so that it can be tested with fakes. It imports runner (for its types),
@@ -88,6 +89,7 @@ type Config struct {
 	PodLogDir      string                          // logs.DefaultPodsDir when empty
 	RuntimeHealthy func(ctx context.Context) error // the container runtime answers; nil: not checked
 	Images         Images                          // nil: /images answers 404
+	Objects        Objects                         // nil: /configmaps and /secrets answer 404
 	Registry       *prometheus.Registry            // served on /metrics; a new one when nil
 	Log            *slog.Logger
 
@@ -167,6 +169,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /containerLogs/{namespace}/{name}/{container}", s.containerLogs)
 	mux.HandleFunc("GET /events", s.events)
 	mux.HandleFunc("GET /images", s.listImages)
+	mux.HandleFunc("GET /configmaps", s.listConfigMaps)
+	mux.HandleFunc("GET /secrets", s.listSecrets)
 	mux.Handle("GET /metrics", metricsHandler(s.cfg.Registry, s.log))
 	mux.HandleFunc("GET /manifests", s.listManifests)
 	mux.HandleFunc("GET /manifests/{name}", s.getManifest)

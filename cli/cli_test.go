@@ -311,3 +311,28 @@ Events:
 		t.Errorf("events that cannot be read: %q", got)
 	}
 }
+
+func TestDescribeObjectVolumes(t *testing.T) {
+	pod := etcdPod()
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "etcd-config"}}}},
+		{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-tls", Optional: new(true)}}},
+	}
+	var out bytes.Buffer
+	if err := describePod(&out, pod, nil, nil, cliNow); err != nil {
+		t.Fatal(err)
+	}
+	want := `Volumes:
+  config:
+    Type:      ConfigMap (a volume populated by a ConfigMap)
+    Name:      etcd-config
+    Optional:  false
+  tls:
+    Type:        Secret (a volume populated by a Secret)
+    SecretName:  etcd-tls
+    Optional:    true
+`
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("describe lacks\n%s\nin:\n%s", want, out.String())
+	}
+}

@@ -327,6 +327,9 @@ func describeConditions(p prefixWriter, conditions []corev1.PodCondition) {
 	}
 }
 
+// optional is an optional flag as describe prints it: false when unset.
+func optional(b *bool) bool { return b != nil && *b }
+
 func describeVolumes(p prefixWriter, volumes []corev1.Volume) {
 	if len(volumes) == 0 {
 		p.write(0, "Volumes:\t<none>\n")
@@ -361,6 +364,28 @@ func describeVolumes(p prefixWriter, volumes []corev1.Volume) {
 				}
 				if item.ResourceFieldRef != nil {
 					p.write(3, "%s -> %s\n", item.ResourceFieldRef.Resource, item.Path)
+				}
+			}
+		case src.ConfigMap != nil:
+			p.write(2, "Type:\tConfigMap (a volume populated by a ConfigMap)\n")
+			p.write(2, "Name:\t%s\n", src.ConfigMap.Name)
+			p.write(2, "Optional:\t%v\n", optional(src.ConfigMap.Optional))
+		case src.Secret != nil:
+			p.write(2, "Type:\tSecret (a volume populated by a Secret)\n")
+			p.write(2, "SecretName:\t%s\n", src.Secret.SecretName)
+			p.write(2, "Optional:\t%v\n", optional(src.Secret.Optional))
+		case src.Projected != nil:
+			p.write(2, "Type:\tProjected (a volume that contains injected data from multiple sources)\n")
+			for _, s := range src.Projected.Sources {
+				switch {
+				case s.ConfigMap != nil:
+					p.write(2, "ConfigMapName:\t%s\n", s.ConfigMap.Name)
+					p.write(2, "Optional:\t%v\n", optional(s.ConfigMap.Optional))
+				case s.Secret != nil:
+					p.write(2, "SecretName:\t%s\n", s.Secret.Name)
+					p.write(2, "Optional:\t%v\n", optional(s.Secret.Optional))
+				case s.DownwardAPI != nil:
+					p.write(2, "DownwardAPI:\ttrue\n")
 				}
 			}
 		case src.Image != nil:

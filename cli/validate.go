@@ -40,6 +40,7 @@ type Validation struct {
 type FileValidation struct {
 	Path     string    `json:"path"`
 	Pods     []string  `json:"pods"`
+	Objects  []string  `json:"objects,omitempty"` // "ConfigMap namespace/name", "Secret namespace/name"
 	Errors   []Problem `json:"errors"`
 	Warnings []Problem `json:"warnings"`
 }
@@ -70,14 +71,25 @@ func runValidate(c *cli.Context) error {
 	}
 	report := Validation{Valid: true}
 	var pods []*corev1.Pod
+	// The pods of every path may read the ConfigMaps and Secrets of every path, as the
+	// pods of one source read those of all its files.
+	var snaps []watcher.Snapshot
+	objs := manifests.NewObjects()
 	for _, path := range c.Args().Slice() {
 		if _, err := os.Stat(path); err != nil {
 			return cli.Exit(fmt.Sprintf("validate: %v", err), ExitUsage)
 		}
-		snap, err := watcher.Scan(path, node)
+		snap, err := watcher.Read(path, node)
 		if err != nil {
 			return cli.Exit(fmt.Sprintf("validate %s: %v", path, err), ExitUsage)
 		}
+		snaps = append(snaps, snap)
+		for _, f := range snap.Files {
+			objs.Add(f.Result.ConfigMaps, f.Result.Secrets)
+		}
+	}
+	for _, snap := range snaps {
+		snap.Resolve(objs)
 		report.add(snap, c.Bool("strict"))
 		for _, f := range snap.Files {
 			pods = append(pods, f.Result.Pods...)
@@ -107,6 +119,12 @@ func (v *Validation) add(snap watcher.Snapshot, strict bool) {
 		}
 		for _, p := range f.Result.Pods {
 			fv.Pods = append(fv.Pods, manifests.Key(p))
+		}
+		for _, cm := range f.Result.ConfigMaps {
+			fv.Objects = append(fv.Objects, manifests.ObjectRef{Kind: manifests.KindConfigMap, Namespace: cm.Namespace, Name: cm.Name}.String())
+		}
+		for _, s := range f.Result.Secrets {
+			fv.Objects = append(fv.Objects, manifests.ObjectRef{Kind: manifests.KindSecret, Namespace: s.Namespace, Name: s.Name}.String())
 		}
 		fv.Errors = append(fv.Errors, toProblems(f.Result.Errors)...)
 		if strict {
@@ -177,8 +195,9 @@ func writeJSONReport(w io.Writer, v Validation) error {
 
 // writeTextReport prints one line per problem, then a summary line.
 func writeTextReport(w io.Writer, v Validation) error {
-	var pods, bad, errs, warns int
+	var pods, objs, bad, errs, warns int
 	for _, f := range v.Files {
+		objs += len(f.Objects)
 		for _, p := range f.Errors {
 			fmt.Fprintf(w, "error: %s\n", p.Text)
 		}
@@ -192,8 +211,12 @@ func writeTextReport(w io.Writer, v Validation) error {
 			bad++
 		}
 	}
+	loaded := Count(pods, "pod")
+	if objs > 0 {
+		loaded += " and " + Count(objs, "object")
+	}
 	_, err := fmt.Fprintf(w, "checked %s: %s valid, %s invalid; %s, %s\n", Count(len(v.Files), "file"),
-		Count(pods, "pod"), Count(bad, "file"), Count(errs, "error"), Count(warns, "warning"))
+		loaded, Count(bad, "file"), Count(errs, "error"), Count(warns, "warning"))
 	return err
 }
 

@@ -46,12 +46,13 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 		return runner.Container{}, fmt.Errorf("create container %s: image config: %w", id, convertErr(err))
 	}
 	podDir := r.podDir(pod.UID)
-	if err := preparePod(pod, podDir, r.cfg.HostIP, r.podIP(pod, req.Sandbox)); err != nil {
+	if err := preparePod(pod, podDir, r.cfg.HostIP, r.podIP(pod, req.Sandbox), req.Objects); err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
 	in := specInput{
 		Pod: pod, Container: c, Attempt: req.Attempt, Image: spec.Config, PodDir: podDir,
 		PodIP: r.podIP(pod, req.Sandbox), HostIP: r.cfg.HostIP, SeccompDir: r.cfg.SeccompDir,
+		Objects: req.Objects,
 	}
 	if req.Sandbox != nil {
 		in.SandboxNS, in.SandboxID = r.sandboxNamespaces(req.Sandbox), req.Sandbox.ID

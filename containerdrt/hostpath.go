@@ -262,6 +262,8 @@ func prepareVolume(in specInput, vol *corev1.Volume) error {
 		return prepareEmptyDir(in.Pod, volumeDir(in.PodDir, vol.Name), vol.EmptyDir)
 	case vol.DownwardAPI != nil:
 		return writeDownwardAPI(in, vol.DownwardAPI, volumeDir(in.PodDir, vol.Name))
+	case readsObjects(vol):
+		return prepareObjectVolume(in, vol, volumeDir(in.PodDir, vol.Name))
 	}
 	return nil // hostPath volumes are checked per container, by mountOpts
 }

@@ -116,7 +116,8 @@ func bindVolume(in specInput, vm corev1.VolumeMount) (specs.Mount, error) {
 }
 
 // volumeSource is the host path of a volume, and whether it is read-only whatever the
-// mount says (downwardAPI volumes are, as on a kubelet).
+// mount says (downwardAPI, configMap, secret and projected volumes are, as on a
+// kubelet).
 func volumeSource(podDir string, vol *corev1.Volume) (string, bool, error) {
 	switch {
 	case vol.HostPath != nil:
@@ -124,7 +125,7 @@ func volumeSource(podDir string, vol *corev1.Volume) (string, bool, error) {
 		return path, false, err
 	case vol.EmptyDir != nil:
 		return volumeDir(podDir, vol.Name), false, nil
-	case vol.DownwardAPI != nil:
+	case vol.DownwardAPI != nil, readsObjects(vol):
 		return volumeDir(podDir, vol.Name), true, nil
 	}
 	return "", false, errors.New("unsupported volume source")

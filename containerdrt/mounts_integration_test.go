@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/staticpod/staticpod/internal/testenv"
+	"github.com/staticpod/staticpod/manifests"
 )
 
 const mountsImageRef = "docker.io/library/busybox:mounts-test"
@@ -54,7 +55,7 @@ func (e *mountsEnv) mustPrepare(pod *corev1.Pod, podIP string) string {
 			t.Errorf("pod dir after removePod: %v, want it gone", err)
 		}
 	})
-	if err := preparePod(pod, podDir, "192.0.2.10", podIP); err != nil {
+	if err := preparePod(pod, podDir, "192.0.2.10", podIP, manifests.Objects{}); err != nil {
 		t.Fatalf("preparePod: %v", err)
 	}
 	return podDir
@@ -179,7 +180,7 @@ func TestMountsEmptyDirSharedInContainers(t *testing.T) {
 	pod.Spec.Containers = []corev1.Container{{Name: "writer", VolumeMounts: mounts}, {Name: "reader", VolumeMounts: mounts}}
 	podDir := e.mustPrepare(pod, "127.0.0.1")
 	e.mustSucceed(pod, podDir, "writer", "echo on-disk > /scratch/msg; echo in-memory > /mem/msg")
-	if err := preparePod(pod, podDir, "192.0.2.10", "127.0.0.1"); err != nil { // as before each container
+	if err := preparePod(pod, podDir, "192.0.2.10", "127.0.0.1", manifests.Objects{}); err != nil { // as before each container
 		t.Fatal(err)
 	}
 	out := e.mustSucceed(pod, podDir, "reader", "cat /scratch/msg /mem/msg; grep ' /mem ' /proc/mounts; df -k /mem | tail -n 1")

@@ -14,6 +14,8 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // The layout of a pod's directory, <root-dir>/pods/<uid>, after the kubelet's
@@ -22,7 +24,7 @@ const (
 	etcHostsFile   = "etc-hosts"   // the pod's /etc/hosts
 	hostnameFile   = "hostname"    // the pod's /etc/hostname
 	resolvConfFile = "resolv.conf" // the pod's /etc/resolv.conf
-	volumesDir     = "volumes"     // volumes/<name>: emptyDir and downwardAPI volumes
+	volumesDir     = "volumes"     // volumes/<name>: emptyDir, downwardAPI, configMap, secret and projected volumes
 	containersDir  = "containers"  // containers/<name>/<attempt>.termination-log
 	shmDir         = "shm"         // the /dev/shm its containers share through the sandbox
 
@@ -40,10 +42,12 @@ var (
 )
 
 // preparePod creates the pod's directory and what every container of the pod mounts
-// from it: the /etc files, emptyDir directories (tmpfs for medium Memory) and
-// downwardAPI files. It is idempotent, and is called before each container is created,
-// so files follow the host (its /etc/hosts, its resolv.conf) as they do on a kubelet.
-func preparePod(pod *corev1.Pod, podDir, hostIP, podIP string) error {
+// from it: the /etc files, emptyDir directories (tmpfs for medium Memory), downwardAPI
+// files, and the files of configMap, secret and projected volumes from objs (secret and
+// projected volumes on a tmpfs). It is idempotent, and is called before each container
+// is created, so files follow the host (its /etc/hosts, its resolv.conf) as they do on
+// a kubelet.
+func preparePod(pod *corev1.Pod, podDir, hostIP, podIP string, objs manifests.Objects) error {
 	if err := os.MkdirAll(podDir, podDirMode); err != nil {
 		return fmt.Errorf("create pod dir %s: %w", podDir, err)
 	}
@@ -52,7 +56,7 @@ func preparePod(pod *corev1.Pod, podDir, hostIP, podIP string) error {
 	}
 	// Downward API values come from the pod as a container of it would see them; a
 	// volume's resourceFieldRef always names its container.
-	in := specInput{Pod: pod, Container: &corev1.Container{}, PodDir: podDir, PodIP: podIP, HostIP: hostIP}
+	in := specInput{Pod: pod, Container: &corev1.Container{}, PodDir: podDir, PodIP: podIP, HostIP: hostIP, Objects: objs}
 	for i := range pod.Spec.Volumes {
 		if err := prepareVolume(in, &pod.Spec.Volumes[i]); err != nil {
 			return fmt.Errorf("prepare volume %s: %w", pod.Spec.Volumes[i].Name, err)

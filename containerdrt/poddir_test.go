@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/staticpod/staticpod/internal/testenv"
+	"github.com/staticpod/staticpod/manifests"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/moby/sys/mountinfo"
@@ -80,7 +81,7 @@ func mustPreparePod(t *testing.T, pod *corev1.Pod, podIP string) string {
 			t.Errorf("removePod: %v", err)
 		}
 	})
-	if err := preparePod(pod, podDir, "192.0.2.10", podIP); err != nil {
+	if err := preparePod(pod, podDir, "192.0.2.10", podIP, manifests.Objects{}); err != nil {
 		t.Fatalf("preparePod: %v", err)
 	}
 	return podDir
@@ -167,7 +168,7 @@ func TestEtcFilesRewrittenInPlace(t *testing.T) {
 	path := filepath.Join(podDir, etcHostsFile)
 	before := inode(t, path)
 	mustWriteFile(t, hostHostsFile, "192.0.2.11 node1\n")
-	if err := preparePod(pod, podDir, "", ""); err != nil {
+	if err := preparePod(pod, podDir, "", "", manifests.Objects{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustReadFile(t, path); !strings.Contains(got, "192.0.2.11 node1") {
@@ -267,7 +268,7 @@ func TestResolvConfSystemdResolvedStub(t *testing.T) {
 		t.Errorf("without systemd's file: resolv.conf = %q, want the host's %q", got, want)
 	}
 	mustWriteFile(t, systemdResolvConf, "nameserver 192.0.2.1\nsearch lan\n")
-	if err := preparePod(pod, podDir, "", "127.0.0.1"); err != nil {
+	if err := preparePod(pod, podDir, "", "127.0.0.1", manifests.Objects{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := mustReadFile(t, filepath.Join(podDir, resolvConfFile)), "search lan\nnameserver 192.0.2.1\n"; got != want {
@@ -290,7 +291,7 @@ func TestPreparePodIdempotentModes(t *testing.T) {
 	pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	podDir := mustPreparePod(t, pod, "127.0.0.1")
 	mustWriteFile(t, filepath.Join(volumeDir(podDir, "scratch"), "kept"), "data")
-	if err := preparePod(pod, podDir, "", "127.0.0.1"); err != nil {
+	if err := preparePod(pod, podDir, "", "127.0.0.1", manifests.Objects{}); err != nil {
 		t.Fatalf("second preparePod: %v", err)
 	}
 	for path, want := range map[string]os.FileMode{
@@ -373,7 +374,7 @@ func TestDownwardAPIUnknownContainer(t *testing.T) {
 	pod.Spec.Volumes = []corev1.Volume{{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 		Items: []corev1.DownwardAPIVolumeFile{{Path: "mem", ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "nope", Resource: "limits.memory"}}},
 	}}}}
-	err := preparePod(pod, filepath.Join(t.TempDir(), "pod"), "", "")
+	err := preparePod(pod, filepath.Join(t.TempDir(), "pod"), "", "", manifests.Objects{})
 	if !errors.Is(err, runner.ErrCreateConfig) || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("preparePod = %v, want a %v naming container \"nope\"", err, runner.ErrCreateConfig)
 	}
@@ -389,7 +390,7 @@ func TestMemoryEmptyDirMountedOnce(t *testing.T) {
 	pod.Spec.Volumes = []corev1.Volume{{Name: "mem", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &limit}}}}
 	podDir := filepath.Join(t.TempDir(), "pod")
 	for range 2 {
-		if err := preparePod(pod, podDir, "", "127.0.0.1"); err != nil {
+		if err := preparePod(pod, podDir, "", "127.0.0.1", manifests.Objects{}); err != nil {
 			t.Fatal(err)
 		}
 	}

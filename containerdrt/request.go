@@ -3,6 +3,8 @@ package containerdrt
 import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // specInput is everything building one container's OCI spec needs. The runtime fills
@@ -20,4 +22,5 @@ type specInput struct {
 	PodIP      string              // the pod's IP as containers see it (127.0.0.1 on its own netns)
 	HostIP     string              // the node's primary IP
 	SeccompDir string              // directory of Localhost seccomp profiles
+	Objects    manifests.Objects   // the ConfigMaps and Secrets of the pod's source
 }

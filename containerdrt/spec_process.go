@@ -139,6 +139,9 @@ func expandEnvRefs(s string, lookup func(string) (string, bool)) string {
 // name declared twice keeps its last value.
 func containerEnv(in specInput) (*envList, error) {
 	env := &envList{}
+	if err := objectEnv(in, env); err != nil {
+		return nil, err
+	}
 	for _, e := range in.Container.Env {
 		var v string
 		switch {
@@ -155,8 +158,17 @@ func containerEnv(in specInput) (*envList, error) {
 			if v, err = resourceFieldRefValue(in, e.ValueFrom.ResourceFieldRef); err != nil {
 				return nil, fmt.Errorf("%w: container %q: env %s: %w", runner.ErrCreateConfig, in.Container.Name, e.Name, err)
 			}
+		case e.ValueFrom.ConfigMapKeyRef != nil || e.ValueFrom.SecretKeyRef != nil:
+			var set bool
+			var err error
+			if v, set, err = keyRefValue(in, e.ValueFrom); err != nil {
+				return nil, fmt.Errorf("%w: container %q: env %s: %w", runner.ErrCreateConfig, in.Container.Name, e.Name, err)
+			}
+			if !set {
+				continue
+			}
 		default:
-			return nil, fmt.Errorf("%w: container %q: env %s: only fieldRef and resourceFieldRef sources work without an apiserver", runner.ErrCreateConfig, in.Container.Name, e.Name)
+			return nil, fmt.Errorf("%w: container %q: env %s: unsupported source", runner.ErrCreateConfig, in.Container.Name, e.Name)
 		}
 		env.set(e.Name + "=" + v)
 	}

@@ -273,3 +273,20 @@ func TestOnceNeverDisturbsADaemon(t *testing.T) {
 		t.Errorf("once left %v in the root dir it was given", left)
 	}
 }
+
+// TestOnceReadsObjects: once serves the ConfigMaps and Secrets of the manifests given to
+// their pods, as the daemon does, and removes their tmpfs with everything else.
+func TestOnceReadsObjects(t *testing.T) {
+	o := newOnceEnv(t)
+	o.write("config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: job}\ndata: {greeting: hello}\n---\n"+
+		"apiVersion: v1\nkind: Secret\nmetadata: {name: job}\nstringData: {token: s3cret}\n")
+	o.write("job.yaml", strings.Replace(podManifest("job", "Never", "echo $GREETING $(cat /token/token) $(grep -c ' /token tmpfs ' /proc/mounts)",
+		"  volumes: [{name: token, secret: {secretName: job}}]\n"),
+		"    command:", "    env: [{name: GREETING, valueFrom: {configMapKeyRef: {name: job, key: greeting}}}]\n"+
+			"    volumeMounts: [{name: token, mountPath: /token}]\n    command:", 1))
+	out, _, code, ns := o.run()
+	if code != 0 || !strings.Contains(out, "job-node1/main | hello s3cret 1\n") {
+		t.Fatalf("once: exit %d, output %q; want the ConfigMap's key, the Secret's file, on a tmpfs", code, out)
+	}
+	o.assertNothingLeft(ns)
+}

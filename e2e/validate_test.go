@@ -31,7 +31,9 @@ func TestValidateLocatesEveryError(t *testing.T) {
 		`error: testdata/manifests/invalid/many-errors.yaml (document 2): spec.containers[0].ports[0].containerPort: Invalid value: 70000`,
 		`error: testdata/manifests/invalid/many-errors.yaml (document 2): spec.restartPolicy: Unsupported value: "Sometimes"`,
 		`error: testdata/manifests/invalid/many-errors.yaml (document 3): kind: Unsupported value: "Deployment"`,
-		`error: testdata/manifests/invalid/needs-apiserver.yaml: spec.volumes[0].configMap: Forbidden: configMap volumes need an apiserver`,
+		`error: testdata/manifests/invalid/needs-apiserver.yaml: spec.volumes[1].persistentVolumeClaim: Forbidden: persistentVolumeClaim volumes need an apiserver`,
+		`error: testdata/manifests/invalid/missing-objects.yaml (document 2): spec.containers[0].env[0].valueFrom.configMapKeyRef.key: Not found: "greting": ConfigMap default/app-config has no such key`,
+		`error: testdata/manifests/invalid/missing-objects.yaml (document 2): spec.volumes[0].secret.secretName: Not found: "app-creds"`,
 		`error: testdata/manifests/invalid/podlist-bad-item.yaml: items[2].spec.containers[0].volumeMounts[0].name: Not found: "nope"`,
 	} {
 		if !strings.Contains(out, want) {
@@ -65,6 +67,33 @@ func TestValidateConflict(t *testing.T) {
 	out, code := runStaticpod(t, "validate", "--hostname-override", "n", dir)
 	if code != 1 || !strings.Contains(out, "b.yaml: pod default/web-n is already defined in "+dir+"/a.yaml") {
 		t.Errorf("validate with one pod in two files: exit %d, want 1 and the conflict\n%s", code, out)
+	}
+}
+
+// TestValidateReferencesAcrossFiles checks that a pod may read the objects of another
+// file of its directory, or of another path given, and that a reference to what no file
+// defines is located at its field path.
+func TestValidateReferencesAcrossFiles(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n  - name: c\n    image: busybox:1.36\n" +
+		"    env:\n    - name: MODE\n      valueFrom: {configMapKeyRef: {name: web, key: mode}}\n" +
+		"    - name: PASSWORD\n      valueFrom: {secretKeyRef: {name: creds, key: password}}\n"
+	for path, content := range map[string]string{
+		filepath.Join(dir, "web.yaml"):     pod,
+		filepath.Join(dir, "config.yaml"):  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {mode: fast}\n",
+		filepath.Join(other, "creds.yaml"): "apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {password: s3cret}\n",
+	} {
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, code := runStaticpod(t, "validate", dir)
+	want := "error: " + dir + "/web.yaml: spec.containers[0].env[1].valueFrom.secretKeyRef.name: Not found: \"creds\""
+	if code != 1 || !strings.Contains(out, want) {
+		t.Errorf("validate with a Secret no file defines: exit %d, want 1 and %q\n%s", code, want, out)
+	}
+	if out, code := runStaticpod(t, "validate", dir, other); code != 0 || !strings.Contains(out, "1 pod and 2 objects valid") {
+		t.Errorf("validate with the Secret in another path: exit %d, want 0\n%s", code, out)
 	}
 }
 

@@ -34,16 +34,19 @@ var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // Manifest describes one stored manifest.
 type Manifest struct {
-	Name   string    `json:"name"`
-	Pods   []string  `json:"pods"`   // namespace/name of each pod, as it runs
-	Stored time.Time `json:"stored"` // when this content was stored
+	Name    string    `json:"name"`
+	Pods    []string  `json:"pods"`              // namespace/name of each pod, as it runs
+	Objects []string  `json:"objects,omitempty"` // "ConfigMap namespace/name", "Secret namespace/name"
+	Stored  time.Time `json:"stored"`            // when this content was stored
 }
 
 // entry is one stored manifest as loaded.
 type entry struct {
-	data   []byte
-	pods   []*corev1.Pod
-	stored time.Time
+	data       []byte
+	pods       []*corev1.Pod
+	configMaps []*corev1.ConfigMap
+	secrets    []*corev1.Secret
+	stored     time.Time
 }
 
 // Push is the push source behind the API's /manifests: named manifests, validated
@@ -88,7 +91,8 @@ func NewPush(dir, node string, log *slog.Logger) (*Push, error) {
 }
 
 // Put validates data and, when it holds no error, stores it under name and sends the
-// new snapshot. A manifest with errors is not stored: its Result is returned with a
+// new snapshot. Its pods may read the ConfigMaps and Secrets of every stored manifest,
+// its own included (with data replacing what name held). A manifest with errors is not stored: its Result is returned with a
 // nil error, for the caller to report every problem. A name that is not a DNS-1123
 // label is an error wrapping ErrInvalidName.
 func (p *Push) Put(name string, data []byte) (manifests.Result, error) {
@@ -99,7 +103,10 @@ func (p *Push) Put(name string, data []byte) (manifests.Result, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(res.Errors) == 0 {
-		res.Errors = p.conflicts(name, res.Pods)
+		res.Errors = p.conflicts(name, res)
+	}
+	if len(res.Errors) == 0 {
+		res.CheckReferences(p.objectsWith(name, res))
 	}
 	if len(res.Errors) > 0 {
 		p.refuse(name, res.Errors)
@@ -111,7 +118,7 @@ func (p *Push) Put(name string, data []byte) (manifests.Result, error) {
 	if err := writeAtomic(p.dir, name+manifestExt, data); err != nil {
 		return manifests.Result{}, fmt.Errorf("store manifest %s: %w", name, err)
 	}
-	p.entries[name] = entry{data: bytes.Clone(data), pods: res.Pods, stored: time.Now()}
+	p.entries[name] = entry{data: bytes.Clone(data), pods: res.Pods, configMaps: res.ConfigMaps, secrets: res.Secrets, stored: time.Now()}
 	p.log.Info("manifest stored", "name", name, "pods", len(res.Pods))
 	p.notify()
 	return res, nil
@@ -159,6 +166,12 @@ func (p *Push) List() []Manifest {
 		m := Manifest{Name: name, Pods: make([]string, 0, len(e.pods)), Stored: e.stored}
 		for _, pod := range e.pods {
 			m.Pods = append(m.Pods, manifests.Key(pod))
+		}
+		for _, cm := range e.configMaps {
+			m.Objects = append(m.Objects, manifests.ObjectRef{Kind: manifests.KindConfigMap, Namespace: cm.Namespace, Name: cm.Name}.String())
+		}
+		for _, s := range e.secrets {
+			m.Objects = append(m.Objects, manifests.ObjectRef{Kind: manifests.KindSecret, Namespace: s.Namespace, Name: s.Name}.String())
 		}
 		out = append(out, m)
 	}
@@ -209,14 +222,29 @@ func (p *Push) snapshot() manifests.Update {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	u := manifests.Update{Source: manifests.SourceAPI, Pods: []*corev1.Pod{}}
+	u := manifests.Update{Source: manifests.SourceAPI, Pods: []*corev1.Pod{}, Objects: manifests.NewObjects()}
 	u.Failures, p.refused = p.refused, nil
 	for _, name := range names {
-		for _, pod := range p.entries[name].pods {
+		e := p.entries[name]
+		for _, pod := range e.pods {
 			u.Pods = append(u.Pods, pod.DeepCopy())
 		}
+		u.Objects.Add(e.configMaps, e.secrets) // never changed once stored: shared
 	}
 	return u
+}
+
+// objectsWith are the ConfigMaps and Secrets of every stored manifest, with res in
+// place of what name holds. Callers hold mu.
+func (p *Push) objectsWith(name string, res manifests.Result) manifests.Objects {
+	objs := manifests.NewObjects()
+	objs.Add(res.ConfigMaps, res.Secrets)
+	for have, e := range p.entries {
+		if have != name {
+			objs.Add(e.configMaps, e.secrets)
+		}
+	}
+	return objs
 }
 
 func (p *Push) notify() {
@@ -230,17 +258,39 @@ func (p *Push) source(name string) manifests.Source {
 	return manifests.Source{Kind: manifests.SourceAPI, Location: name}
 }
 
-// conflicts returns an error for each pod that another stored manifest already defines:
-// a pod belongs to one manifest, never silently to the last one pushed. Callers hold mu.
-func (p *Push) conflicts(name string, pods []*corev1.Pod) []manifests.Problem {
+// conflicts returns an error for each pod, ConfigMap and Secret of res that another
+// stored manifest already defines: each belongs to one manifest, never silently to the
+// last one pushed. Callers hold mu.
+func (p *Push) conflicts(name string, res manifests.Result) []manifests.Problem {
 	var out []manifests.Problem
-	for _, pod := range pods {
+	others := manifests.NewObjects()
+	for have, e := range p.entries {
+		if have != name {
+			others.Add(e.configMaps, e.secrets)
+		}
+	}
+	for _, cm := range res.ConfigMaps {
+		if others.Has(manifests.ObjectRef{Kind: manifests.KindConfigMap, Namespace: cm.Namespace, Name: cm.Name}) {
+			out = append(out, objectConflict(name, manifests.KindConfigMap, cm.Namespace, cm.Name))
+		}
+	}
+	for _, s := range res.Secrets {
+		if others.Has(manifests.ObjectRef{Kind: manifests.KindSecret, Namespace: s.Namespace, Name: s.Name}) {
+			out = append(out, objectConflict(name, manifests.KindSecret, s.Namespace, s.Name))
+		}
+	}
+	for _, pod := range res.Pods {
 		if owner := p.owner(pod, name); owner != "" {
 			detail := fmt.Sprintf("pod %s/%s is already defined by pushed manifest %q; change or delete that one", pod.Namespace, pod.Name, owner)
 			out = append(out, manifests.Problem{Location: name, Err: field.Invalid(field.NewPath("metadata", "name"), pod.Name, detail)})
 		}
 	}
 	return out
+}
+
+func objectConflict(name, kind, namespace, objName string) manifests.Problem {
+	detail := fmt.Sprintf("%s %s/%s is already defined by another pushed manifest; change or delete that one", kind, namespace, objName)
+	return manifests.Problem{Location: name, Err: field.Invalid(field.NewPath("metadata", "name"), objName, detail)}
 }
 
 // owner returns the name of the stored manifest other than except that defines pod's

@@ -96,7 +96,7 @@ func (p *Push) loadOne(name string) {
 	}
 	res := manifests.Load(data, manifests.Options{NodeName: p.node, Source: p.source(name)})
 	if len(res.Errors) == 0 {
-		res.Errors = p.conflicts(name, res.Pods)
+		res.Errors = p.conflicts(name, res)
 	}
 	if len(res.Errors) > 0 {
 		for _, e := range res.Errors {
@@ -104,7 +104,9 @@ func (p *Push) loadOne(name string) {
 		}
 		return
 	}
-	p.entries[name] = entry{data: data, pods: res.Pods, stored: info.ModTime()}
+	// References are not checked here: a manifest loaded before the one that holds its
+	// objects would be refused. The runner reports what is missing when the pod starts.
+	p.entries[name] = entry{data: data, pods: res.Pods, configMaps: res.ConfigMaps, secrets: res.Secrets, stored: info.ModTime()}
 }
 
 func (p *Push) removeTemp(file string) {

@@ -163,16 +163,18 @@ func (p *poller) poll(ctx context.Context, emit func(context.Context, manifests.
 		NodeName: p.src.Node,
 		Source:   manifests.Source{Kind: manifests.SourceHTTP, Location: p.where},
 	})
+	objs := res.Objects()
+	res.CheckReferences(objs) // the body is the whole source: its pods read its objects
 	if len(res.Errors) > 0 {
 		return p.report(ctx, emit, &ManifestError{Problems: res.Errors})
 	}
-	fp := fingerprint(res.Pods)
+	fp := fingerprint(res.Pods) + objs.Fingerprint()
 	if p.sent && fp != "" && fp == p.pods {
 		p.accepted(resp, res, fp)
 		return p.report(ctx, emit, nil) // only comments or layout changed
 	}
 	// A snapshot carries no failure: it ends any failure the runner knows of.
-	if err := emit(ctx, manifests.Update{Source: manifests.SourceHTTP, Pods: res.Pods}); err != nil {
+	if err := emit(ctx, manifests.Update{Source: manifests.SourceHTTP, Pods: res.Pods, Objects: objs}); err != nil {
 		return err
 	}
 	p.log.Info("manifest URL changed", "pods", len(res.Pods))

@@ -23,28 +23,35 @@ const MaxManifestBytes = 10 << 20
 
 // Kinds a manifest document may have.
 const (
-	kindPod     = "Pod"
-	kindPodList = "PodList"
-	kindList    = "List"
+	kindPod       = "Pod"
+	kindPodList   = "PodList"
+	kindList      = "List"
+	kindConfigMap = "ConfigMap"
+	kindSecret    = "Secret"
 )
 
-// Decoded is one pod as written in a manifest, before defaults and identity.
+// Decoded is one pod, ConfigMap or Secret as written in a manifest, before defaults and
+// identity: one of Pod, ConfigMap and Secret is set.
 type Decoded struct {
-	Doc  int    // 1-based index of the YAML document the pod came from
-	Path string // field path prefix inside the document: "" or "items[2]"
-	Pod  *corev1.Pod
+	Doc       int    // 1-based index of the YAML document it came from
+	Path      string // field path prefix inside the document: "" or "items[2]"
+	Pod       *corev1.Pod
+	ConfigMap *corev1.ConfigMap
+	Secret    *corev1.Secret
 }
 
 // Decoding is what Decode found in a manifest.
 type Decoding struct {
 	Pods      []Decoded
+	Objects   []Decoded // ConfigMaps and Secrets
 	Documents int       // YAML documents in the manifest, empty ones included
 	Warnings  []Problem // unknown and duplicate fields
 	Errors    []Problem // documents or items that could not be decoded
 }
 
 // Decode splits data into YAML documents (JSON is YAML) and decodes the pods in them: a
-// Pod, or a PodList or List whose items are pods. Empty and comment-only documents are
+// Pod, or a PodList or List whose items are pods; and the ConfigMaps and Secrets, as
+// documents or items of a List, that the pods of the same source may read. Empty and comment-only documents are
 // skipped. Unknown fields are returned as warnings; a document that cannot be decoded is
 // an error for each value that does not decode, at its field path, and does not stop the
 // other documents from decoding.
@@ -64,8 +71,12 @@ func Decode(data []byte) Decoding {
 		p, w, e := decodeDocument(doc)
 		for j := range p {
 			p[j].Doc = i + 1
+			if p[j].Pod != nil {
+				d.Pods = append(d.Pods, p[j])
+			} else {
+				d.Objects = append(d.Objects, p[j])
+			}
 		}
-		d.Pods = append(d.Pods, p...)
 		d.Warnings = append(d.Warnings, inDocument(w, i+1)...)
 		d.Errors = append(d.Errors, inDocument(e, i+1)...)
 	}
@@ -103,7 +114,8 @@ type list struct {
 	Items []json.RawMessage `json:"items"`
 }
 
-func decodeDocument(doc []byte) (pods []Decoded, warnings, errs []Problem) {
+// decodeDocument decodes one document: the pods, ConfigMaps and Secrets it holds.
+func decodeDocument(doc []byte) (found []Decoded, warnings, errs []Problem) {
 	js, err := yaml.YAMLToJSON(doc)
 	if err != nil {
 		return nil, nil, []Problem{{Err: invalid(nil, "not valid YAML or JSON: "+cleanYAMLError(err))}}
@@ -123,19 +135,25 @@ func decodeDocument(doc []byte) (pods []Decoded, warnings, errs []Problem) {
 	case kindPod:
 		pod, w, e := decodePod(js, nil)
 		if pod != nil {
-			pods = append(pods, Decoded{Pod: pod})
+			found = append(found, Decoded{Pod: pod})
 		}
-		return pods, w, e
+		return found, w, e
+	case kindConfigMap, kindSecret:
+		obj, w, e := decodeObject(js, tm.Kind, nil)
+		if obj != nil {
+			found = append(found, *obj)
+		}
+		return found, w, e
 	case kindPodList, kindList:
 		return decodeList(js, tm)
 	case "":
-		return nil, nil, []Problem{{Err: field.Required(field.NewPath("kind"), `a static pod manifest needs "kind: Pod" (or PodList, List)`)}}
+		return nil, nil, []Problem{{Err: field.Required(field.NewPath("kind"), `a static pod manifest needs "kind: Pod" (or PodList, List, ConfigMap, Secret)`)}}
 	default:
-		return nil, nil, []Problem{{Err: field.NotSupported(field.NewPath("kind"), tm.Kind, []string{kindPod, kindPodList, kindList})}}
+		return nil, nil, []Problem{{Err: field.NotSupported(field.NewPath("kind"), tm.Kind, []string{kindPod, kindPodList, kindList, kindConfigMap, kindSecret})}}
 	}
 }
 
-func decodeList(js []byte, tm typeMeta) (pods []Decoded, warnings, errs []Problem) {
+func decodeList(js []byte, tm typeMeta) (found []Decoded, warnings, errs []Problem) {
 	if tm.APIVersion != "v1" {
 		errs = append(errs, Problem{Err: field.NotSupported(field.NewPath("apiVersion"), tm.APIVersion, []string{"v1"})})
 		return nil, nil, errs
@@ -148,18 +166,27 @@ func decodeList(js []byte, tm typeMeta) (pods []Decoded, warnings, errs []Proble
 		path := field.NewPath("items").Index(i)
 		var itm typeMeta
 		_ = json.Unmarshal(item, &itm) // a non-object item fails in decodePod below
+		if tm.Kind == kindList && (itm.Kind == kindConfigMap || itm.Kind == kindSecret) {
+			obj, w, e := decodeObject(item, itm.Kind, path)
+			warnings = append(warnings, w...)
+			errs = append(errs, e...)
+			if obj != nil {
+				found = append(found, *obj)
+			}
+			continue
+		}
 		if tm.Kind == kindList && itm.Kind != kindPod {
-			errs = append(errs, Problem{Err: field.NotSupported(path.Child("kind"), itm.Kind, []string{kindPod})})
+			errs = append(errs, Problem{Err: field.NotSupported(path.Child("kind"), itm.Kind, []string{kindPod, kindConfigMap, kindSecret})})
 			continue
 		}
 		pod, w, e := decodePod(item, path)
 		warnings = append(warnings, w...)
 		errs = append(errs, e...)
 		if pod != nil {
-			pods = append(pods, Decoded{Path: path.String(), Pod: pod})
+			found = append(found, Decoded{Path: path.String(), Pod: pod})
 		}
 	}
-	return pods, warnings, errs
+	return found, warnings, errs
 }
 
 // decodePod decodes one pod object. Fields the v1 Pod does not have are warnings with
@@ -189,18 +216,57 @@ func decodePod(js []byte, path *field.Path) (*corev1.Pod, []Problem, []Problem) 
 	}
 	var warnings []Problem
 	for _, s := range strict {
-		warnings = append(warnings, Problem{Err: strictProblem(path, s)})
+		warnings = append(warnings, Problem{Err: strictProblem(path, s, kindPod)})
 	}
 	pod.Kind, pod.APIVersion = kindPod, "v1"
 	return pod, warnings, nil
 }
 
+// decodeObject decodes a ConfigMap or Secret (kind) as decodePod decodes a pod.
+func decodeObject(js []byte, kind string, path *field.Path) (*Decoded, []Problem, []Problem) {
+	var tm typeMeta
+	if err := json.Unmarshal(js, &tm); err != nil {
+		return nil, nil, explain(js, reflect.TypeFor[typeMeta](), path, err)
+	}
+	if tm.APIVersion != "v1" {
+		var err *field.Error
+		if tm.APIVersion == "" {
+			err = field.Required(path.Child("apiVersion"), fmt.Sprintf(`a %s needs "apiVersion: v1"`, kind))
+		} else {
+			err = field.NotSupported(path.Child("apiVersion"), tm.APIVersion, []string{"v1"})
+		}
+		return nil, nil, []Problem{{Err: err}}
+	}
+	d := &Decoded{}
+	var obj any
+	var typ reflect.Type
+	if kind == kindConfigMap {
+		d.ConfigMap = &corev1.ConfigMap{}
+		obj, typ = d.ConfigMap, reflect.TypeFor[corev1.ConfigMap]()
+	} else {
+		d.Secret = &corev1.Secret{}
+		obj, typ = d.Secret, reflect.TypeFor[corev1.Secret]()
+	}
+	strict, err := sigsjson.UnmarshalStrict(js, obj)
+	if err != nil {
+		return nil, nil, explain(js, typ, path, err)
+	}
+	var warnings []Problem
+	for _, s := range strict {
+		warnings = append(warnings, Problem{Err: strictProblem(path, s, kind)})
+	}
+	if path != nil {
+		d.Path = path.String()
+	}
+	return d, warnings, nil
+}
+
 // strictProblem turns sigs.k8s.io/json's `unknown field "spec.foo"` into a field error
 // whose path is the unknown field's.
-func strictProblem(prefix *field.Path, err error) *field.Error {
+func strictProblem(prefix *field.Path, err error, kind string) *field.Error {
 	msg := err.Error()
 	for _, kind := range []struct{ prefix, detail string }{
-		{`unknown field "`, "unknown field, not part of a v1 Pod (a typo?)"},
+		{`unknown field "`, "unknown field, not part of a v1 " + kind + " (a typo?)"},
 		{`duplicate field "`, "duplicate field (the last value is used)"},
 	} {
 		if rest, ok := strings.CutPrefix(msg, kind.prefix); ok {

@@ -17,6 +17,9 @@ const (
 	defaultProbeSuccesses     = 1
 	defaultProbeFailures      = 3
 	defaultDownwardAPIMode    = corev1.DownwardAPIVolumeSourceDefaultMode
+	defaultConfigMapMode      = corev1.ConfigMapVolumeSourceDefaultMode
+	defaultSecretMode         = corev1.SecretVolumeSourceDefaultMode
+	defaultProjectedMode      = corev1.ProjectedVolumeSourceDefaultMode
 )
 
 // Default fills in the fields the apiserver defaults on a v1.Pod. It changes pod in place
@@ -68,6 +71,25 @@ func defaultVolume(v *corev1.Volume) {
 		}
 		for i := range src.DownwardAPI.Items {
 			defaultFieldRef(src.DownwardAPI.Items[i].FieldRef)
+		}
+	case src.ConfigMap != nil:
+		if src.ConfigMap.DefaultMode == nil {
+			src.ConfigMap.DefaultMode = ptr(int32(defaultConfigMapMode))
+		}
+	case src.Secret != nil:
+		if src.Secret.DefaultMode == nil {
+			src.Secret.DefaultMode = ptr(int32(defaultSecretMode))
+		}
+	case src.Projected != nil:
+		if src.Projected.DefaultMode == nil {
+			src.Projected.DefaultMode = ptr(int32(defaultProjectedMode))
+		}
+		for _, s := range src.Projected.Sources {
+			if s.DownwardAPI != nil {
+				for i := range s.DownwardAPI.Items {
+					defaultFieldRef(s.DownwardAPI.Items[i].FieldRef)
+				}
+			}
 		}
 	case *src == (corev1.VolumeSource{}):
 		src.EmptyDir = &corev1.EmptyDirVolumeSource{}

@@ -3,6 +3,9 @@
 // documents), applies the defaults the apiserver would, validates the result with the
 // Kubernetes rules that matter on one node plus the rules of static pods, and gives each
 // pod its static identity (name suffix, UID, annotations) and each container a spec hash.
+// The ConfigMaps and Secrets of a manifest are decoded, defaulted and validated beside
+// its pods (Objects), and References checks what a pod reads against the objects of its
+// source.
 //
 // It owns no I/O: callers hand it bytes and a source location. It imports nothing of
 // staticpod's and never touches the filesystem or containerd.

@@ -34,6 +34,7 @@ func TestLoadGolden(t *testing.T) {
 				}
 				src := Source{Kind: SourceFile, Location: filepath.Base(path)}
 				res := Load(data, Options{NodeName: goldenNode, Source: src})
+				res.CheckReferences(res.Objects()) // each file a source of its own, as a URL's body
 				if dir == "valid" && len(res.Errors) > 0 {
 					t.Errorf("valid manifest has errors: %v", res.Errors)
 				}
@@ -57,6 +58,12 @@ func summarize(res Result) string {
 		for _, c := range p.Spec.Containers {
 			fmt.Fprintf(&b, "  container %s hash=%s\n", c.Name, ContainerHash(&c))
 		}
+	}
+	for _, cm := range res.ConfigMaps {
+		fmt.Fprintf(&b, "configmap %s/%s keys=%d\n", cm.Namespace, cm.Name, len(cm.Data)+len(cm.BinaryData))
+	}
+	for _, s := range res.Secrets {
+		fmt.Fprintf(&b, "secret %s/%s type=%s keys=%d\n", s.Namespace, s.Name, s.Type, len(s.Data))
 	}
 	for _, e := range res.Errors {
 		fmt.Fprintf(&b, "error: %s\n", e.Error())

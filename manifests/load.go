@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,12 +20,21 @@ type Options struct {
 type Result struct {
 	// Pods are the manifest's valid pods, defaulted and with their static identity.
 	Pods []*corev1.Pod
+	// ConfigMaps and Secrets are the manifest's valid objects, defaulted, for the pods
+	// of its source to read (see CheckReferences).
+	ConfigMaps []*corev1.ConfigMap
+	Secrets    []*corev1.Secret
 	// Warnings do not stop a pod from running: unknown fields, duplicate keys.
 	Warnings []Problem
 	// Errors are every problem that stops a pod (or the whole document) from running.
 	// A caller that keeps the last good state of a manifest should treat any error as a
 	// failure of the whole manifest.
 	Errors []Problem
+
+	location string                  // the manifest's, for the problems CheckReferences adds
+	docs     int                     // its documents
+	where    map[*corev1.Pod]Decoded // where each pod sits in the manifest
+	invalid  []*corev1.Pod           // pods refused already, whose references are checked too
 }
 
 // Load decodes, defaults, validates and identifies the pods in data, returning every
@@ -32,7 +42,8 @@ type Result struct {
 // document is reported and the rest still load.
 func Load(data []byte, opts Options) Result {
 	dec := Decode(data)
-	res := Result{Warnings: dec.Warnings, Errors: dec.Errors}
+	res := Result{Warnings: dec.Warnings, Errors: dec.Errors, location: opts.Source.Location, docs: dec.Documents, where: map[*corev1.Pod]Decoded{}}
+	res.loadObjects(dec.Objects)
 	seen := map[string]bool{} // namespace/name of the pods already loaded
 	for _, d := range dec.Pods {
 		pod := d.Pod
@@ -45,15 +56,90 @@ func Load(data []byte, opts Options) Result {
 		}
 		if len(verrs) > 0 {
 			res.Errors = append(res.Errors, fromFieldErrors(verrs, d)...)
+			res.invalid = append(res.invalid, pod)
+			res.where[pod] = d
 			continue
 		}
 		seen[key] = true
 		Identify(pod, opts.NodeName, opts.Source)
 		res.Pods = append(res.Pods, pod)
+		res.where[pod] = d
 	}
 	sort.SliceStable(res.Errors, func(i, j int) bool { return res.Errors[i].Doc < res.Errors[j].Doc })
 	res.locate(opts.Source.Location, dec.Documents)
 	return res
+}
+
+// loadObjects defaults and validates the ConfigMaps and Secrets of a manifest.
+func (r *Result) loadObjects(objs []Decoded) {
+	seen := map[string]bool{} // kind namespace/name
+	for _, d := range objs {
+		var errs field.ErrorList
+		var ref ObjectRef
+		switch {
+		case d.ConfigMap != nil:
+			defaultConfigMap(d.ConfigMap)
+			errs = validateConfigMap(d.ConfigMap)
+			ref = ObjectRef{KindConfigMap, d.ConfigMap.Namespace, d.ConfigMap.Name}
+		case d.Secret != nil:
+			defaultSecret(d.Secret)
+			errs = validateSecret(d.Secret)
+			ref = ObjectRef{KindSecret, d.Secret.Namespace, d.Secret.Name}
+		}
+		if len(errs) == 0 && seen[ref.String()] {
+			errs = append(errs, field.Duplicate(field.NewPath("metadata", "name"), ref.Name))
+		}
+		key := ref.String()
+		if len(errs) > 0 {
+			r.Errors = append(r.Errors, fromFieldErrors(errs, d)...)
+			continue
+		}
+		seen[key] = true
+		if d.ConfigMap != nil {
+			r.ConfigMaps = append(r.ConfigMaps, d.ConfigMap)
+		} else {
+			r.Secrets = append(r.Secrets, d.Secret)
+		}
+	}
+}
+
+// CheckReferences checks the ConfigMaps and Secrets the result's pods read against
+// objs, the objects of the whole source (see References). A pod that reads a missing
+// one is moved from Pods to Errors, each problem located at its field. The pods that
+// failed validation are checked too, so that every problem is reported at once.
+func (r *Result) CheckReferences(objs Objects) {
+	kept := r.Pods[:0]
+	var added []Problem
+	add := func(pod *corev1.Pod, errs field.ErrorList) {
+		for _, p := range fromFieldErrors(errs, r.where[pod]) {
+			p.Location, p.Docs = r.location, r.docs
+			added = append(added, p)
+		}
+	}
+	for _, pod := range r.Pods {
+		errs := References(pod, objs)
+		if len(errs) == 0 {
+			kept = append(kept, pod)
+			continue
+		}
+		add(pod, errs)
+	}
+	for _, pod := range r.invalid {
+		add(pod, References(pod, objs))
+	}
+	r.invalid = nil // checked once
+	r.Pods = kept
+	if len(added) > 0 {
+		r.Errors = append(r.Errors, added...)
+		sort.SliceStable(r.Errors, func(i, j int) bool { return r.Errors[i].Doc < r.Errors[j].Doc })
+	}
+}
+
+// Objects returns the result's own ConfigMaps and Secrets as a set.
+func (r Result) Objects() Objects {
+	o := NewObjects()
+	o.Add(r.ConfigMaps, r.Secrets)
+	return o
 }
 
 // validateStaticName checks that the name the pod will run under, <name>-<node>, is
@@ -78,4 +164,43 @@ func (r *Result) locate(location string, docs int) {
 			ps[i].Docs = docs
 		}
 	}
+}
+
+// Clone returns a copy of r that shares nothing a caller, or CheckReferences, changes:
+// a file's result kept to be handed out again when the file has not changed.
+func (r Result) Clone() Result {
+	out := r
+	copies := map[*corev1.Pod]*corev1.Pod{}
+	pod := func(p *corev1.Pod) *corev1.Pod {
+		if c, ok := copies[p]; ok {
+			return c
+		}
+		c := p.DeepCopy()
+		copies[p] = c
+		return c
+	}
+	out.Pods = cloneAll(r.Pods, pod)
+	out.invalid = cloneAll(r.invalid, pod)
+	out.ConfigMaps = cloneAll(r.ConfigMaps, (*corev1.ConfigMap).DeepCopy)
+	out.Secrets = cloneAll(r.Secrets, (*corev1.Secret).DeepCopy)
+	out.Warnings = slices.Clone(r.Warnings)
+	out.Errors = slices.Clone(r.Errors)
+	if r.where != nil {
+		out.where = make(map[*corev1.Pod]Decoded, len(r.where))
+		for p, d := range r.where {
+			out.where[pod(p)] = d
+		}
+	}
+	return out
+}
+
+func cloneAll[T any](items []*T, clone func(*T) *T) []*T {
+	if items == nil {
+		return nil
+	}
+	out := make([]*T, len(items))
+	for i, it := range items {
+		out[i] = clone(it)
+	}
+	return out
 }

@@ -15,6 +15,10 @@ type Update struct {
 	// none means none. The pods of a manifest that failed are there with their last
 	// good spec.
 	Pods []*corev1.Pod
+	// Objects are the ConfigMaps and Secrets the source's pods read, those of a
+	// manifest that failed with their last good content. Sources send them with every
+	// snapshot; an update without any has none.
+	Objects Objects
 	// Failures are what the source could not use as it is, the same ones again in each
 	// update for as long as they last; none means the source is fine.
 	Failures []Failure

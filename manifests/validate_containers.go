@@ -75,6 +75,7 @@ func validateContainer(c *corev1.Container, kind containerKind, spec *corev1.Pod
 	errs = append(errs, requiredEnum(fld.Child("terminationMessagePolicy"), c.TerminationMessagePolicy, terminationPolicies)...)
 	errs = append(errs, validatePorts(c.Ports, spec.HostNetwork, fld.Child("ports"))...)
 	errs = append(errs, validateEnv(c.Env, fld.Child("env"))...)
+	errs = append(errs, validateEnvFrom(c.EnvFrom, fld.Child("envFrom"))...)
 	errs = append(errs, validateMounts(c, vols, fld.Child("volumeMounts"))...)
 	errs = append(errs, validateResources(&c.Resources, containerResourceName, fld.Child("resources"))...)
 	errs = append(errs, validateSecurityContext(c.SecurityContext, hostUsers(spec), fld.Child("securityContext"))...)
@@ -176,6 +177,14 @@ func validateEnv(env []corev1.EnvVar, fld *field.Path) field.ErrorList {
 func validateEnvSource(e corev1.EnvVar, fld *field.Path) field.ErrorList {
 	src := e.ValueFrom
 	sources, errs := forbidEnvSources(src, fld)
+	if r := src.ConfigMapKeyRef; r != nil {
+		sources++
+		errs = append(errs, validateKeyRef(r.Name, r.Key, fld.Child("configMapKeyRef"))...)
+	}
+	if r := src.SecretKeyRef; r != nil {
+		sources++
+		errs = append(errs, validateKeyRef(r.Name, r.Key, fld.Child("secretKeyRef"))...)
+	}
 	if src.FieldRef != nil {
 		sources++
 		errs = append(errs, validateFieldRef(src.FieldRef, envFieldPaths, fld.Child("fieldRef"))...)
@@ -186,7 +195,7 @@ func validateEnvSource(e corev1.EnvVar, fld *field.Path) field.ErrorList {
 	}
 	switch {
 	case sources == 0:
-		errs = append(errs, field.Invalid(fld, "", "must specify one of: `fieldRef` or `resourceFieldRef`"))
+		errs = append(errs, field.Invalid(fld, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"))
 	case e.Value != "":
 		errs = append(errs, field.Invalid(fld, "", "may not be specified when `value` is not empty"))
 	case sources > 1:

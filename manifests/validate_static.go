@@ -8,10 +8,12 @@ import (
 )
 
 // The rules of static pods. A static pod has no apiserver behind it: nothing serves a
-// ConfigMap, a Secret, a service-account token, a RuntimeClass or a resource claim, and
-// no controller provisions volumes. A field that needs one is rejected here, with the
-// reason and what to use instead, rather than accepted and left to fail when the pod
-// starts, or to be silently ignored.
+// service-account token, a RuntimeClass or a resource claim, and no controller
+// provisions volumes. A field that needs one is rejected here, with the reason and what
+// to use instead, rather than accepted and left to fail when the pod starts, or to be
+// silently ignored. ConfigMaps and Secrets are the exception: staticpod serves those
+// given as documents beside the pods of the same source (see Objects), where the
+// kubelet refuses them in static pods.
 
 // defaultServiceAccount is the account every pod has; naming it asks for nothing.
 const defaultServiceAccount = "default"
@@ -29,8 +31,6 @@ const (
 		"configure the registry's credentials in containerd, or import the image with --image-dir, instead"
 	msgRuntimeClass = "RuntimeClasses are read from an apiserver, which static pods do not have; " +
 		"make the runtime handler containerd's default runtime instead"
-	msgEnvFrom = "envFrom reads a ConfigMap or a Secret from an apiserver, which static pods do not have; " +
-		"use literal env entries (env[].value) instead"
 	msgVolumeDevices = "raw block devices come from persistentVolumeClaim or ephemeral volumes, which need an apiserver that static pods do not have; " +
 		"mount the device node with a hostPath volume of type BlockDevice instead"
 )
@@ -38,14 +38,8 @@ const (
 // volumeAdvice says why each volume source a static pod cannot use is rejected. Sources
 // not listed are volume plugins staticpod does not have (see forbidVolumeSource).
 var volumeAdvice = map[string]string{
-	"configMap": "configMap volumes need an apiserver, which static pods do not have; " +
-		"mount the files with a hostPath volume instead",
-	"secret": "secret volumes need an apiserver, which static pods do not have; " +
-		"keep the files on the host, readable only by root, and mount them with a hostPath volume instead",
 	"persistentVolumeClaim": "persistentVolumeClaim volumes need an apiserver and a volume controller, which static pods do not have; " +
 		"use a hostPath volume on a directory of the host instead",
-	"projected": "projected volumes combine configMaps, secrets and service-account tokens from an apiserver, which static pods do not have; " +
-		"use a hostPath volume for files and a downwardAPI volume for the pod's own metadata instead",
 	"ephemeral": "ephemeral volumes are provisioned through an apiserver by a volume controller, which static pods do not have; " +
 		"use an emptyDir volume for scratch space, or a hostPath volume, instead",
 	"csi": "csi volumes need a CSI driver registered through an apiserver, which static pods do not have; " +
@@ -56,10 +50,6 @@ var volumeAdvice = map[string]string{
 
 // envAdvice says why each environment source a static pod cannot use is rejected.
 var envAdvice = map[string]string{
-	"configMapKeyRef": "configMap references need an apiserver, which static pods do not have; " +
-		"use a literal value (env[].value) instead",
-	"secretKeyRef": "secret references need an apiserver, which static pods do not have; " +
-		"use a literal value (env[].value), or mount the secret from the host with a hostPath volume and read the file, instead",
 	"fileKeyRef": "env files are not supported by staticpod; use a literal value (env[].value) instead",
 }
 
@@ -102,9 +92,6 @@ func validateStatic(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 
 func validateStaticContainer(c *corev1.Container, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if len(c.EnvFrom) > 0 {
-		errs = append(errs, field.Forbidden(fld.Child("envFrom"), msgEnvFrom))
-	}
 	for i := range c.VolumeDevices {
 		errs = append(errs, field.Forbidden(fld.Child("volumeDevices").Index(i), msgVolumeDevices))
 	}
@@ -119,25 +106,15 @@ func forbidVolumeSource(kind string, fld *field.Path) *field.Error {
 	if advice, ok := volumeAdvice[kind]; ok {
 		return field.Forbidden(fld, advice)
 	}
-	return field.Forbidden(fld, fmt.Sprintf("%s volumes need a volume plugin, and staticpod mounts only hostPath, emptyDir and downwardAPI volumes; "+
+	return field.Forbidden(fld, fmt.Sprintf("%s volumes need a volume plugin, and staticpod mounts only hostPath, emptyDir, downwardAPI, configMap, secret and projected volumes; "+
 		"mount the storage on the host and use a hostPath volume instead", kind))
 }
 
 // forbidEnvSources rejects the sources of env[].valueFrom that static pods cannot use,
 // and counts them, so that the caller can still check that exactly one source is set.
 func forbidEnvSources(src *corev1.EnvVarSource, fld *field.Path) (int, field.ErrorList) {
-	var errs field.ErrorList
-	for _, s := range []struct {
-		name string
-		set  bool
-	}{
-		{"configMapKeyRef", src.ConfigMapKeyRef != nil},
-		{"secretKeyRef", src.SecretKeyRef != nil},
-		{"fileKeyRef", src.FileKeyRef != nil},
-	} {
-		if s.set {
-			errs = append(errs, field.Forbidden(fld.Child(s.name), envAdvice[s.name]))
-		}
+	if src.FileKeyRef == nil {
+		return 0, nil
 	}
-	return len(errs), errs
+	return 1, field.ErrorList{field.Forbidden(fld.Child("fileKeyRef"), envAdvice["fileKeyRef"])}
 }

@@ -11,15 +11,14 @@ import (
 // staticCases break one static-pod rule each. Their Forbidden errors must also say why
 // and what to use instead (see TestValidateStaticPodExplains).
 var staticCases = []validateCase{
-	{"configMap volume", withVolume(corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}),
-		[]fieldErr{errAt(tForbidden, "spec.volumes[1].configMap")}},
-	{"secret volume", withVolume(corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls"}}),
-		[]fieldErr{errAt(tForbidden, "spec.volumes[1].secret")}},
 	{"persistentVolumeClaim volume", withVolume(corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "db"}}),
 		[]fieldErr{errAt(tForbidden, "spec.volumes[1].persistentVolumeClaim")}},
 	{"projected service-account token", withVolume(corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
 		{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
-	}}}), []fieldErr{errAt(tForbidden, "spec.volumes[1].projected")}},
+	}}}), []fieldErr{errAt(tForbidden, "spec.volumes[1].projected.sources[0].serviceAccountToken")}},
+	{"projected cluster trust bundle", withVolume(corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Path: "ca.crt", Name: new("roots")}},
+	}}}), []fieldErr{errAt(tForbidden, "spec.volumes[1].projected.sources[0].clusterTrustBundle")}},
 	{"csi volume", withVolume(corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "csi.example.com"}}),
 		[]fieldErr{errAt(tForbidden, "spec.volumes[1].csi")}},
 	{"ephemeral volume", withVolume(corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}),
@@ -28,13 +27,6 @@ var staticCases = []validateCase{
 		[]fieldErr{errAt(tForbidden, "spec.volumes[1].image")}},
 	{"nfs volume", withVolume(corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "nas", Path: "/export"}}),
 		[]fieldErr{errAt(tForbidden, "spec.volumes[1].nfs")}},
-	{"envFrom", func(p *corev1.Pod) {
-		ctr(p).EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{}}}
-	}, []fieldErr{errAt(tForbidden, "spec.containers[0].envFrom")}},
-	{"configMapKeyRef", withEnvSource(corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{Key: "k"}}),
-		[]fieldErr{errAt(tForbidden, "spec.containers[0].env[0].valueFrom.configMapKeyRef")}},
-	{"secretKeyRef", withEnvSource(corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "k"}}),
-		[]fieldErr{errAt(tForbidden, "spec.containers[0].env[0].valueFrom.secretKeyRef")}},
 	{"fileKeyRef", withEnvSource(corev1.EnvVarSource{FileKeyRef: &corev1.FileKeySelector{VolumeName: "data", Path: "env", Key: "K"}}),
 		[]fieldErr{errAt(tForbidden, "spec.containers[0].env[0].valueFrom.fileKeyRef")}},
 	{"serviceAccountName", func(p *corev1.Pod) { p.Spec.ServiceAccountName = "controller" },

@@ -397,14 +397,14 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	pod := validPod()
 	pod.Name = ""
 	pod.Spec.RestartPolicy = "Sometimes"
-	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "cfg", VolumeSource: corev1.VolumeSource{
-		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}},
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "claim", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"},
 	}})
 	c := ctr(pod)
 	c.Image = ""
 	c.Ports[0].ContainerPort = 70000
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "certs", MountPath: "/certs"})
-	c.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}}}}
+	c.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{}}}
 	pod.Spec.InitContainers = []corev1.Container{validContainer("app")}
 	pod.Spec.InitContainers[0].LivenessProbe = &corev1.Probe{}
 
@@ -412,11 +412,11 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	want := []fieldErr{
 		errAt(tRequired, "metadata.name"),
 		errAt(tNotSupported, "spec.restartPolicy"),
-		errAt(tForbidden, "spec.volumes[1].configMap"),
+		errAt(tForbidden, "spec.volumes[1].persistentVolumeClaim"),
 		errAt(tRequired, "spec.containers[0].image"),
 		errAt(tInvalid, "spec.containers[0].ports[0].containerPort"),
 		errAt(tNotFound, "spec.containers[0].volumeMounts[1].name"),
-		errAt(tForbidden, "spec.containers[0].envFrom"),
+		errAt(tRequired, "spec.containers[0].envFrom[0].secretRef.name"),
 		errAt(tDuplicate, "spec.containers[0].name"),
 		errAt(tForbidden, "spec.initContainers[0].livenessProbe"),
 	}

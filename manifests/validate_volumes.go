@@ -60,7 +60,8 @@ func validateVolumes(vols []corev1.Volume, fld *field.Path) (map[string]corev1.V
 }
 
 // validateVolumeSource checks that exactly one source is set and that it is one static
-// pods can use: hostPath, emptyDir or downwardAPI.
+// pods can use: hostPath, emptyDir, downwardAPI, and configMap, secret and projected
+// volumes of the documents beside the pod.
 func validateVolumeSource(src *corev1.VolumeSource, fld *field.Path) field.ErrorList {
 	kinds := volumeSources(src)
 	if len(kinds) == 0 {
@@ -80,6 +81,12 @@ func validateVolumeSource(src *corev1.VolumeSource, fld *field.Path) field.Error
 			errs = append(errs, validateEmptyDir(src.EmptyDir, p)...)
 		case "downwardAPI":
 			errs = append(errs, validateDownwardAPI(src.DownwardAPI, p)...)
+		case "configMap":
+			errs = append(errs, validateConfigMapVolume(src.ConfigMap, p)...)
+		case "secret":
+			errs = append(errs, validateSecretVolume(src.Secret, p)...)
+		case "projected":
+			errs = append(errs, validateProjected(src.Projected, p)...)
 		default:
 			errs = append(errs, forbidVolumeSource(kind, p))
 		}

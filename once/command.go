@@ -92,7 +92,7 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("node name: %v", err), spcli.ExitUsage)
 	}
-	pods, err := loadPods(c.App.ErrWriter, c.Args().Slice(), node)
+	pods, objs, err := loadPods(c.App.ErrWriter, c.Args().Slice(), node)
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func run(c *cli.Context) error {
 		ctx, cancel = context.WithTimeoutCause(ctx, d, fmt.Errorf("timed out after %v", d))
 		defer cancel()
 	}
-	j := &job{c: c, log: log, pods: pods, errOut: c.App.ErrWriter}
+	j := &job{c: c, log: log, pods: pods, objects: objs, errOut: c.App.ErrWriter}
 	code, err := j.do(ctx)
 	if c.Bool("keep") {
 		j.tellKept()

@@ -27,17 +27,18 @@ import (
 
 // job is one run of once: what it set up, to use and then remove.
 type job struct {
-	c      *cli.Context
-	log    *slog.Logger
-	ns     string
-	root   string
-	logDir string
-	temp   []string      // directories once created, removed at the end
-	ctrd   *ctrd.Process // the containerd once started; nil if it started none
-	rt     *containerdrt.Runtime
-	r      *runner.Runner
-	pods   []*corev1.Pod // as the manifests list them
-	errOut io.Writer
+	c       *cli.Context
+	log     *slog.Logger
+	ns      string
+	root    string
+	logDir  string
+	temp    []string      // directories once created, removed at the end
+	ctrd    *ctrd.Process // the containerd once started; nil if it started none
+	rt      *containerdrt.Runtime
+	r       *runner.Runner
+	pods    []*corev1.Pod     // as the manifests list them
+	objects manifests.Objects // the ConfigMaps and Secrets they read
+	errOut  io.Writer
 }
 
 // do sets the run up, runs the pods until they are done (or ctx is), and returns the
@@ -170,7 +171,7 @@ func (j *job) runPods(runCtx context.Context) error {
 	}
 	done := make(chan error, 1)
 	go func() { done <- j.r.Run(runCtx) }()
-	if err := j.r.Update(runCtx, manifests.Update{Source: manifests.SourceFile, Pods: j.pods}); err != nil && runCtx.Err() == nil {
+	if err := j.r.Update(runCtx, manifests.Update{Source: manifests.SourceFile, Pods: j.pods, Objects: j.objects}); err != nil && runCtx.Err() == nil {
 		return err
 	}
 	return <-done

@@ -14,20 +14,32 @@ import (
 	"github.com/staticpod/staticpod/watcher"
 )
 
-// loadPods reads the manifests at paths for node, in order. Nothing may run when any
-// is invalid: every problem is printed, located, and it returns an exit of 1.
-func loadPods(errOut io.Writer, paths []string, node string) ([]*corev1.Pod, error) {
+// loadPods reads the manifests at paths for node, in order, with the ConfigMaps and
+// Secrets they hold, which the pods of every path may read. Nothing may run when any is
+// invalid: every problem is printed, located, and it returns an exit of 1.
+func loadPods(errOut io.Writer, paths []string, node string) ([]*corev1.Pod, manifests.Objects, error) {
 	var pods []*corev1.Pod
 	var problems []string
 	owner := map[string]string{} // namespace/name -> the file that defines it
+	var snaps []watcher.Snapshot
+	objs := manifests.NewObjects()
 	for _, path := range paths {
 		if _, err := os.Stat(path); err != nil {
-			return nil, cli.Exit(fmt.Sprintf("once: %v", err), spcli.ExitUsage)
+			return nil, objs, cli.Exit(fmt.Sprintf("once: %v", err), spcli.ExitUsage)
 		}
-		snap, err := watcher.Scan(path, node)
+		snap, err := watcher.Read(path, node)
 		if err != nil {
-			return nil, cli.Exit(fmt.Sprintf("once %s: %v", path, err), spcli.ExitUsage)
+			return nil, objs, cli.Exit(fmt.Sprintf("once %s: %v", path, err), spcli.ExitUsage)
 		}
+		for _, f := range snap.Files {
+			for _, ref := range objs.Add(f.Result.ConfigMaps, f.Result.Secrets) {
+				problems = append(problems, fmt.Sprintf("%s: %s is already defined in an earlier path", f.Path, ref))
+			}
+		}
+		snaps = append(snaps, snap)
+	}
+	for _, snap := range snaps {
+		snap.Resolve(objs)
 		for _, f := range snap.Files {
 			if f.ReadErr != nil {
 				problems = append(problems, f.ReadErr.Error())
@@ -56,10 +68,10 @@ func loadPods(errOut io.Writer, paths []string, node string) ([]*corev1.Pod, err
 		fmt.Fprintf(errOut, "error: %s\n", p)
 	}
 	if len(problems) > 0 {
-		return nil, cli.Exit(fmt.Sprintf("once: %s; nothing was run", spcli.Count(len(problems), "error")), spcli.ExitInvalid)
+		return nil, objs, cli.Exit(fmt.Sprintf("once: %s; nothing was run", spcli.Count(len(problems), "error")), spcli.ExitInvalid)
 	}
 	if len(pods) == 0 {
-		return nil, cli.Exit("once: no pods in "+strings.Join(paths, ", "), spcli.ExitInvalid)
+		return nil, objs, cli.Exit("once: no pods in "+strings.Join(paths, ", "), spcli.ExitInvalid)
 	}
-	return pods, nil
+	return pods, objs, nil
 }

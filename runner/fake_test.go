@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // fakeRuntime is the one hand-written Runtime for the loop's unit tests: containers
@@ -30,10 +32,13 @@ type fakeRuntime struct {
 	graces     map[string]time.Duration // container ID -> grace of its last StopContainer
 	// networkNote is the NetworkNote of the sandboxes it makes.
 	networkNote string
+	// volumes are the ConfigMaps and Secrets each pod's volumes were last synced with,
+	// by SyncVolumes or CreateContainer.
+	volumes map[types.UID]manifests.Objects
 }
 
 func newFakeRuntime(now func() time.Time) *fakeRuntime {
-	return &fakeRuntime{now: now, containers: map[string]*Container{}, removedPod: map[types.UID]bool{}, gate: map[string]chan struct{}{}, fail: map[string]error{}, execCode: map[string]int{}, graces: map[string]time.Duration{}}
+	return &fakeRuntime{now: now, containers: map[string]*Container{}, removedPod: map[types.UID]bool{}, gate: map[string]chan struct{}{}, fail: map[string]error{}, execCode: map[string]int{}, graces: map[string]time.Duration{}, volumes: map[types.UID]manifests.Objects{}}
 }
 
 // enter records a call, waits at its gate if one is set, and returns the failure set
@@ -84,6 +89,9 @@ func (f *fakeRuntime) CreateContainer(_ context.Context, req CreateRequest) (Con
 		PodName: req.Pod.Name, PodNamespace: req.Pod.Namespace, Name: req.Container.Name, Attempt: req.Attempt, Hash: req.Hash,
 		State: StateCreated, CreatedAt: f.now(), Source: sourceOf(req.Pod)}
 	f.put(c)
+	f.mu.Lock()
+	f.volumes[req.Pod.UID] = req.Objects
+	f.mu.Unlock()
 	return c, nil
 }
 
@@ -131,6 +139,16 @@ func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.containers, id)
+	return nil
+}
+
+func (f *fakeRuntime) SyncVolumes(_ context.Context, pod *corev1.Pod, objs manifests.Objects) error {
+	if err := f.enter("SyncVolumes"); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.volumes[pod.UID] = objs
 	return nil
 }
 

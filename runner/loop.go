@@ -135,6 +135,8 @@ func (l *loop) apply(ctx context.Context, u manifests.Update) {
 	rejected := l.admit(desired)
 	l.r.mu.Lock()
 	l.r.ready[u.Source] = true
+	l.r.objects[u.Source] = u.Objects
+	l.r.objectsGen++
 	l.r.wantedImages = podImages(desired)
 	now := l.r.now()
 	for uid := range desired {

@@ -65,9 +65,11 @@ type Runner struct {
 	arrived  chan func(string) bool // images that came without a pull, see ImagesArrived
 	relists  atomic.Uint64          // relists handed to the loop, see Relists
 
-	mu           sync.RWMutex // guards statuses, ready, seen and wantedImages
+	mu           sync.RWMutex // guards statuses, ready, objects, objectsGen, seen and wantedImages
 	statuses     map[types.UID]*corev1.Pod
-	ready        map[string]bool // sources that delivered a snapshot
+	ready        map[string]bool              // sources that delivered a snapshot
+	objects      map[string]manifests.Objects // each source's ConfigMaps and Secrets
+	objectsGen   uint64                       // counts the updates that set objects
 	seen         map[types.UID]time.Time
 	wantedImages []string // the images of every wanted pod's containers, as the specs spell them
 }
@@ -107,6 +109,7 @@ func New(opts Options) (*Runner, error) {
 		arrived:  make(chan func(string) bool, 1),
 		statuses: map[types.UID]*corev1.Pod{},
 		ready:    map[string]bool{},
+		objects:  map[string]manifests.Objects{},
 		seen:     map[types.UID]time.Time{},
 	}
 	r.prober = newProber(r)

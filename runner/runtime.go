@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // Runtime is what the runner needs from a container runtime: small, primitive
@@ -43,6 +45,12 @@ type Runtime interface {
 	StopContainer(ctx context.Context, id string, grace time.Duration) error
 	// RemoveContainer deletes a stopped container and what it owns in the runtime.
 	RemoveContainer(ctx context.Context, id string) error
+	// SyncVolumes brings the content of the pod's configMap, secret and projected volumes
+	// up to date with objs (the ConfigMaps and Secrets of the pod's source), each volume
+	// swapped as a whole so that a reader never sees half an update. It does nothing for
+	// a volume not yet made (CreateContainer makes them). A volume whose object or key is
+	// missing keeps its content, and the error says which.
+	SyncVolumes(ctx context.Context, pod *corev1.Pod, objs manifests.Objects) error
 	// RemovePodData deletes what the runtime keeps on disk for a pod that is gone
 	// (emptyDir volumes, generated /etc files).
 	RemovePodData(ctx context.Context, uid types.UID) error
@@ -114,6 +122,9 @@ type CreateRequest struct {
 	Hash      string     // manifests.ContainerHash of Container
 	Sandbox   *Container // the pod's running sandbox; nil for a pod without one
 	Image     Image
+	// Objects are the ConfigMaps and Secrets of the pod's source, which its volumes and
+	// environment read. A reference to one that is missing fails with ErrCreateConfig.
+	Objects manifests.Objects
 }
 
 // Container is a sandbox or a container as the runtime reports it. Everything the

@@ -210,7 +210,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *C
 	w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}
 	created, err := w.r.rt.CreateContainer(ctx, CreateRequest{
 		Pod: pod, Container: c, Init: s.Init, Attempt: s.Attempt,
-		Hash: manifests.ContainerHash(c), Sandbox: sandbox, Image: img,
+		Hash: manifests.ContainerHash(c), Sandbox: sandbox, Image: img, Objects: w.r.objectsOf(pod),
 	})
 	if err != nil {
 		reason := ReasonRunContainerError

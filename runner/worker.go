@@ -43,6 +43,10 @@ type worker struct {
 	killReasons   map[string]string // container ID -> why staticpod killed it (a failed probe)
 	alarm         *time.Timer       // signals the worker when the soonest back-off ends
 	alarmAt       time.Time         // when alarm fires
+	volumes       string            // fingerprint of the objects last synced into its volumes
+	volumesGen    uint64            // the Runner's objectsGen when they were
+	volumesSynced bool              // volumes holds a sync that worked
+	mountErr      string            // the last volume sync's error, told once
 }
 
 // retry is the back-off of an operation that failed: a pull, a sandbox, a start.
@@ -235,6 +239,7 @@ func (w *worker) syncOnce(ctx context.Context) (gone bool) {
 		w.r.prober.stopPod(w.uid)
 		return w.finishKill(ctx, rt, acted)
 	}
+	w.syncVolumes(ctx, pod, rt)
 	w.r.prober.sync(w, pod, rt)
 	w.obs.Done = actions.Done
 	if actions.Done && !actions.KillPod {

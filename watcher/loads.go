@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/staticpod/staticpod/manifests"
 )
 
@@ -59,14 +57,8 @@ func (l *loads) keep(paths []string) {
 
 // clone copies a loaded file deeply enough that a scan may change what it hands on.
 func (f File) clone() File {
-	out := f
-	out.Result.Pods = make([]*corev1.Pod, len(f.Result.Pods))
-	for i, p := range f.Result.Pods {
-		out.Result.Pods[i] = p.DeepCopy()
-	}
-	out.Result.Warnings = slices.Clone(f.Result.Warnings)
-	out.Result.Errors = slices.Clone(f.Result.Errors)
-	return out
+	f.Result = f.Result.Clone()
+	return f
 }
 
 // decode loads the content of the file at path.

@@ -20,15 +20,20 @@ func (f File) Failed() bool {
 	return f.ReadErr != nil || len(f.Result.Errors) > 0
 }
 
-// Conflict is a pod defined by two files: the first file in sorted order wins, and the
-// later definition is refused and reported, never silently preferred.
+// Conflict is a pod, ConfigMap or Secret defined by two files: the first file in sorted
+// order wins, and the later definition is refused and reported, never silently
+// preferred.
 type Conflict struct {
 	Pod     string // namespace/name of the static pod (with its node suffix)
-	Kept    string // the file whose pod runs
+	Object  string // or the kind and namespace/name of a ConfigMap or Secret
+	Kept    string // the file whose definition is used
 	Dropped string // the file whose definition is ignored
 }
 
 func (c Conflict) Error() string {
+	if c.Object != "" {
+		return fmt.Sprintf("%s: %s is already defined in %s; this definition is ignored", c.Dropped, c.Object, c.Kept)
+	}
 	return fmt.Sprintf("%s: pod %s is already defined in %s; this definition is ignored", c.Dropped, c.Pod, c.Kept)
 }
 
@@ -38,9 +43,10 @@ type Snapshot struct {
 	Conflicts []Conflict
 }
 
-// Scan reads and loads every manifest file of path (see ListFiles) for node. Pods that
-// a previous file already defines are dropped from the later file and reported as
-// conflicts.
+// Scan reads and loads every manifest file of path (see ListFiles) for node. Pods and
+// objects that a previous file already defines are dropped from the later file and
+// reported as conflicts. The pods' references to ConfigMaps and Secrets are checked
+// against the objects of every file (see Resolve).
 func Scan(path, node string) (Snapshot, error) {
 	return scan(path, node, nil)
 }
@@ -48,6 +54,22 @@ func Scan(path, node string) (Snapshot, error) {
 // scan is Scan, decoding only the files that changed since cache last saw them (all of
 // them with no cache).
 func scan(path, node string, cache *loads) (Snapshot, error) {
+	snap, err := read(path, node, cache)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	snap.Resolve(snap.Objects())
+	return snap, nil
+}
+
+// Read is Scan without the check of references, for a caller that checks them across
+// several paths.
+func Read(path, node string) (Snapshot, error) {
+	return read(path, node, nil)
+}
+
+// read is Read, with cache as for scan.
+func read(path, node string, cache *loads) (Snapshot, error) {
 	paths, err := ListFiles(path)
 	if err != nil {
 		return Snapshot{}, err
@@ -75,7 +97,56 @@ func scan(path, node string, cache *loads) (Snapshot, error) {
 		f.Result.Pods = kept
 		snap.Files = append(snap.Files, f)
 	}
+	snap.dropObjectConflicts()
 	return snap, nil
+}
+
+// dropObjectConflicts drops from later files the ConfigMaps and Secrets an earlier file
+// defines, as conflicts.
+func (s *Snapshot) dropObjectConflicts() {
+	owner := map[string]string{} // kind namespace/name -> the file that defines it
+	for i := range s.Files {
+		f := &s.Files[i]
+		take := func(ref manifests.ObjectRef) bool {
+			if first, ok := owner[ref.String()]; ok {
+				s.Conflicts = append(s.Conflicts, Conflict{Object: ref.String(), Kept: first, Dropped: f.Path})
+				return false
+			}
+			owner[ref.String()] = f.Path
+			return true
+		}
+		cms := f.Result.ConfigMaps[:0]
+		for _, cm := range f.Result.ConfigMaps {
+			if take(manifests.ObjectRef{Kind: manifests.KindConfigMap, Namespace: cm.Namespace, Name: cm.Name}) {
+				cms = append(cms, cm)
+			}
+		}
+		f.Result.ConfigMaps = cms
+		secrets := f.Result.Secrets[:0]
+		for _, sec := range f.Result.Secrets {
+			if take(manifests.ObjectRef{Kind: manifests.KindSecret, Namespace: sec.Namespace, Name: sec.Name}) {
+				secrets = append(secrets, sec)
+			}
+		}
+		f.Result.Secrets = secrets
+	}
+}
+
+// Objects are the ConfigMaps and Secrets of every file of the snapshot.
+func (s Snapshot) Objects() manifests.Objects {
+	objs := manifests.NewObjects()
+	for _, f := range s.Files {
+		objs.Add(f.Result.ConfigMaps, f.Result.Secrets)
+	}
+	return objs
+}
+
+// Resolve checks the references of every file's pods to ConfigMaps and Secrets against
+// objs: a pod that reads one that is missing makes its file fail.
+func (s *Snapshot) Resolve(objs manifests.Objects) {
+	for i := range s.Files {
+		s.Files[i].Result.CheckReferences(objs)
+	}
 }
 
 func load(path, node string) File {

@@ -43,6 +43,7 @@ type Watcher struct {
 
 	// Owned by Run.
 	good     map[string][]*corev1.Pod // path -> pods of its last good read
+	goodObjs map[string]fileObjects   // path -> ConfigMaps and Secrets of its last good read
 	reported map[string]string        // path -> problems last logged, to log on change only
 	last     string                   // fingerprint of the last snapshot sent
 	loads    *loads                   // what each file held at the last scan
@@ -61,7 +62,7 @@ func (w *Watcher) Run(ctx context.Context, emit func(context.Context, manifests.
 	if w.Log == nil {
 		w.Log = slog.New(slog.DiscardHandler)
 	}
-	w.good, w.reported, w.last = map[string][]*corev1.Pod{}, map[string]string{}, "\x00"
+	w.good, w.goodObjs, w.reported, w.last = map[string][]*corev1.Pod{}, map[string]fileObjects{}, map[string]string{}, "\x00"
 	w.loads = newLoads(w.Node)
 	fsw, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -171,7 +172,7 @@ func (w *Watcher) scan(ctx context.Context, emit func(context.Context, manifests
 	}
 	// A file that fails to read or validate keeps its last good pods in the snapshot,
 	// and is listed in its failures.
-	u := manifests.Update{Source: manifests.SourceFile}
+	u := manifests.Update{Source: manifests.SourceFile, Objects: manifests.NewObjects()}
 	present := map[string]bool{}
 	problems := problemsByFile(snap)
 	for _, f := range snap.Files {
@@ -181,6 +182,8 @@ func (w *Watcher) scan(ctx context.Context, emit func(context.Context, manifests
 		if f.Failed() {
 			kept := w.good[f.Path]
 			u.Pods = append(u.Pods, kept...)
+			objs := w.goodObjs[f.Path]
+			u.Objects.Add(objs.configMaps, objs.secrets)
 			u.Failures = append(u.Failures, manifests.Failure{Location: f.Path, Problems: problems, Invalid: true, Kept: uidsOf(kept)})
 			continue
 		}
@@ -188,11 +191,14 @@ func (w *Watcher) scan(ctx context.Context, emit func(context.Context, manifests
 			u.Failures = append(u.Failures, manifests.Failure{Location: f.Path, Problems: problems, Invalid: true})
 		}
 		w.good[f.Path] = f.Result.Pods
+		w.goodObjs[f.Path] = objectsOf(f)
 		u.Pods = append(u.Pods, f.Result.Pods...)
+		u.Objects.Add(f.Result.ConfigMaps, f.Result.Secrets)
 	}
 	for path := range w.good {
 		if !present[path] {
-			delete(w.good, path) // a file removed removes its pods
+			delete(w.good, path) // a file removed removes its pods and objects
+			delete(w.goodObjs, path)
 			w.report(path, nil)
 		}
 	}
@@ -224,6 +230,8 @@ func (w *Watcher) onlyWholeChanged(snap Snapshot, whole map[string]bool) bool {
 			return false // a file that is not whole broke, or recovered
 		case trouble == "" && !samePods(f.Result.Pods, w.good[f.Path]):
 			return false // changed, or appeared, without being whole yet
+		case trouble == "" && objectsOf(f).fingerprint != w.goodObjs[f.Path].fingerprint:
+			return false
 		}
 	}
 	for path := range w.good {
@@ -286,6 +294,17 @@ func (w *Watcher) report(path string, problems []string) {
 	}
 }
 
+// fileObjects are the ConfigMaps and Secrets of one file's last good read.
+type fileObjects struct {
+	configMaps  []*corev1.ConfigMap
+	secrets     []*corev1.Secret
+	fingerprint string
+}
+
+func objectsOf(f File) fileObjects {
+	return fileObjects{configMaps: f.Result.ConfigMaps, secrets: f.Result.Secrets, fingerprint: f.Result.Objects().Fingerprint()}
+}
+
 func uidsOf(pods []*corev1.Pod) []types.UID {
 	out := make([]types.UID, 0, len(pods))
 	for _, p := range pods {
@@ -294,10 +313,10 @@ func uidsOf(pods []*corev1.Pod) []types.UID {
 	return out
 }
 
-// fingerprint identifies a snapshot: its pods' UIDs (a UID hashes the whole spec) and
-// its failures.
+// fingerprint identifies a snapshot: its pods' UIDs (a UID hashes the whole spec), its
+// objects and its failures.
 func fingerprint(u manifests.Update) string {
-	var parts []string
+	parts := []string{"objects " + u.Objects.Fingerprint()}
 	for _, p := range u.Pods {
 		parts = append(parts, string(p.UID))
 	}

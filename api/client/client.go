@@ -100,6 +100,26 @@ func (c *Client) Images(ctx context.Context) ([]runner.ImageUse, error) {
 	return images, nil
 }
 
+// ConfigMaps returns the ConfigMaps the sources provide, with their keys (GET
+// /configmaps).
+func (c *Client) ConfigMaps(ctx context.Context) ([]runner.Object, error) {
+	var objs []runner.Object
+	if err := c.getJSON(ctx, "/configmaps", nil, &objs); err != nil {
+		return nil, err
+	}
+	return objs, nil
+}
+
+// Secrets returns the Secrets the sources provide, with their keys and never their
+// values (GET /secrets).
+func (c *Client) Secrets(ctx context.Context) ([]runner.Object, error) {
+	var objs []runner.Object
+	if err := c.getJSON(ctx, "/secrets", nil, &objs); err != nil {
+		return nil, err
+	}
+	return objs, nil
+}
+
 // LogOptions choose which lines Logs returns. The zero value asks for every line of the
 // container's current run, once.
 type LogOptions struct {

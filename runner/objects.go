@@ -1,0 +1,125 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/manifests"
+)
+
+// ReasonFailedMount is the event of a volume that could not be brought up to date, as
+// the kubelet names it.
+const ReasonFailedMount = "FailedMount"
+
+// Object describes a ConfigMap or Secret a source provides, by name and keys only: a
+// Secret's values never leave the runner this way.
+type Object struct {
+	Kind      string   `json:"kind"` // ConfigMap or Secret
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Source    string   `json:"source"` // file, http or api
+	Type      string   `json:"type,omitempty"`
+	Keys      []string `json:"keys"`
+}
+
+// objectsOf returns the ConfigMaps and Secrets pod may read: its source's.
+func (r *Runner) objectsOf(pod *corev1.Pod) manifests.Objects {
+	objs, _ := r.objectsWithGen(pod)
+	return objs
+}
+
+// objectsWithGen is objectsOf with the generation of the objects: it changes whenever
+// a source sends objects, so that a pod need not look at them again until it does.
+func (r *Runner) objectsWithGen(pod *corev1.Pod) (manifests.Objects, uint64) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if objs, ok := r.objects[sourceOf(pod)]; ok {
+		return objs, r.objectsGen
+	}
+	return manifests.NewObjects(), r.objectsGen
+}
+
+// ConfigMaps describes the ConfigMaps every source provides, sorted by source,
+// namespace and name.
+func (r *Runner) ConfigMaps() []Object { return r.describe(manifests.KindConfigMap) }
+
+// Secrets describes the Secrets every source provides, with their keys and never their
+// values.
+func (r *Runner) Secrets() []Object { return r.describe(manifests.KindSecret) }
+
+func (r *Runner) describe(kind string) []Object {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := []Object{}
+	for src, objs := range r.objects {
+		if kind == manifests.KindConfigMap {
+			for _, cm := range objs.ConfigMaps {
+				keys := slices.Collect(maps.Keys(cm.Data))
+				keys = append(keys, slices.Collect(maps.Keys(cm.BinaryData))...)
+				out = append(out, Object{Kind: kind, Namespace: cm.Namespace, Name: cm.Name, Source: src, Keys: sorted(keys)})
+			}
+			continue
+		}
+		for _, s := range objs.Secrets {
+			out = append(out, Object{Kind: kind, Namespace: s.Namespace, Name: s.Name, Source: src, Type: string(s.Type), Keys: sorted(slices.Collect(maps.Keys(s.Data)))})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Source != b.Source {
+			return sourceOrder[a.Source] < sourceOrder[b.Source]
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	return out
+}
+
+func sorted(keys []string) []string {
+	slices.Sort(keys)
+	if keys == nil {
+		return []string{}
+	}
+	return keys
+}
+
+// syncVolumes brings the pod's configMap, secret and projected volumes up to date with
+// the objects of its source, once something of the pod was created (creating a
+// container writes them first). It asks the runtime only when what the pod reads
+// changed since the last sync that worked, and after a restart of staticpod, whose
+// first sync of each pod always asks; it hashes what the pod reads only when a source
+// sent objects. A failure (an object gone) leaves the volume as it was; it is told once
+// per distinct error, and retried at each sync.
+func (w *worker) syncVolumes(ctx context.Context, pod *corev1.Pod, rt PodRuntime) {
+	if !manifests.ReadsObjects(pod) || len(rt.Containers) == 0 {
+		return
+	}
+	objs, gen := w.r.objectsWithGen(pod)
+	if w.volumesSynced && gen == w.volumesGen {
+		return
+	}
+	fp := manifests.Referenced(pod, objs).Fingerprint()
+	if w.volumesSynced && fp == w.volumes {
+		w.volumesGen = gen
+		return
+	}
+	if err := w.r.rt.SyncVolumes(ctx, pod, objs); err != nil {
+		if msg := err.Error(); msg != w.mountErr {
+			w.mountErr = msg
+			w.warn("", ReasonFailedMount, fmt.Sprintf("MountVolume.SetUp failed: %v", err))
+		}
+		return
+	}
+	if w.mountErr != "" {
+		w.mountErr = ""
+		w.log.Info("volumes up to date again")
+	}
+	w.volumes, w.volumesGen, w.volumesSynced = fp, gen, true
+}
