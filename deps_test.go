@@ -41,15 +41,21 @@ var rules = map[string][]string{
 	"internal/testenv":             {"internal/ctrd"},
 	"internal/testenv/cmd/mkimage": {"internal/testenv", "internal/ctrd"},
 	"internal/testenv/cmd/udpecho": nil,
+	"internal/bench":               {"containerdrt", "runner", "manifests", "logs", "internal/pause", "internal/testenv", "internal/ctrd"},
+	benchCommand:                   {"internal/bench", "containerdrt", "runner", "manifests", "logs", "internal/pause", "internal/testenv", "internal/ctrd"},
 }
+
+// benchCommand is make bench's program.
+const benchCommand = "internal/bench/cmd/staticpod-bench"
 
 // helperCommand is the program that runs once per container and per sandbox: every
 // package it links costs memory in each of them.
 const helperCommand = "internal/helper/cmd/staticpod-helper"
 
 // containerdWrappers are the packages that may import containerd's: every other package
-// reaches containerd through them, or not at all.
-var containerdWrappers = []string{"containerdrt", "internal/ctrd", "internal/testenv"}
+// reaches containerd through them, or not at all. The benchmarks are among them: their
+// floors are containerd alone, and their clock is containerd's events.
+var containerdWrappers = []string{"containerdrt", "internal/ctrd", "internal/testenv", "internal/bench"}
 
 // commands are the packages that may depend on urfave/cli: a Go program must be able to
 // use any other, api/client first, without a command line.
