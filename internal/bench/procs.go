@@ -9,40 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/staticpod/staticpod/internal/testenv"
 )
-
-// Process is a live process as /proc shows it.
-type Process struct {
-	PID, PPID int
-	Args      []string
-}
-
-// Processes lists the live processes with their parents and arguments. A process that
-// exits while it is read is left out, and so are zombies.
-func Processes() ([]Process, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var out []Process
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		fields, err := statFields(pid)
-		if err != nil || len(fields) < 2 || fields[0] == "Z" {
-			continue
-		}
-		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil {
-			continue
-		}
-		ppid, _ := strconv.Atoi(fields[1])
-		out = append(out, Process{PID: pid, PPID: ppid, Args: strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")})
-	}
-	return out, nil
-}
 
 // statFields are the fields of /proc/<pid>/stat after the command name, which is in
 // parentheses and may hold spaces: fields[0] is the state (field 3 of proc(5)).
@@ -102,11 +71,14 @@ func procValue(path, key string) (int64, bool) {
 	return 0, false
 }
 
+// Processes lists the live processes with their parents and arguments.
+func Processes() ([]testenv.Process, error) { return testenv.Processes() }
+
 // Shims returns the processes among procs that are containerd shims serving namespace
 // ns for the containerd at address (their -address). containerd also runs the shim's
 // binary for a moment to start a task or clean up after one, with the action ("start",
 // "delete") as the last argument; those are not shims that serve.
-func Shims(procs []Process, address, ns string) map[int]bool {
+func Shims(procs []testenv.Process, address, ns string) map[int]bool {
 	shims := map[int]bool{}
 	for _, p := range procs {
 		if len(p.Args) == 0 || !strings.HasPrefix(filepath.Base(p.Args[0]), "containerd-shim") {

@@ -17,18 +17,18 @@ import (
 // outlive their daemon by design, so a daemon that stopped with tasks running leaves them
 // behind.
 func killShims(address string) error {
-	procs, err := listProcs()
+	procs, err := Processes()
 	if err != nil {
 		return err
 	}
 	var sockets []string
 	var pids []int
 	for _, p := range procs {
-		if !isShimFor(p.args, address) {
+		if !isShimFor(p.Args, address) {
 			continue
 		}
-		pids = append(pids, descendants(procs, p.pid)...)
-		sockets = append(sockets, shimSockets(p.args)...)
+		pids = append(pids, descendants(procs, p.PID)...)
+		sockets = append(sockets, shimSockets(p.Args)...)
 	}
 	for _, pid := range pids {
 		syscall.Kill(pid, syscall.SIGKILL)
@@ -55,14 +55,14 @@ func shimSockets(args []string) []string {
 
 // ShimPIDs returns the running shims whose daemon listens at address.
 func ShimPIDs(address string) ([]int, error) {
-	procs, err := listProcs()
+	procs, err := Processes()
 	if err != nil {
 		return nil, err
 	}
 	var pids []int
 	for _, p := range procs {
-		if isShimFor(p.args, address) {
-			pids = append(pids, p.pid)
+		if isShimFor(p.Args, address) {
+			pids = append(pids, p.PID)
 		}
 	}
 	return pids, nil
@@ -101,19 +101,20 @@ func awaitGone(pids []int, timeout time.Duration) error {
 	}
 }
 
-// proc is one live (not zombie) process.
-type proc struct {
-	pid, ppid int
-	args      []string
+// Process is one live (not zombie) process.
+type Process struct {
+	PID, PPID int
+	Args      []string
 }
 
-// listProcs reads every live process's parent and arguments from /proc.
-func listProcs() ([]proc, error) {
+// Processes reads every live process's parent and arguments from /proc. A process that
+// exits while it is read is left out.
+func Processes() ([]Process, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)
 	}
-	var procs []proc
+	var procs []Process
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -125,7 +126,7 @@ func listProcs() ([]proc, error) {
 		}
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-		procs = append(procs, proc{pid: pid, ppid: ppid, args: args})
+		procs = append(procs, Process{PID: pid, PPID: ppid, Args: args})
 	}
 	return procs, nil
 }
@@ -150,12 +151,12 @@ func readStat(pid int) (state string, ppid int, ok bool) {
 }
 
 // descendants returns root and every process below it.
-func descendants(procs []proc, root int) []int {
+func descendants(procs []Process, root int) []int {
 	out := []int{root}
 	for i := 0; i < len(out); i++ {
 		for _, p := range procs {
-			if p.ppid == out[i] {
-				out = append(out, p.pid)
+			if p.PPID == out[i] {
+				out = append(out, p.PID)
 			}
 		}
 	}
