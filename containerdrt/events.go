@@ -4,7 +4,16 @@ import (
 	"context"
 	"fmt"
 
+	apievents "github.com/containerd/containerd/api/events"
+	"github.com/containerd/containerd/v2/core/events"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/typeurl/v2"
+)
+
+// Topics of the task events WatchExits follows.
+const (
+	topicExit = "/tasks/exit"
+	topicOOM  = "/tasks/oom"
 )
 
 // WatchExits calls notify whenever a task of staticpod's namespace exits, until ctx is
@@ -12,15 +21,25 @@ import (
 // that is always right, so a lost event or a broken subscription (containerd
 // restarting) costs at most one relist period. A broken subscription is retried by the
 // caller's next call.
+//
+// It also records the OOM kills the shim reports (recordOOM): with the systemd cgroup
+// driver, systemd removes a container's scope, and with it memory.events, as soon as
+// its last process is gone, before a relist can read it.
 func (r *Runtime) WatchExits(ctx context.Context, notify func()) error {
 	ctx = namespaces.WithNamespace(ctx, r.cfg.Namespace)
-	filter := fmt.Sprintf(`topic=="/tasks/exit",namespace==%q`, r.cfg.Namespace)
-	events, errs := r.client.Subscribe(ctx, filter)
+	filter := func(topic string) string {
+		return fmt.Sprintf(`topic==%q,namespace==%q`, topic, r.cfg.Namespace)
+	}
+	ch, errs := r.client.Subscribe(ctx, filter(topicExit), filter(topicOOM))
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-events:
+		case e := <-ch:
+			if e.Topic == topicOOM {
+				r.recordOOM(ctx, e)
+				continue
+			}
 			notify()
 		case err := <-errs:
 			if ctx.Err() != nil {
@@ -28,5 +47,21 @@ func (r *Runtime) WatchExits(ctx context.Context, notify func()) error {
 			}
 			return fmt.Errorf("watch task exits: %w", convertErr(err))
 		}
+	}
+}
+
+// recordOOM labels the container of a TaskOOM event as OOM-killed, for reap. The shim
+// reports the kill before the task's exit, and this runs before the exit's notify, so
+// the label is there when the exit is reaped.
+func (r *Runtime) recordOOM(ctx context.Context, e *events.Envelope) {
+	v, err := typeurl.UnmarshalAny(e.Event)
+	oom, ok := v.(*apievents.TaskOOM)
+	if err != nil || !ok {
+		return
+	}
+	ctx, cancel := r.call(ctx)
+	defer cancel()
+	if _, err := r.setLabels(ctx, oom.ContainerID, map[string]string{labelOOMKilled: "true"}); err != nil {
+		r.log.Warn("record an OOM kill", "id", oom.ContainerID, "err", err)
 	}
 }

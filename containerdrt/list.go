@@ -283,7 +283,7 @@ func (r *Runtime) reap(ctx context.Context, info containers.Container, proc *tas
 	labels := map[string]string{
 		labelExitCode:   strconv.Itoa(int(code)),
 		labelFinishedAt: proc.ExitedAt.AsTime().UTC().Format(time.RFC3339Nano),
-		labelReason:     exitReason(code, oomKilled(info)),
+		labelReason:     exitReason(code, info.Labels[labelOOMKilled] != "" || oomKilled(info)),
 		labelMessage:    fitLabel(labelMessage, msg),
 	}
 	if fromLog {
@@ -352,15 +352,16 @@ func (r *Runtime) setLabels(ctx context.Context, id string, labels map[string]st
 }
 
 // oomKilled reports whether the kernel's OOM killer killed a process of the
-// container's cgroup (cgroup v1 memory.oom_control or v2 memory.events).
+// container's cgroup (cgroup v1 memory.oom_control or v2 memory.events), while the
+// cgroup is there: systemd removes a scope once it is empty (see recordOOM).
 func oomKilled(info containers.Container) bool {
 	path, ok := cgroupPath(info)
 	if !ok {
 		return false
 	}
 	for _, file := range []string{
-		filepath.Join("/sys/fs/cgroup/memory", path, "memory.oom_control"),
-		filepath.Join("/sys/fs/cgroup", path, "memory.events"),
+		filepath.Join(cgroupRoot, "memory", path, "memory.oom_control"),
+		filepath.Join(cgroupRoot, path, "memory.events"),
 	} {
 		if n, ok := readKey(file, "oom_kill"); ok {
 			return n > 0
@@ -369,13 +370,14 @@ func oomKilled(info containers.Container) bool {
 	return false
 }
 
-// cgroupPath is the container's cgroup, from its spec.
+// cgroupPath is the container's cgroup, from its spec, relative to a hierarchy's mount
+// point (cgroupDir: the systemd driver's slice:prefix:name is expanded).
 func cgroupPath(info containers.Container) (string, bool) {
 	var spec specs.Spec
 	if info.Spec == nil || json.Unmarshal(info.Spec.GetValue(), &spec) != nil || spec.Linux == nil || spec.Linux.CgroupsPath == "" {
 		return "", false
 	}
-	return spec.Linux.CgroupsPath, true
+	return cgroupDir(spec.Linux.CgroupsPath), true
 }
 
 // killOrphans kills what still runs in the cgroup of a container whose task containerd
@@ -388,8 +390,8 @@ func killOrphans(info containers.Container) int {
 	}
 	killed := 0
 	for _, file := range []string{
-		filepath.Join("/sys/fs/cgroup/pids", path, "cgroup.procs"), // cgroup v1
-		filepath.Join("/sys/fs/cgroup", path, "cgroup.procs"),      // cgroup v2
+		filepath.Join(cgroupRoot, "pids", path, "cgroup.procs"), // cgroup v1
+		filepath.Join(cgroupRoot, path, "cgroup.procs"),         // cgroup v2
 	} {
 		data, err := os.ReadFile(file)
 		if err != nil {
