@@ -39,6 +39,12 @@ type Options struct {
 	Images  ImageStore
 	ImageGC ImageGCPolicy
 	Sources []string
+
+	// Heartbeat, when set, is called by the sync loop every housekeeping period while
+	// the loop turns and its relists succeed (the PLEG is healthy): a loop that hangs
+	// or a runtime that stops answering stops the calls. The daemon pings systemd's
+	// watchdog from it. It must return quickly.
+	Heartbeat func()
 }
 
 // Runner keeps the pods its sources want running on its Runtime.
@@ -213,15 +219,27 @@ func (r *Runner) StopAll(ctx context.Context) error {
 	if _, err := r.pleg.Relist(ctx); err != nil {
 		return err
 	}
+	r.stopPods(ctx, func(*corev1.Pod) bool { return true }, 0)
+	_, err := r.pleg.Relist(ctx) // reaps the exits: no shim stays behind for a stopped task
+	return err
+}
+
+// stopPods stops, at once, the pods the last relist found whose spec (nil when unknown)
+// pick picks, each with its grace period capped at maxGrace when that is above 0.
+func (r *Runner) stopPods(ctx context.Context, pick func(*corev1.Pod) bool, maxGrace time.Duration) {
 	specs := map[types.UID]*corev1.Pod{}
 	for _, p := range r.Pods() {
 		specs[p.UID] = p
 	}
 	var wg sync.WaitGroup
 	for uid, pr := range r.pleg.Pods() {
+		if !pick(specs[uid]) {
+			continue
+		}
 		w := newWorker(r, uid, nil)
 		w.spec = specs[uid]
 		w.sandbox = runningSandbox(pr) // hooks reach the pod in its network
+		w.maxGrace = maxGrace
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -229,8 +247,6 @@ func (r *Runner) StopAll(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	_, err := r.pleg.Relist(ctx) // reaps the exits: no shim stays behind for a stopped task
-	return err
 }
 
 // Wake asks for a relist now: a runtime event (a task exited) says something changed.

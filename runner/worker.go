@@ -41,6 +41,7 @@ type worker struct {
 	starts        map[string]retry  // by container name, and "" for the sandbox
 	startRecorded bool              // the pod's start latency was observed
 	killReasons   map[string]string // container ID -> why staticpod killed it (a failed probe)
+	maxGrace      time.Duration     // caps the grace period of a kill when > 0 (StopForShutdown)
 }
 
 // retry is the back-off of an operation that failed: a pull, a sandbox, a start.
