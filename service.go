@@ -12,8 +12,10 @@ import (
 )
 
 // service tells systemd how staticpod is doing when it runs as a Type=notify service:
-// READY=1 once every source has delivered its pods and the loop has relisted (so the
-// pods that were running are adopted, not started again), a one-line STATUS= when the
+// READY=1 once every source has delivered its pods, the loop has relisted, and every
+// pod has been synced once (so the pods that were running are adopted, not started
+// again; after settleWait READY=1 comes anyway, the pods still settling), a one-line
+// STATUS= when the
 // pods' summary changes, and watchdog pings. heartbeat is the runner's Heartbeat: the
 // sync loop calls it only while it turns and relists succeed, so a wedged loop stops
 // the pings and systemd restarts staticpod. Only the loop's goroutine calls heartbeat
@@ -27,7 +29,13 @@ type service struct {
 
 	ready  bool
 	status string // the last STATUS= sent
+	beats  int    // heartbeats before ready, to give up waiting for the pods to settle
 }
+
+// settleBeats is how many heartbeats (2 s each) READY=1 waits for every pod to have
+// been synced once, once the sources have delivered: a pod that never settles must not
+// keep the service from starting.
+const settleBeats = 30
 
 func newService(sources []string, log *slog.Logger) *service {
 	return &service{notify: systemd.NewNotifier(), watchdog: systemd.WatchdogInterval() > 0, sources: sources, log: log}
@@ -41,6 +49,8 @@ func (s *service) heartbeat() {
 	if !s.ready {
 		if waiting := s.waiting(); len(waiting) > 0 {
 			status = "waiting for the pods of " + strings.Join(waiting, ", ")
+		} else if s.beats++; !s.r.Settled() && s.beats < settleBeats {
+			status = "adopting the pods: " + status
 		} else {
 			s.ready = true
 			s.status = status

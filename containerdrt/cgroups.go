@@ -204,11 +204,12 @@ func (c podCgroups) opts(pod *corev1.Pod, id string, grace int64) ([]oci.SpecOpt
 	return specOpts, []client.NewContainerOpts{client.WithRuntime(plugins.RuntimeRuncV2, &options.Options{SystemdCgroup: true})}
 }
 
-// removePod removes the cgroup of the pod with the UID uid, whose containers are gone:
-// runc removes a container's cgroup, never its parents. With systemd the pod's slice
-// is stopped (an empty slice stays otherwise); with cgroupfs its directory is removed
-// from every hierarchy. The pod's QoS class may have changed with its spec, so each is
-// tried.
+// removePodCgroup removes the cgroup of the pod with the UID uid, whose containers are
+// gone: runc removes a container's cgroup, never its parents. With systemd the pod's
+// slice is stopped (an empty slice stays otherwise); with cgroupfs its directory is
+// removed from every hierarchy. The pod's QoS class may have changed with its spec, so
+// each is tried. A pod cgroup that still holds a process is left alone: stopping a
+// slice would kill what runs in it, and rmdir fails (EBUSY) on it anyway.
 func (r *Runtime) removePodCgroup(ctx context.Context, uid types.UID) error {
 	c := r.cgroup
 	if c.driver == CgroupDriverSystemd {
@@ -219,7 +220,11 @@ func (r *Runtime) removePodCgroup(ctx context.Context, uid types.UID) error {
 		defer bus.Close()
 		var errs []error
 		for _, q := range qosClasses {
-			errs = append(errs, bus.StopUnit(ctx, c.podIn(q, uid)))
+			slice := c.podIn(q, uid)
+			if populated(filepath.Join(cgroupRoot, expandSlice(slice))) {
+				continue
+			}
+			errs = append(errs, bus.StopUnit(ctx, slice))
 		}
 		return errors.Join(errs...)
 	}
@@ -231,12 +236,18 @@ func (r *Runtime) removePodCgroup(ctx context.Context, uid types.UID) error {
 	for _, q := range qosClasses {
 		for _, h := range hierarchies {
 			err := syscall.Rmdir(filepath.Join(h, c.podIn(q, uid)))
-			if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.EBUSY) {
 				errs = append(errs, fmt.Errorf("remove the cgroup of pod %s: %w", uid, err))
 			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// populated reports whether a cgroup v2 directory, or one below it, holds a process.
+func populated(dir string) bool {
+	n, ok := readKey(filepath.Join(dir, "cgroup.events"), "populated")
+	return ok && n > 0
 }
 
 // podGraceSeconds is the pod's termination grace period in seconds, the API's default

@@ -176,6 +176,19 @@ func (r *Runner) SourceReady(source string) bool {
 	return r.ready[source]
 }
 
+// Settled reports whether every wanted pod has a status: its worker has synced it once,
+// adopting what runs of it, or it was refused.
+func (r *Runner) Settled() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for uid := range r.seen {
+		if _, ok := r.statuses[uid]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // Pods returns every wanted pod with its current status, sorted by namespace and name.
 func (r *Runner) Pods() []*corev1.Pod {
 	r.mu.RLock()
