@@ -223,3 +223,89 @@ spec:
 		t.Errorf("pod cgroup %s after RemovePodData: %v, want it gone", memDir, err)
 	}
 }
+
+func TestPodLimits(t *testing.T) {
+	res := func(cpu, mem string) corev1.ResourceList {
+		l := corev1.ResourceList{}
+		if cpu != "" {
+			l[corev1.ResourceCPU] = resource.MustParse(cpu)
+		}
+		if mem != "" {
+			l[corev1.ResourceMemory] = resource.MustParse(mem)
+		}
+		return l
+	}
+	two := func(a, b corev1.ResourceRequirements) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: a}, {Name: "b", Resources: b}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want podLimits
+	}{
+		{"guaranteed: the sums", two(corev1.ResourceRequirements{Limits: res("100m", "32Mi"), Requests: res("100m", "32Mi")},
+			corev1.ResourceRequirements{Limits: res("400m", "16Mi"), Requests: res("400m", "16Mi")}),
+			podLimits{memory: 48 << 20, cpuQuota: 50000, cpuShares: 512}},
+		{"one container without limits: none", two(corev1.ResourceRequirements{Limits: res("100m", "32Mi")}, corev1.ResourceRequirements{Requests: res("250m", "")}),
+			podLimits{cpuShares: 256}},
+		{"besteffort", two(corev1.ResourceRequirements{}, corev1.ResourceRequirements{}), podLimits{cpuShares: minShares}},
+	} {
+		if got := podLimitsOf(tc.pod); got != tc.want {
+			t.Errorf("%s: podLimitsOf = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+	if cpuWeight(minShares) != 1 || cpuWeight(maxShares) != 10000 || cpuWeight(1024) != 39 {
+		t.Errorf("cpuWeight: 2 -> %d, 262144 -> %d, 1024 -> %d; want 1, 10000, 39", cpuWeight(minShares), cpuWeight(maxShares), cpuWeight(1024))
+	}
+}
+
+// A Guaranteed pod's cgroup, right under the root, is capped at the sum of its
+// containers' limits.
+func TestPodCgroupLimitsOnTheHost(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: capped}
+spec:
+  containers:
+  - name: a
+    image: `+testImage+`
+    command: ["sleep", "3600"]
+    resources:
+      limits: {memory: 32Mi, cpu: 100m}
+  - name: b
+    image: `+testImage+`
+    command: ["sleep", "3600"]
+    resources:
+      limits: {memory: 16Mi, cpu: 100m}
+`)
+	cs := r.mustRunPod(t, pod)
+	r.awaitState(t, cs["b"].ID, runner.StateRunning)
+	_, root := r.Cgroups()
+	dir := path.Join(root, "pod"+string(pod.UID))
+	read := func(file string) string {
+		t.Helper()
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	want := map[string]string{
+		filepath.Join(cgroupRoot, dir, "memory.max"): "50331648",
+		filepath.Join(cgroupRoot, dir, "cpu.max"):    "20000 100000",
+	}
+	if !hostCgroups().unified {
+		want = map[string]string{
+			filepath.Join(cgroupRoot, "memory", dir, "memory.limit_in_bytes"): "50331648",
+			filepath.Join(cgroupRoot, "cpu", dir, "cpu.cfs_quota_us"):         "20000",
+			filepath.Join(cgroupRoot, "cpu", dir, "cpu.shares"):               "204",
+		}
+	}
+	for file, v := range want {
+		if got := read(file); got != v {
+			t.Errorf("%s = %s, want %s", file, got, v)
+		}
+	}
+}

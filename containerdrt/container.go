@@ -59,6 +59,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
+	if err := r.ensurePodCgroup(ctx, pod); err != nil {
+		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
+	}
 	cgroupSpec, cgroupOpts := r.cgroup.opts(pod, id, podGraceSeconds(pod))
 	opts = append(opts, cgroupSpec...)
 	labels := podLabels(pod, runner.KindContainer, c.Name, req.Attempt)

@@ -77,7 +77,10 @@ first_boot() {
 	check_cgroups
 	check_oom_scores
 	check_oom_kill
+	check_mismatch
+	show ctr -n staticpod tasks ls
 	check_restart "systemctl restart staticpod" systemctl restart staticpod
+	show ctr -n staticpod tasks ls
 	check_restart "systemctl stop, then start" sh -c 'systemctl stop staticpod && sleep 3 && systemctl start staticpod'
 	check_watchdog
 	check_journal
@@ -108,6 +111,14 @@ check_cgroups() {
 	check "the container's cgroup namespace: /proc/self/cgroup" "0::/" \
 		"$(staticpod exec "guaranteed-$node" -- cat /proc/self/cgroup)"
 	check "cpu.max of 100m" "10000 100000" "$(cat "/sys/fs/cgroup$cg/cpu.max")"
+	local slice
+	slice=$(dirname "$cg")
+	check "the pod slice's memory.max (the sum of its containers' limits)" 33554432 "$(cat "/sys/fs/cgroup$slice/memory.max")"
+	check "the pod slice's cpu.max" "10000 100000" "$(cat "/sys/fs/cgroup$slice/cpu.max")"
+	show cat "/proc/$pid/cgroup"
+	show cat "/sys/fs/cgroup$slice/memory.max"
+	show cat "/sys/fs/cgroup$cg/memory.max"
+	show staticpod exec "guaranteed-$node" -- sh -c 'cat /proc/self/cgroup /sys/fs/cgroup/memory.max'
 	for q in burstable besteffort; do
 		pid=$(task_pid $q app)
 		cg=$(sed -n 's/^0:://p' "/proc/$pid/cgroup")
@@ -141,6 +152,20 @@ check_oom_kill() {
 		fail "OOMKilled" "$(staticpod ps 2>&1 | grep oom)"
 	fi
 	check "its exit code" 137 "$(staticpod describe "oom-$node" | awk '/Exit Code:/ {print $3; exit}')"
+}
+
+# A --cgroup-driver that contradicts containerd's SystemdCgroup stops staticpod at start,
+# before it touches anything, with the fix in the message.
+check_mismatch() {
+	local out
+	out=$(staticpod run --cgroup-driver cgroupfs --root-dir /tmp/mismatch --api-socket /tmp/mismatch/sp.sock 2>&1)
+	local code=$?
+	echo "$out" | sed 's/^/VMTEST SHOW /'
+	if [ $code -ne 0 ] && echo "$out" | grep -q "start staticpod with --cgroup-driver systemd, or set SystemdCgroup = false"; then
+		pass "--cgroup-driver cgroupfs against containerd's SystemdCgroup = true: refused at start (exit $code)"
+	else
+		fail "cgroup driver mismatch" "exit $code: $out"
+	fi
 }
 
 # check_restart NAME CMD...: CMD leaves every container's PID as it was.

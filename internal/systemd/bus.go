@@ -56,3 +56,37 @@ func (b *Bus) killUnit(ctx context.Context, name string, signal int32) error {
 	}
 	return nil
 }
+
+// Property is a unit property, as StartTransientUnit and SetUnitProperties take them.
+type Property struct {
+	Name  string
+	Value dbus.Variant
+}
+
+// Uint64Property is a property of type t (MemoryMax, CPUWeight, CPUQuotaPerSecUSec).
+func Uint64Property(name string, v uint64) Property {
+	return Property{Name: name, Value: dbus.MakeVariant(v)}
+}
+
+const unitExists = "org.freedesktop.systemd1.UnitExists"
+
+// EnsureSlice gives the slice name props: it starts it as a transient unit when systemd
+// has none of that name running, else sets them on the one it has, for this boot
+// (runtime). systemd makes the parent slices its name implies.
+func (b *Bus) EnsureSlice(ctx context.Context, name string, props []Property) error {
+	obj := b.conn.Object(systemdService, systemdPath)
+	aux := []struct {
+		Name  string
+		Props []Property
+	}{}
+	var job dbus.ObjectPath
+	err := obj.CallWithContext(ctx, systemdManager+".StartTransientUnit", 0, name, "replace", props, aux).Store(&job)
+	var e dbus.Error
+	if errors.As(err, &e) && e.Name == unitExists {
+		err = obj.CallWithContext(ctx, systemdManager+".SetUnitProperties", 0, name, true, props).Err
+	}
+	if err != nil {
+		return fmt.Errorf("set up slice %s: %w", name, err)
+	}
+	return nil
+}
