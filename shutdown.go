@@ -46,8 +46,13 @@ func newNodeShutdown(ctx context.Context, grace runner.ShutdownGrace, r *runner.
 	return s, nil
 }
 
+// stopMargin is what logind waits beyond --shutdown-grace-period: the calls that stop
+// the containers (a hook's exec, the signals, the wait for a killed one to go) take
+// time of their own, seconds on a loaded machine.
+const stopMargin = 5 * time.Second
+
 func (s *nodeShutdown) inhibit(ctx context.Context) error {
-	delay, err := s.bus.EnsureInhibitDelay(ctx, systemd.LogindDropInDir, s.grace.Total)
+	delay, err := s.bus.EnsureInhibitDelay(ctx, systemd.LogindDropInDir, s.grace.Total+stopMargin)
 	if err != nil {
 		return err
 	}

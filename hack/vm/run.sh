@@ -260,6 +260,16 @@ second_boot() {
 	else
 		fail "shutdown journal" "no shutdown lines from staticpod"
 	fi
+	# The lock held the shutdown: staticpod let go before systemd began stopping it,
+	# not logind's delay running out first.
+	local released stopping
+	released=$(journalctl -b -1 -u staticpod -o short-monotonic --no-pager | grep "released logind's inhibitor lock" | sed 's/^\[ *\([0-9]*\).*/\1/')
+	stopping=$(journalctl -b -1 -u staticpod -o short-monotonic --no-pager | grep "Stopping staticpod.service" | sed 's/^\[ *\([0-9]*\).*/\1/')
+	if [ -n "$released" ] && [ -n "$stopping" ] && [ "$released" -le "$stopping" ]; then
+		pass "the lock was released (at ${released} s) before systemd stopped staticpod (at ${stopping} s)"
+	else
+		fail "lock held the shutdown" "released at '${released}', staticpod stopped at '${stopping}'"
+	fi
 	if journalctl -b -1 --no-pager | grep -q "stop-sigterm' timed out\|Killing process .* with signal SIGKILL"; then
 		fail "no stop timeout at power-off" "$(journalctl -b -1 --no-pager | grep -m3 "timed out\|SIGKILL")"
 	else

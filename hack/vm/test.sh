@@ -41,7 +41,7 @@ STATICPOD_SHUTDOWN_GRACE_PERIOD=30s
 STATICPOD_SHUTDOWN_GRACE_PERIOD_CRITICAL_PODS=10s
 EOF
 disk=$work/disk.img
-mkfs.ext4 -q -F -L root -d "$root" "$disk" 3G
+mkfs.ext4 -q -F -L root -d "$root" "$disk" 3G >/dev/null
 rm -rf "$root"
 echo "vm-test: disk ready ($(($(date +%s) - started)) s)"
 
