@@ -102,6 +102,8 @@ func runDaemon(c *cli.Context) error {
 		// A daemon that failed (another one holds its API socket, say) may not be the
 		// one that runs these pods: it never stops them.
 		log.Info("staticpod failed; its pods keep running, --stop-pods-on-exit or not")
+	case d.down != nil && d.down.stopped:
+		log.Info("staticpod stopped; it stopped the pods for the machine's shutdown")
 	case c.Bool("stop-pods-on-exit"):
 		log.Info("stopping every pod (--stop-pods-on-exit)")
 		err = d.r.StopAll(context.WithoutCancel(ctx))

@@ -30,6 +30,8 @@ type nodeShutdown struct {
 	r     *runner.Runner
 	svc   *service
 	log   *slog.Logger
+
+	stopped bool // the pods were stopped for a shutdown; read after Run returned
 }
 
 // newNodeShutdown takes the lock, first making logind wait long enough for it.
@@ -88,6 +90,7 @@ func (s *nodeShutdown) Run(ctx context.Context, stopRunner func()) error {
 	s.log.Info("the machine is shutting down: stopping the pods", "shutdown-grace-period", s.grace.Total)
 	stopRunner()
 	s.svc.idle("shutting down: stopping the pods") // the loop, which owned svc, is stopped
+	s.stopped = true
 	err := s.r.StopForShutdown(context.WithoutCancel(ctx), s.grace)
 	if err != nil {
 		s.log.Error("stopping the pods for the shutdown", "err", err)

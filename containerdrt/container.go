@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -154,13 +156,21 @@ func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Cre
 		return convertErr(err)
 	}
 	started := time.Now().UTC() // before Start: a short-lived process may exit before Start returns
+	labels := map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)}
+	if info, err := c.Info(ctx); err == nil { // before Start too: a kill may come at once
+		if dir, ok := cgroupPath(info); ok {
+			if n, ok := oomKills(path.Dir(dir)); ok {
+				labels[labelPodOOMKills] = strconv.FormatInt(n, 10)
+			}
+		}
+	}
 	if err := task.Start(ctx); err != nil {
 		if _, derr := task.Delete(ctx, client.WithProcessKill); derr != nil {
 			r.log.Warn("delete task that failed to start", "id", c.ID(), "err", derr)
 		}
 		return convertErr(err)
 	}
-	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)}); err != nil {
+	if _, err := c.SetLabels(ctx, labels); err != nil {
 		// The container runs: failing its start would have it removed. List records a
 		// start time for a running task that has none.
 		r.log.Warn("record container start", "id", c.ID(), "err", convertErr(err))

@@ -29,7 +29,10 @@ const (
 	// labelOOMKilled is set when the shim reports an OOM kill in the container's
 	// cgroup (see recordOOM).
 	labelOOMKilled = labelPrefix + "oom-killed"
-	labelMessage   = labelPrefix + "message"
+	// labelPodOOMKills is the OOM kill count of the pod's cgroup when the task
+	// started (see oomKilled).
+	labelPodOOMKills = labelPrefix + "pod-oom-kills"
+	labelMessage     = labelPrefix + "message"
 	// labelMessagePending marks an exit recorded before its message, which comes from
 	// the log once the task is deleted (see reap).
 	labelMessagePending = labelPrefix + "message-pending"
