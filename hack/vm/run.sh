@@ -263,8 +263,8 @@ second_boot() {
 	# The lock held the shutdown: staticpod let go before systemd began stopping it,
 	# not logind's delay running out first.
 	local released stopping
-	released=$(journalctl -b -1 -u staticpod -o short-monotonic --no-pager | grep "released logind's inhibitor lock" | sed 's/^\[ *\([0-9]*\).*/\1/')
-	stopping=$(journalctl -b -1 -u staticpod -o short-monotonic --no-pager | grep "Stopping staticpod.service" | sed 's/^\[ *\([0-9]*\).*/\1/')
+	released=$(journalctl -b -1 -u staticpod -o short-monotonic --no-pager | grep "released logind's inhibitor lock" | tail -1 | sed 's/^\[ *\([0-9]*\).*/\1/')
+	stopping=$(journalctl -b -1 -u staticpod -o short-monotonic --no-pager | grep "Stopping staticpod.service" | tail -1 | sed 's/^\[ *\([0-9]*\).*/\1/')
 	if [ -n "$released" ] && [ -n "$stopping" ] && [ "$released" -le "$stopping" ]; then
 		pass "the lock was released (at ${released} s) before systemd stopped staticpod (at ${stopping} s)"
 	else
