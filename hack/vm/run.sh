@@ -84,6 +84,7 @@ first_boot() {
 	check_restart "systemctl stop, then start" sh -c 'systemctl stop staticpod && sleep 3 && systemctl start staticpod'
 	check_watchdog
 	check_journal
+	check_shim_killed
 	show systemctl status staticpod --no-pager --lines 4
 	show systemd-cgls --no-pager -u staticpod.slice
 	show systemd-inhibit --list --no-pager
@@ -111,6 +112,7 @@ check_cgroups() {
 	check "the container's cgroup namespace: /proc/self/cgroup" "0::/" \
 		"$(staticpod exec "guaranteed-$node" -- cat /proc/self/cgroup)"
 	check "cpu.max of 100m" "10000 100000" "$(cat "/sys/fs/cgroup$cg/cpu.max")"
+	check "cpu.weight of 100m (cpu.shares 102)" 4 "$(cat "/sys/fs/cgroup$cg/cpu.weight")"
 	local slice
 	slice=$(dirname "$cg")
 	check "the pod slice's memory.max (the sum of its containers' limits)" 33554432 "$(cat "/sys/fs/cgroup$slice/memory.max")"
@@ -213,6 +215,22 @@ check_watchdog() {
 		pass "after the watchdog restart every container's PID is unchanged (adopted)"
 	else
 		fail "watchdog adoption" "PIDs before: $(echo $before) after: $(echo $after)"
+	fi
+}
+
+# A container whose shim is killed is no longer containerd's: what still runs in its
+# cgroup (its scope) must go, and the container start again, once.
+check_shim_killed() {
+	local pid shim new
+	pid=$(task_pid besteffort app)
+	shim=$(ps -o ppid= -p "$pid" | tr -d ' ')
+	echo "VMTEST INFO besteffort app: pid $pid, shim $shim ($(ps -o comm= -p "$shim"))"
+	kill -KILL "$shim"
+	if await 120 sh -c "! kill -0 $pid 2>/dev/null && [ -n \"\$(ctr -n staticpod tasks ls | awk '/^besteffort-${node}_app_1_/ && \$3 == \"RUNNING\"')\" ]"; then
+		new=$(task_pid besteffort app)
+		pass "shim killed: the old process is gone and the container runs again (pid $pid -> $new, attempt 1)"
+	else
+		fail "shim killed" "old pid $pid $(kill -0 "$pid" 2>/dev/null && echo alive || echo gone); $(ctr -n staticpod tasks ls | grep besteffort)"
 	fi
 }
 
