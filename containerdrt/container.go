@@ -73,6 +73,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	labels[LabelTermPolicy] = string(c.TerminationMessagePolicy)
 	labels[client.StopSignalLabel] = stopSignal(in)
 	labels[labelImageID] = req.Image.Digest
+	// With the container from the start, so that no listing misses it: a container
+	// OOM-killed at once is reaped by the relist its exit wakes (see oomKilled).
+	if n, ok := oomKills(path.Dir(cgroupDir(r.cgroup.container(pod, id)))); ok {
+		labels[labelPodOOMKills] = strconv.FormatInt(n, 10)
+	}
 	if req.Sandbox != nil && req.Sandbox.PID == 0 {
 		labels[labelSandbox] = req.Sandbox.ID // a pinned sandbox: see keepTask
 	}
@@ -156,21 +161,13 @@ func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Cre
 		return convertErr(err)
 	}
 	started := time.Now().UTC() // before Start: a short-lived process may exit before Start returns
-	labels := map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)}
-	if info, err := c.Info(ctx); err == nil { // before Start too: a kill may come at once
-		if dir, ok := cgroupPath(info); ok {
-			if n, ok := oomKills(path.Dir(dir)); ok {
-				labels[labelPodOOMKills] = strconv.FormatInt(n, 10)
-			}
-		}
-	}
 	if err := task.Start(ctx); err != nil {
 		if _, derr := task.Delete(ctx, client.WithProcessKill); derr != nil {
 			r.log.Warn("delete task that failed to start", "id", c.ID(), "err", derr)
 		}
 		return convertErr(err)
 	}
-	if _, err := c.SetLabels(ctx, labels); err != nil {
+	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)}); err != nil {
 		// The container runs: failing its start would have it removed. List records a
 		// start time for a running task that has none.
 		r.log.Warn("record container start", "id", c.ID(), "err", convertErr(err))

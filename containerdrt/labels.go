@@ -29,8 +29,8 @@ const (
 	// labelOOMKilled is set when the shim reports an OOM kill in the container's
 	// cgroup (see recordOOM).
 	labelOOMKilled = labelPrefix + "oom-killed"
-	// labelPodOOMKills is the OOM kill count of the pod's cgroup when the task
-	// started (see oomKilled).
+	// labelPodOOMKills is the OOM kill count of the pod's cgroup when the container
+	// was created (see oomKilled).
 	labelPodOOMKills = labelPrefix + "pod-oom-kills"
 	labelMessage     = labelPrefix + "message"
 	// labelMessagePending marks an exit recorded before its message, which comes from

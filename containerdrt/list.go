@@ -356,7 +356,7 @@ func (r *Runtime) setLabels(ctx context.Context, id string, labels map[string]st
 // container's cgroup (cgroup v1 memory.oom_control or v2 memory.events), while the
 // cgroup is there. systemd removes a scope as soon as it is empty, often before a
 // relist reaps the exit: then a container killed by SIGKILL (code 137) was OOM-killed
-// when its pod's cgroup, which stays, counts more OOM kills than when it started
+// when its pod's cgroup, which stays, counts more OOM kills than when it was created
 // (labelPodOOMKills; the count takes in the pod's every container). recordOOM's label,
 // from the shim's event, is the third way.
 func oomKilled(info containers.Container, code int32) bool {

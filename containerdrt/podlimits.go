@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -90,7 +91,46 @@ func (r *Runtime) ensurePodSlice(ctx context.Context, slice string, l podLimits)
 		return fmt.Errorf("pod slice %s: %w", slice, err)
 	}
 	defer bus.Close()
-	return bus.EnsureSlice(ctx, slice, props)
+	if err := bus.EnsureSlice(ctx, slice, props); err != nil {
+		return err
+	}
+	return awaitSliceCgroup(ctx, slice)
+}
+
+// Bounds of the wait for a new slice's cgroup.
+const (
+	sliceWait = 5 * time.Second
+	slicePoll = 20 * time.Millisecond
+)
+
+// awaitSliceCgroup waits until systemd has made the slice's cgroup: it starts a
+// transient unit by a job that runs after the call returns, and its cgroup's OOM
+// count is read right after (labelPodOOMKills). systemd tells a job's end only to
+// those who subscribe to its signals; the directory appears within milliseconds.
+func awaitSliceCgroup(ctx context.Context, slice string) error {
+	dir := expandSlice(slice)
+	ctx, cancel := context.WithTimeout(ctx, sliceWait)
+	defer cancel()
+	tick := time.NewTicker(slicePoll)
+	defer tick.Stop()
+	made := func() bool {
+		for _, d := range []string{filepath.Join(cgroupRoot, dir), filepath.Join(cgroupRoot, "systemd", dir)} { // v2, v1
+			if _, err := os.Stat(filepath.Join(d, "cgroup.procs")); err == nil {
+				return true
+			}
+		}
+		return false
+	}
+	for {
+		if made() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pod slice %s: no cgroup %s after %s", slice, dir, sliceWait)
+		case <-tick.C:
+		}
+	}
 }
 
 // podControllers are the cgroup v2 controllers a pod cgroup needs enabled in its

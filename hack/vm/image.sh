@@ -72,4 +72,8 @@ mkdir -p "$dir"
 tar -C "$root" -cf "$dir/root.tar.tmp" .
 echo "$kver" >"$dir/kernel-version"
 mv "$dir/root.tar.tmp" "$dir/root.tar"
+# Roots built from other inputs are not used again: about 700 MiB each.
+for old in "$cache"/*/root.tar; do
+	[ "$old" = "$dir/root.tar" ] || rm -rf "$(dirname "$old")"
+done
 echo "$dir/root.tar"

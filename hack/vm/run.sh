@@ -152,6 +152,8 @@ check_oom_kill() {
 		pass "over-limit container reported OOMKilled"
 	else
 		fail "OOMKilled" "$(staticpod ps 2>&1 | grep oom)"
+		show sh -c "ctr -n staticpod containers info \$(ctr -n staticpod containers ls -q | grep '^oom-') | grep -i 'oom\|reason\|exit'"
+		show sh -c "cat /sys/fs/cgroup/staticpod.slice/staticpod-burstable.slice/staticpod-burstable-pod*.slice/memory.events"
 	fi
 	check "its exit code" 137 "$(staticpod describe "oom-$node" | awk '/Exit Code:/ {print $3; exit}')"
 }
