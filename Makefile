@@ -9,7 +9,7 @@ FUZZFLAGS ?=
 # endpoint, the CRI log reader, and the labels state is rebuilt from after a restart.
 FUZZ_TARGETS := manifests:FuzzLoad api:FuzzAPI logs:FuzzRead containerdrt:FuzzLabels
 
-.PHONY: all build deps test unit fuzz-quick fuzz chaos lint run run-clean bench bench-quick bench-compare bench-go clean
+.PHONY: all build deps test unit fuzz-quick fuzz chaos lint run run-clean bench bench-quick bench-compare bench-go clean install vm-test
 
 all: build
 
@@ -103,3 +103,29 @@ run-clean:
 
 clean:
 	rm -rf bin internal/helper/bin/staticpod-helper-*
+
+# install puts staticpod on this machine as a systemd service: the binary in
+# $(PREFIX)/bin, the unit (contrib/systemd, its ExecStart pointed there) in
+# $(UNITDIR), and the default directories. DESTDIR installs into another root (the VM
+# test's guest, a package). It neither enables nor starts the service:
+# `systemctl enable --now staticpod` does. See docs/operating.md.
+PREFIX  ?= /usr/local
+UNITDIR ?= /etc/systemd/system
+install: build
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/staticpod
+	install -d -m 0755 $(DESTDIR)$(UNITDIR)
+	sed 's|@BINDIR@|$(PREFIX)/bin|' contrib/systemd/staticpod.service >$(DESTDIR)$(UNITDIR)/staticpod.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/staticpod.service
+	install -d -m 0755 $(DESTDIR)/etc/kubernetes/manifests $(DESTDIR)/var/lib/staticpod \
+		$(DESTDIR)/var/log/pods $(DESTDIR)/var/log/containers
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
+	@echo "installed; start it with: systemctl enable --now staticpod"
+
+# vm-test boots a Debian bookworm guest with systemd and the unified cgroup hierarchy
+# under qemu (software emulation: no KVM needed), with staticpod installed by
+# `make install` and started by its unit, and runs hack/vm/guest/run.sh in it. The
+# guest's root is built once per set of inputs and kept in VM_CACHE. It needs
+# qemu-system-x86, debootstrap and linux-image-amd64.
+VM_CACHE ?= /var/cache/staticpod-vm
+vm-test: build
+	GO=$(GO) ./hack/vm/test.sh $(VM_CACHE)

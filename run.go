@@ -48,6 +48,10 @@ type daemon struct {
 	api  *api.Server
 	push *httpsource.Push
 	url  *httpsource.URLSource // nil without --manifest-url
+	svc  *service              // systemd's notify protocol
+	down *nodeShutdown         // nil without --shutdown-grace-period or logind
+
+	grace runner.ShutdownGrace // --shutdown-grace-period and its critical part
 
 	headers  http.Header         // --manifest-url-header
 	restrict runner.Restrictions // --privileged-sources and the like
@@ -78,21 +82,33 @@ func runDaemon(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(err.Error(), spcli.ExitUsage)
 	}
+	if _, err := containerdrt.ParseCgroupDriver(c.String("cgroup-driver")); err != nil {
+		return cli.Exit("--cgroup-driver: "+err.Error(), spcli.ExitUsage)
+	}
+	grace, err := shutdownGrace(c.Duration("shutdown-grace-period"), c.Duration("shutdown-grace-period-critical-pods"))
+	if err != nil {
+		return cli.Exit(err.Error(), spcli.ExitUsage)
+	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	d := &daemon{c: c, log: log, node: node, root: c.String("root-dir"), headers: headers, restrict: restrict}
+	d := &daemon{c: c, log: log, node: node, root: c.String("root-dir"), headers: headers, restrict: restrict, grace: grace}
 	if err := d.setup(ctx); err != nil {
 		return err
 	}
 	defer d.rt.Close()
+	driver, cgroupRoot := d.rt.Cgroups()
 	log.Info("staticpod started", "version", version, "node", node, "manifests", c.String("pod-manifest-path"),
-		"containerd", c.String("containerd-address"), "api", c.String("api-socket"))
+		"containerd", c.String("containerd-address"), "api", c.String("api-socket"),
+		"cgroup-driver", driver, "cgroup-root", cgroupRoot)
 	err = d.run(ctx)
+	d.svc.report(d.svc.notify.Stopping("stopping"))
 	switch {
 	case err != nil:
 		// A daemon that failed (another one holds its API socket, say) may not be the
 		// one that runs these pods: it never stops them.
 		log.Info("staticpod failed; its pods keep running, --stop-pods-on-exit or not")
+	case d.down != nil && d.down.stopped:
+		log.Info("staticpod stopped; it stopped the pods for the machine's shutdown")
 	case c.Bool("stop-pods-on-exit"):
 		log.Info("stopping every pod (--stop-pods-on-exit)")
 		err = d.r.StopAll(context.WithoutCancel(ctx))
@@ -130,14 +146,17 @@ func (d *daemon) setup(ctx context.Context) error {
 	}
 	d.rt = rt
 	reg := prometheus.NewRegistry()
+	d.svc = newService(d.sources(), d.log)
 	d.r, err = runner.New(runner.Options{
 		Runtime: rt, Logger: d.log, RelistPeriod: c.Duration("pleg-relist-period"), HostIP: rt.HostIP(),
 		ResultsDir: filepath.Join(d.root, "results"), Registry: reg,
 		Images: rt, ImageGC: imageGCPolicy(c), Sources: d.sources(), Restrictions: d.restrict,
+		Heartbeat: d.svc.heartbeat,
 	})
 	if err != nil {
 		return errors.Join(err, rt.Close())
 	}
+	d.svc.r = d.r
 	if d.push, err = httpsource.NewPush(filepath.Join(d.root, "manifests"), d.node, d.log); err != nil {
 		return errors.Join(err, rt.Close())
 	}
@@ -153,6 +172,13 @@ func (d *daemon) setup(ctx context.Context) error {
 	// Before anything lists, reaps or starts: a second staticpod stops here.
 	if err := d.api.Listen(); err != nil {
 		return errors.Join(err, rt.Close())
+	}
+	if d.grace.Total > 0 {
+		// Without logind (no systemd, no system bus) staticpod runs on, as the
+		// kubelet does, and a shutdown stops the pods as whatever stops the machine does.
+		if d.down, err = newNodeShutdown(ctx, d.grace, d.r, d.svc, d.log); err != nil {
+			d.log.Warn("graceful node shutdown is off", "err", err)
+		}
 	}
 	if url := c.String("manifest-url"); url != "" {
 		d.url = &httpsource.URLSource{
@@ -205,10 +231,30 @@ func (d *daemon) run(ctx context.Context) error {
 	case <-d.rt.Images().Imported():
 	case <-ctx.Done():
 	}
-	g.Go(func() error { return d.r.Run(ctx) })
-	if c.Bool("pleg-exit-events") {
-		g.Go(func() error { return watchExits(ctx, d.rt, d.r, d.log) })
+	// The sync loop has a context of its own: a shutdown of the machine stops it first,
+	// so that nothing restarts the pods it then stops.
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	defer stopLoop()
+	loopDone := make(chan struct{})
+	g.Go(func() error {
+		defer close(loopDone)
+		return d.r.Run(loopCtx)
+	})
+	if d.down != nil {
+		g.Go(func() error {
+			return d.down.Run(ctx, func() {
+				stopLoop()
+				<-loopDone
+			})
+		})
 	}
+	// The exit watch also records OOM kills and changes of container records: it runs
+	// without --pleg-exit-events too, which then only keeps the PLEG from being woken.
+	wake := d.r.Wake
+	if !c.Bool("pleg-exit-events") {
+		wake = func() {}
+	}
+	g.Go(func() error { return watchExits(ctx, d.rt, wake, d.log) })
 	files := &watcher.Watcher{Path: c.String("pod-manifest-path"), Node: d.node, Period: c.Duration("file-check-frequency"), Log: d.log}
 	g.Go(func() error { return files.Run(ctx, d.r.Update) })
 	if d.url != nil {
@@ -244,12 +290,19 @@ func runtimeConfig(c *cli.Context, root, self string, log *slog.Logger) containe
 			CredentialProviderBinDir: c.String("image-credential-provider-bin-dir"),
 		},
 		SeccompDir: filepath.Join(root, "seccomp"),
+		Cgroups:    cgroupConfig(c),
 		CNI: containerdrt.CNIConfig{
 			ConfDir: c.String("cni-conf-dir"), BinDirs: c.StringSlice("cni-bin-dir"),
 			CacheDir: filepath.Join(root, "cni", "cache"),
 		},
 		Logger: log,
 	}
+}
+
+// cgroupConfig places the pods' cgroups from run's flags (checked in runDaemon).
+func cgroupConfig(c *cli.Context) containerdrt.CgroupConfig {
+	driver, _ := containerdrt.ParseCgroupDriver(c.String("cgroup-driver"))
+	return containerdrt.CgroupConfig{Driver: driver, Root: c.String("cgroup-root")}
 }
 
 // imageGCPolicy is image garbage collection's policy from run's flags.
@@ -265,7 +318,9 @@ func containerdSupervisor(c *cli.Context, root string, log *slog.Logger) *ctrd.S
 	return ctrd.Under(filepath.Join(root, "containerd"), c.String("containerd-address"), log)
 }
 
-// newLogger returns the daemon's structured logger on stderr.
+// newLogger returns the daemon's structured logger on stderr. Under systemd, when
+// stderr is the journal (JOURNAL_STREAM), text lines carry no time: the journal
+// stamps each line itself.
 func newLogger(level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
@@ -274,11 +329,37 @@ func newLogger(level, format string) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: l}
 	switch format {
 	case "text":
+		if toJournal(os.Stderr, os.Getenv("JOURNAL_STREAM")) {
+			opts.ReplaceAttr = dropTime
+		}
 		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: use text or json", format)
+}
+
+// toJournal reports whether f is the journal's stream that systemd names in
+// JOURNAL_STREAM ("<device>:<inode>"): a child whose stderr was redirected
+// elsewhere inherits the variable, but not the stream.
+func toJournal(f *os.File, stream string) bool {
+	var dev, ino uint64
+	if _, err := fmt.Sscanf(stream, "%d:%d", &dev, &ino); err != nil {
+		return false
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return false
+	}
+	return uint64(st.Dev) == dev && st.Ino == ino
+}
+
+// dropTime removes the time of a record.
+func dropTime(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 && a.Key == slog.TimeKey {
+		return slog.Attr{}
+	}
+	return a
 }
 
 // daemonGCPercent is the daemon's GOGC unless its environment sets one. Idle, the

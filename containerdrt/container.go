@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -61,6 +63,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
+	if err := r.ensurePodCgroup(ctx, pod); err != nil {
+		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
+	}
+	cgroupSpec, cgroupOpts := r.cgroup.opts(pod, id, podGraceSeconds(pod))
+	opts = append(opts, cgroupSpec...)
 	labels := podLabels(pod, runner.KindContainer, c.Name, req.Attempt)
 	labels[LabelHash] = req.Hash
 	labels[LabelLogPath] = logFilePath(r.cfg.PodLogDir, pod, c.Name, req.Attempt)
@@ -68,11 +75,16 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	labels[LabelTermPolicy] = string(c.TerminationMessagePolicy)
 	labels[client.StopSignalLabel] = stopSignal(in)
 	labels[labelImageID] = req.Image.Digest
+	// With the container from the start, so that no listing misses it: a container
+	// OOM-killed at once is reaped by the relist its exit wakes (see oomKilled).
+	if n, ok := oomKills(path.Dir(cgroupDir(r.cgroup.container(pod, id)))); ok {
+		labels[labelPodOOMKills] = strconv.FormatInt(n, 10)
+	}
 	if req.Sandbox != nil && req.Sandbox.PID == 0 {
 		labels[labelSandbox] = req.Sandbox.ID // a pinned sandbox: see keepTask
 	}
 	stopLabels(labels, pod, c)
-	newOpts := []client.NewContainerOpts{client.WithImage(img)}
+	newOpts := append([]client.NewContainerOpts{client.WithImage(img)}, cgroupOpts...)
 	if r.cfg.Images.Snapshotter != "" {
 		newOpts = append(newOpts, client.WithSnapshotter(r.cfg.Images.Snapshotter))
 	}
@@ -296,11 +308,14 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	return nil
 }
 
-// RemovePodData deletes the pod's directory (unmounting its tmpfs volumes) and its log
-// directory.
+// RemovePodData deletes the pod's directory (unmounting its tmpfs volumes), its cgroup
+// and its log directory.
 func (r *Runtime) RemovePodData(ctx context.Context, uid types.UID) error {
 	if err := removePod(r.podDir(uid)); err != nil {
 		return fmt.Errorf("remove pod data %s: %w", uid, err)
+	}
+	if err := r.removePodCgroup(ctx, uid); err != nil {
+		return err
 	}
 	return removePodLogs(r.cfg.PodLogDir, uid)
 }

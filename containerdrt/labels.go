@@ -26,7 +26,13 @@ const (
 	labelFinishedAt = labelPrefix + "finished-at"
 	labelExitCode   = labelPrefix + "exit-code"
 	labelReason     = labelPrefix + "reason"
-	labelMessage    = labelPrefix + "message"
+	// labelOOMKilled is set when the shim reports an OOM kill in the container's
+	// cgroup (see recordOOM).
+	labelOOMKilled = labelPrefix + "oom-killed"
+	// labelPodOOMKills is the OOM kill count of the pod's cgroup when the container
+	// was created (see oomKilled).
+	labelPodOOMKills = labelPrefix + "pod-oom-kills"
+	labelMessage     = labelPrefix + "message"
 	// labelMessagePending marks an exit recorded before its message, which comes from
 	// the log once the task is deleted (see reap).
 	labelMessagePending = labelPrefix + "message-pending"

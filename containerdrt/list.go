@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -289,7 +290,7 @@ func (r *Runtime) reap(ctx context.Context, info containers.Container, proc *tas
 	labels := map[string]string{
 		labelExitCode:   strconv.Itoa(int(code)),
 		labelFinishedAt: proc.ExitedAt.AsTime().UTC().Format(time.RFC3339Nano),
-		labelReason:     exitReason(code, oomKilled(info)),
+		labelReason:     exitReason(code, info.Labels[labelOOMKilled] != "" || oomKilled(info, code)),
 		labelMessage:    fitLabel(labelMessage, msg),
 	}
 	if fromLog {
@@ -395,30 +396,53 @@ func (r *Runtime) setLabels(ctx context.Context, id string, labels map[string]st
 }
 
 // oomKilled reports whether the kernel's OOM killer killed a process of the
-// container's cgroup (cgroup v1 memory.oom_control or v2 memory.events).
-func oomKilled(info containers.Container) bool {
-	path, ok := cgroupPath(info)
+// container's cgroup (cgroup v1 memory.oom_control or v2 memory.events), while the
+// cgroup is there. systemd removes a scope as soon as it is empty, often before a
+// relist reaps the exit: then a container killed by SIGKILL (code 137) was OOM-killed
+// when its pod's cgroup, which stays, counts more OOM kills than when it was created
+// (labelPodOOMKills; the count takes in the pod's every container). recordOOM's label,
+// from the shim's event, is the third way.
+func oomKilled(info containers.Container, code int32) bool {
+	dir, ok := cgroupPath(info)
 	if !ok {
 		return false
 	}
-	for _, file := range []string{
-		filepath.Join("/sys/fs/cgroup/memory", path, "memory.oom_control"),
-		filepath.Join("/sys/fs/cgroup", path, "memory.events"),
-	} {
-		if n, ok := readKey(file, "oom_kill"); ok {
-			return n > 0
-		}
+	if n, ok := oomKills(dir); ok {
+		return n > 0
 	}
-	return false
+	base, err := strconv.ParseInt(info.Labels[labelPodOOMKills], 10, 64)
+	if code != exitSIGKILL || err != nil {
+		return false
+	}
+	n, ok := oomKills(path.Dir(dir))
+	return ok && n > base
 }
 
-// cgroupPath is the container's cgroup, from its spec.
+// exitSIGKILL is the exit code of a process killed by SIGKILL, as the shim reports it.
+const exitSIGKILL = 128 + int32(syscall.SIGKILL)
+
+// oomKills is the OOM kill count of the cgroup dir (relative to the hierarchies'
+// mount point), and whether it could be read.
+func oomKills(dir string) (int64, bool) {
+	for _, file := range []string{
+		filepath.Join(cgroupRoot, "memory", dir, "memory.oom_control"),
+		filepath.Join(cgroupRoot, dir, "memory.events"),
+	} {
+		if n, ok := readKey(file, "oom_kill"); ok {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// cgroupPath is the container's cgroup, from its spec, relative to a hierarchy's mount
+// point (cgroupDir: the systemd driver's slice:prefix:name is expanded).
 func cgroupPath(info containers.Container) (string, bool) {
 	var spec specs.Spec
 	if info.Spec == nil || json.Unmarshal(info.Spec.GetValue(), &spec) != nil || spec.Linux == nil || spec.Linux.CgroupsPath == "" {
 		return "", false
 	}
-	return spec.Linux.CgroupsPath, true
+	return cgroupDir(spec.Linux.CgroupsPath), true
 }
 
 // killOrphans kills what still runs in the cgroup of a container whose task containerd
@@ -431,8 +455,8 @@ func killOrphans(info containers.Container) int {
 	}
 	killed := 0
 	for _, file := range []string{
-		filepath.Join("/sys/fs/cgroup/pids", path, "cgroup.procs"), // cgroup v1
-		filepath.Join("/sys/fs/cgroup", path, "cgroup.procs"),      // cgroup v2
+		filepath.Join(cgroupRoot, "pids", path, "cgroup.procs"), // cgroup v1
+		filepath.Join(cgroupRoot, path, "cgroup.procs"),         // cgroup v2
 	} {
 		data, err := os.ReadFile(file)
 		if err != nil {

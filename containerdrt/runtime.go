@@ -38,7 +38,8 @@ type Config struct {
 	Images     ImageConfig // pulls and imports
 	SeccompDir string      // Localhost seccomp profiles
 	CNI        CNIConfig   // pod networks; without a ConfDir, pods not on the host's network have loopback only
-	FIFODir    string      // where exec's FIFOs are made; "" = containerd's default
+	Cgroups    CgroupConfig
+	FIFODir    string // where exec's FIFOs are made; "" = containerd's default
 	// Observe makes List only report: it records no exit and deletes no task. For a
 	// second Runtime that watches a namespace a daemon owns (tests, tools); two
 	// reapers of one namespace would race. An observer sees what the owner has
@@ -55,6 +56,7 @@ type Runtime struct {
 	client *client.Client
 	cfg    Config
 	images *images
+	cgroup podCgroups // where pods and containers are placed
 	net    *network
 	log    *slog.Logger
 
@@ -93,6 +95,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
 	}
 	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: newNetwork(cfg.CNI, cfg.Logger), pinsSeen: map[string]time.Time{}, aside: map[string]bool{}, records: recs}
+	r.cgroup = podCgroups{driver: CgroupDriverCgroupfs, root: "/" + cfg.Namespace} // an observer's: it makes none
 	r.images = newImages(c, cfg.Images, cfg.Logger)
 	r.images.providers = providers
 	ctx, cancel := r.call(ctx)
@@ -100,6 +103,12 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if _, err := c.Version(ctx); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("containerd at %s: %w: %w", cfg.Address, runner.ErrUnavailable, err)
+	}
+	if !cfg.Observe {
+		if err := r.settleCgroups(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
 	}
 	if !cfg.Observe && cfg.CNI.ConfDir != "" {
 		r.net.current() // says in the log, once at start, how pods will be networked
@@ -135,6 +144,32 @@ func (cfg *Config) complete() error {
 	}
 	return nil
 }
+
+// settleCgroups settles the cgroup driver and root (detectCgroupDriver).
+func (r *Runtime) settleCgroups(ctx context.Context) error {
+	conn, ok := r.client.Conn().(grpc.ClientConnInterface)
+	if !ok {
+		return fmt.Errorf("containerd at %s: no gRPC connection to ask for its cgroup driver", r.cfg.Address)
+	}
+	driver, err := detectCgroupDriver(ctx, conn, r.cfg.Cgroups.Driver)
+	if err != nil {
+		return err
+	}
+	root := r.cfg.Cgroups.Root
+	if root == "" && driver == CgroupDriverCgroupfs {
+		// One tree per containerd namespace: /staticpod by default, and tests in
+		// namespaces of their own never share a cgroup.
+		root = "/" + r.cfg.Namespace
+	}
+	r.cgroup, err = newPodCgroups(CgroupConfig{Driver: driver, Root: root})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return nil
+}
+
+// Cgroups is the cgroup driver the runtime uses and the root of its pod cgroups.
+func (r *Runtime) Cgroups() (CgroupDriver, string) { return r.cgroup.driver, r.cgroup.root }
 
 // HostIP is the node IP the runtime reports.
 func (r *Runtime) HostIP() string { return r.cfg.HostIP }

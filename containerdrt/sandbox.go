@@ -233,9 +233,13 @@ func (r *Runtime) startPauseSandbox(ctx context.Context, pod *corev1.Pod, attemp
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
+	if err := r.ensurePodCgroup(ctx, pod); err != nil {
+		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
+	cgroupSpec, cgroupOpts := r.cgroup.opts(pod, id, podGraceSeconds(pod))
+	specOpts := append(append(sandboxSpec(pod, rootfs, own), shimGroup(id)), cgroupSpec...)
 	c, err := r.client.NewContainer(ctx, id,
-		client.WithContainerLabels(labels),
-		client.WithNewSpec(append(sandboxSpec(pod, rootfs, own), shimGroup(id))...),
+		append(cgroupOpts, client.WithContainerLabels(labels), client.WithNewSpec(specOpts...))...,
 	)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))

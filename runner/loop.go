@@ -81,6 +81,9 @@ func (r *Runner) Run(ctx context.Context) error {
 			l.relisted(ctx, res)
 		case <-housekeeping.C:
 			l.housekeeping(ctx)
+			if healthy, _ := r.Healthy(); healthy && r.opts.Heartbeat != nil {
+				r.opts.Heartbeat()
+			}
 		case uid := <-r.done:
 			l.workerGone(ctx, uid)
 		case provides := <-r.arrived:

@@ -40,6 +40,12 @@ type Options struct {
 	Images  ImageStore
 	ImageGC ImageGCPolicy
 	Sources []string
+
+	// Heartbeat, when set, is called by the sync loop every housekeeping period while
+	// the loop turns and its relists succeed (the PLEG is healthy): a loop that hangs
+	// or a runtime that stops answering stops the calls. The daemon pings systemd's
+	// watchdog from it. It must return quickly.
+	Heartbeat func()
 }
 
 // Runner keeps the pods its sources want running on its Runtime.
@@ -177,6 +183,19 @@ func (r *Runner) SourceReady(source string) bool {
 	return r.ready[source]
 }
 
+// Settled reports whether every wanted pod has a status: its worker has synced it once,
+// adopting what runs of it, or it was refused.
+func (r *Runner) Settled() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for uid := range r.seen {
+		if _, ok := r.statuses[uid]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // Pods returns every wanted pod with its current status, sorted by namespace and name.
 func (r *Runner) Pods() []*corev1.Pod {
 	r.mu.RLock()
@@ -226,15 +245,27 @@ func (r *Runner) StopAll(ctx context.Context) error {
 	if _, err := r.pleg.Relist(ctx); err != nil {
 		return err
 	}
+	r.stopPods(ctx, func(*corev1.Pod) bool { return true }, 0)
+	_, err := r.pleg.Relist(ctx) // reaps the exits: no shim stays behind for a stopped task
+	return err
+}
+
+// stopPods stops, at once, the pods the last relist found whose spec (nil when unknown)
+// pick picks, each with its grace period capped at maxGrace when that is above 0.
+func (r *Runner) stopPods(ctx context.Context, pick func(*corev1.Pod) bool, maxGrace time.Duration) {
 	specs := map[types.UID]*corev1.Pod{}
 	for _, p := range r.Pods() {
 		specs[p.UID] = p
 	}
 	var wg sync.WaitGroup
 	for uid, pr := range r.pleg.Pods() {
+		if !pick(specs[uid]) {
+			continue
+		}
 		w := newWorker(r, uid, nil)
 		w.spec = specs[uid]
 		w.sandbox = runningSandbox(pr) // hooks reach the pod in its network
+		w.maxGrace = maxGrace
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -242,8 +273,6 @@ func (r *Runner) StopAll(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	_, err := r.pleg.Relist(ctx) // reaps the exits: no shim stays behind for a stopped task
-	return err
 }
 
 // awaited takes the set of workers that asked for a relist since it was last taken.

@@ -333,10 +333,14 @@ func podRef(pod *corev1.Pod) string {
 // gracePeriod is how long c may take to stop: its pod's termination grace period, from
 // the pod's spec, else as recorded with the container, else orphanGrace.
 func (w *worker) gracePeriod(c Container) time.Duration {
+	g := podGrace(w.spec)
 	if w.spec == nil && c.PodGrace != nil {
-		return *c.PodGrace
+		g = *c.PodGrace
 	}
-	return podGrace(w.spec)
+	if w.maxGrace > 0 {
+		g = min(g, w.maxGrace)
+	}
+	return g
 }
 
 // podGrace is the pod's termination grace period, or orphanGrace when its spec is not

@@ -47,6 +47,7 @@ type worker struct {
 	volumesGen    uint64            // the Runner's objectsGen when they were
 	volumesSynced bool              // volumes holds a sync that worked
 	mountErr      string            // the last volume sync's error, told once
+	maxGrace      time.Duration     // caps the grace period of a kill when > 0 (StopForShutdown)
 }
 
 // retry is the back-off of an operation that failed: a pull, a sandbox, a start.

@@ -1,0 +1,260 @@
+package containerdrt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/containerd/containerd/api/types/runc/options"
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/containerd/v2/plugins"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/staticpod/staticpod/internal/systemd"
+	"github.com/staticpod/staticpod/manifests"
+)
+
+// CgroupDriver is what makes a container's cgroup, by the kubelet's names: runc itself
+// in the cgroup filesystem ("cgroupfs"), or systemd, as a scope in a slice ("systemd").
+// On a host where systemd is PID 1 systemd owns the cgroup tree, and cgroups made
+// behind its back sit beside its slices, outside its accounting and its shutdown.
+type CgroupDriver string
+
+// The cgroup drivers, and where each puts pod cgroups by default.
+const (
+	CgroupDriverCgroupfs CgroupDriver = "cgroupfs"
+	CgroupDriverSystemd  CgroupDriver = "systemd"
+
+	DefaultCgroupRoot        = "/staticpod"      // cgroupfs: /staticpod/<qos>/pod<uid>/<id>; /<namespace> in general
+	DefaultSystemdCgroupRoot = "staticpod.slice" // systemd: staticpod-<qos>-pod<uid>.slice/staticpod-<id>.scope
+
+	sliceSuffix = ".slice"
+	scopePrefix = "staticpod" // systemd: staticpod-<container id>.scope
+)
+
+// ParseCgroupDriver checks a --cgroup-driver value; "" is left to detection.
+func ParseCgroupDriver(s string) (CgroupDriver, error) {
+	switch d := CgroupDriver(s); d {
+	case "", CgroupDriverCgroupfs, CgroupDriverSystemd:
+		return d, nil
+	}
+	return "", fmt.Errorf("cgroup driver %q: use systemd or cgroupfs", s)
+}
+
+// CgroupConfig places the pods' cgroups.
+type CgroupConfig struct {
+	// Driver makes the cgroups; "" detects it from containerd's runc options
+	// (see detectCgroupDriver).
+	Driver CgroupDriver
+	// Root is the parent of every pod cgroup: a path for cgroupfs, a slice for systemd;
+	// "" is the driver's default.
+	Root string
+}
+
+// podCgroups lays out pod cgroups as the kubelet does: Guaranteed pods right under the
+// root, Burstable and BestEffort ones under a cgroup of their class, each pod in a
+// cgroup of its own, pod<uid>, and its containers (and sandbox) below that. A pod's
+// usage and limits can then be read and capped as one.
+type podCgroups struct {
+	driver CgroupDriver
+	root   string
+}
+
+func newPodCgroups(cfg CgroupConfig) (podCgroups, error) {
+	c := podCgroups{driver: cfg.Driver, root: cfg.Root}
+	if c.driver == "" {
+		c.driver = CgroupDriverCgroupfs
+	}
+	switch c.driver {
+	case CgroupDriverCgroupfs:
+		if c.root == "" {
+			c.root = DefaultCgroupRoot
+		}
+		if !path.IsAbs(c.root) || strings.HasSuffix(c.root, sliceSuffix) {
+			return c, fmt.Errorf("--cgroup-root %q: the cgroupfs driver takes an absolute path such as %s", c.root, DefaultCgroupRoot)
+		}
+		c.root = path.Clean(c.root)
+	case CgroupDriverSystemd:
+		if c.root == "" {
+			c.root = DefaultSystemdCgroupRoot
+		}
+		if !validSlice(c.root) {
+			return c, fmt.Errorf("--cgroup-root %q: the systemd driver takes a slice such as %s", c.root, DefaultSystemdCgroupRoot)
+		}
+	default:
+		return c, fmt.Errorf("cgroup driver %q: use systemd or cgroupfs", c.driver)
+	}
+	return c, nil
+}
+
+// validSlice reports whether name is a slice name that can be a parent: "x.slice" or
+// "x-y.slice", not the root slice "-.slice".
+func validSlice(name string) bool {
+	base, ok := strings.CutSuffix(name, sliceSuffix)
+	return ok && base != "" && !strings.HasPrefix(base, "-") && !strings.HasSuffix(base, "-") &&
+		!strings.Contains(base, "--") && !strings.ContainsAny(base, "/ ")
+}
+
+// qosName is the cgroup of a QoS class under the root; "" for Guaranteed, whose pods
+// sit right under it.
+func qosName(pod *corev1.Pod) string {
+	switch manifests.QOSClass(pod) {
+	case corev1.PodQOSBurstable:
+		return "burstable"
+	case corev1.PodQOSBestEffort:
+		return "besteffort"
+	}
+	return ""
+}
+
+// pod is the pod's cgroup: a path for cgroupfs, a slice for systemd.
+func (c podCgroups) pod(pod *corev1.Pod) string {
+	return c.podIn(qosName(pod), pod.UID)
+}
+
+// podIn is the cgroup of the pod with the UID uid in the cgroup of a QoS class. A
+// systemd slice name nests by dashes, so the UID's dashes become underscores, as the
+// kubelet escapes them.
+func (c podCgroups) podIn(qos string, uid types.UID) string {
+	name := "pod" + string(uid)
+	if c.driver == CgroupDriverCgroupfs {
+		return path.Join(c.root, qos, name)
+	}
+	parts := []string{strings.TrimSuffix(c.root, sliceSuffix)}
+	if qos != "" {
+		parts = append(parts, qos)
+	}
+	parts = append(parts, strings.ReplaceAll(name, "-", "_"))
+	return strings.Join(parts, "-") + sliceSuffix
+}
+
+// qosClasses are the names qosName gives.
+var qosClasses = []string{"", "burstable", "besteffort"}
+
+// container is the cgroupsPath of a container (or sandbox) with the ID id of pod, in
+// the form runc takes for the driver: a path, or slice:prefix:name for systemd, which
+// runc makes the scope staticpod-<id>.scope in the pod's slice.
+func (c podCgroups) container(pod *corev1.Pod, id string) string {
+	if c.driver == CgroupDriverCgroupfs {
+		return path.Join(c.pod(pod), id)
+	}
+	return c.pod(pod) + ":" + scopePrefix + ":" + id
+}
+
+// dir is where a cgroupsPath of either form is in the cgroup filesystem, relative to a
+// hierarchy's mount point: slices expanded by their dashes
+// (a-b.slice -> /a.slice/a-b.slice), the scope named as runc names it.
+func cgroupDir(cgroupsPath string) string {
+	slice, rest, systemd := strings.Cut(cgroupsPath, ":")
+	if !systemd {
+		return path.Clean("/" + cgroupsPath)
+	}
+	prefix, name, _ := strings.Cut(rest, ":")
+	scope := name
+	if prefix != "" {
+		scope = prefix + "-" + name
+	}
+	if !strings.HasSuffix(scope, sliceSuffix) {
+		scope += ".scope"
+	}
+	return path.Join(expandSlice(slice), scope)
+}
+
+// expandSlice is the path of a slice under the cgroup root: "" and "-.slice" are the
+// root itself.
+func expandSlice(slice string) string {
+	base := strings.TrimSuffix(slice, sliceSuffix)
+	if base == "" || base == "-" {
+		return "/"
+	}
+	dir := "/"
+	for i := range len(base) {
+		if base[i] == '-' {
+			dir = path.Join(dir, base[:i]+sliceSuffix)
+		}
+	}
+	return path.Join(dir, slice)
+}
+
+// systemdStopTimeout is the annotation runc turns into the TimeoutStopUSec property of
+// a container's scope. systemd stops the scopes itself when the machine shuts down
+// without staticpod having stopped the pods first (staticpod gone, or logind's delay
+// over): with the pod's grace period the shutdown waits that long, not systemd's
+// default 90 s, for a container that ignores SIGTERM.
+const systemdStopTimeout = "org.systemd.property.TimeoutStopUSec"
+
+// opts are a container's spec and container options for its cgroup: the cgroupsPath,
+// and for systemd runc's SystemdCgroup option (which every task of the container
+// inherits) and the scope's stop timeout.
+func (c podCgroups) opts(pod *corev1.Pod, id string, grace int64) ([]oci.SpecOpts, []client.NewContainerOpts) {
+	specOpts := []oci.SpecOpts{oci.WithCgroup(c.container(pod, id))}
+	if c.driver != CgroupDriverSystemd {
+		return specOpts, nil
+	}
+	usec := strconv.FormatInt(max(grace, 1)*1_000_000, 10)
+	specOpts = append(specOpts, oci.WithAnnotations(map[string]string{systemdStopTimeout: "uint64 " + usec}))
+	return specOpts, []client.NewContainerOpts{client.WithRuntime(plugins.RuntimeRuncV2, &options.Options{SystemdCgroup: true})}
+}
+
+// removePodCgroup removes the cgroup of the pod with the UID uid, whose containers are
+// gone: runc removes a container's cgroup, never its parents. With systemd the pod's
+// slice is stopped (an empty slice stays otherwise); with cgroupfs its directory is
+// removed from every hierarchy. The pod's QoS class may have changed with its spec, so
+// each is tried. A pod cgroup that still holds a process is left alone: stopping a
+// slice would kill what runs in it, and rmdir fails (EBUSY) on it anyway.
+func (r *Runtime) removePodCgroup(ctx context.Context, uid types.UID) error {
+	c := r.cgroup
+	if c.driver == CgroupDriverSystemd {
+		bus, err := systemd.Connect(ctx)
+		if err != nil {
+			return fmt.Errorf("remove the cgroup of pod %s: %w", uid, err)
+		}
+		defer bus.Close()
+		var errs []error
+		for _, q := range qosClasses {
+			slice := c.podIn(q, uid)
+			if populated(filepath.Join(cgroupRoot, expandSlice(slice))) {
+				continue
+			}
+			errs = append(errs, bus.StopUnit(ctx, slice))
+		}
+		return errors.Join(errs...)
+	}
+	hierarchies := []string{cgroupRoot}
+	if !hostCgroups().unified {
+		hierarchies, _ = filepath.Glob(filepath.Join(cgroupRoot, "*"))
+	}
+	var errs []error
+	for _, q := range qosClasses {
+		for _, h := range hierarchies {
+			err := syscall.Rmdir(filepath.Join(h, c.podIn(q, uid)))
+			if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.EBUSY) {
+				errs = append(errs, fmt.Errorf("remove the cgroup of pod %s: %w", uid, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// populated reports whether a cgroup v2 directory, or one below it, holds a process.
+func populated(dir string) bool {
+	n, ok := readKey(filepath.Join(dir, "cgroup.events"), "populated")
+	return ok && n > 0
+}
+
+// podGraceSeconds is the pod's termination grace period in seconds, the API's default
+// when unset.
+func podGraceSeconds(pod *corev1.Pod) int64 {
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		return *g
+	}
+	return corev1.DefaultTerminationGracePeriodSeconds
+}

@@ -1,0 +1,229 @@
+package containerdrt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/internal/systemd"
+)
+
+// podLimits are the limits of a pod's cgroup, as the kubelet's ResourceConfigForPod
+// computes them: the pod as a whole is capped at the sum of what its containers may
+// use, so that the kernel reclaims and throttles it as one.
+type podLimits struct {
+	memory    int64  // bytes; 0 when a container has no memory limit
+	cpuQuota  int64  // µs per quotaPeriod; 0 when a container has no CPU limit
+	cpuShares uint64 // from the sum of the CPU requests; minShares for BestEffort
+}
+
+// podLimitsOf sums the pod's containers' limits and requests: regular containers and
+// sidecars together, or the largest init container's where that is larger (the
+// kubelet's rule for the pod's effective resources).
+func podLimitsOf(pod *corev1.Pod) podLimits {
+	l := podLimits{memory: podMemoryLimit(pod)}
+	var cpuLimit, cpuRequest int64
+	allCPULimits := true
+	for _, c := range pod.Spec.Containers {
+		cpuRequest += c.Resources.Requests.Cpu().MilliValue()
+		if lim := c.Resources.Limits.Cpu().MilliValue(); lim > 0 {
+			cpuLimit += lim
+		} else {
+			allCPULimits = false
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		cpuRequest = max(cpuRequest, c.Resources.Requests.Cpu().MilliValue())
+		if lim := c.Resources.Limits.Cpu().MilliValue(); lim > 0 {
+			cpuLimit = max(cpuLimit, lim)
+		} else {
+			allCPULimits = false
+		}
+	}
+	if allCPULimits && cpuLimit > 0 {
+		l.cpuQuota = cpuQuota(cpuLimit)
+	}
+	l.cpuShares = cpuShares(cpuRequest, 0)
+	return l
+}
+
+// cpuWeight is cgroup v2's cpu.weight for cpu.shares, as runc and the kubelet convert:
+// [2, 262144] onto [1, 10000].
+func cpuWeight(shares uint64) uint64 {
+	return 1 + (shares-minShares)*9999/(maxShares-minShares)
+}
+
+// ensurePodCgroup makes the pod's cgroup with its limits before a container of the pod
+// is created in it: a slice with systemd, the directories with cgroupfs. Calling it
+// again sets the limits again, which the pod's spec decides alone.
+func (r *Runtime) ensurePodCgroup(ctx context.Context, pod *corev1.Pod) error {
+	l := podLimitsOf(pod)
+	if r.cgroup.driver == CgroupDriverSystemd {
+		return r.ensurePodSlice(ctx, r.cgroup.pod(pod), l)
+	}
+	if err := ensurePodDir(r.cgroup.pod(pod), l, hostCgroups().unified); err != nil {
+		return fmt.Errorf("pod cgroup %s: %w", r.cgroup.pod(pod), err)
+	}
+	return nil
+}
+
+// ensurePodSlice starts (or updates) the pod's slice with its limits; systemd writes
+// them to memory.max and cpu.max (or their v1 files) and keeps them there.
+func (r *Runtime) ensurePodSlice(ctx context.Context, slice string, l podLimits) error {
+	props := []systemd.Property{systemd.Uint64Property("CPUWeight", cpuWeight(l.cpuShares))}
+	if l.memory > 0 {
+		props = append(props, systemd.Uint64Property("MemoryMax", uint64(l.memory)))
+	}
+	if l.cpuQuota > 0 { // systemd counts per second what the kernel counts per period
+		props = append(props, systemd.Uint64Property("CPUQuotaPerSecUSec", uint64(l.cpuQuota)*(1_000_000/quotaPeriod)))
+	}
+	bus, err := systemd.Connect(ctx)
+	if err != nil {
+		return fmt.Errorf("pod slice %s: %w", slice, err)
+	}
+	defer bus.Close()
+	if err := bus.EnsureSlice(ctx, slice, props); err != nil {
+		return err
+	}
+	return awaitSliceCgroup(ctx, slice)
+}
+
+// Bounds of the wait for a new slice's cgroup.
+const (
+	sliceWait = 5 * time.Second
+	slicePoll = 20 * time.Millisecond
+)
+
+// awaitSliceCgroup waits until systemd has made the slice's cgroup: it starts a
+// transient unit by a job that runs after the call returns, and its cgroup's OOM
+// count is read right after (labelPodOOMKills). systemd tells a job's end only to
+// those who subscribe to its signals; the directory appears within milliseconds.
+func awaitSliceCgroup(ctx context.Context, slice string) error {
+	dir := expandSlice(slice)
+	ctx, cancel := context.WithTimeout(ctx, sliceWait)
+	defer cancel()
+	tick := time.NewTicker(slicePoll)
+	defer tick.Stop()
+	made := func() bool {
+		for _, d := range []string{filepath.Join(cgroupRoot, dir), filepath.Join(cgroupRoot, "systemd", dir)} { // v2, v1
+			if _, err := os.Stat(filepath.Join(d, "cgroup.procs")); err == nil {
+				return true
+			}
+		}
+		return false
+	}
+	for {
+		if made() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pod slice %s: no cgroup %s after %s", slice, dir, sliceWait)
+		case <-tick.C:
+		}
+	}
+}
+
+// podControllers are the cgroup v2 controllers a pod cgroup needs enabled in its
+// parents for its limits and its containers'.
+var podControllers = []string{"cpu", "memory", "pids"}
+
+// ensurePodDir makes the pod's cgroup directory and writes its limits, on cgroup v2 in
+// the unified hierarchy (enabling podControllers in each parent, as runc does for the
+// directories it makes), on v1 in the memory and cpu hierarchies, where the limits
+// are (runc makes the others).
+func ensurePodDir(dir string, l podLimits, unified bool) error {
+	if unified {
+		if err := mkdirControllers(dir); err != nil {
+			return err
+		}
+		quota := "max"
+		if l.cpuQuota > 0 {
+			quota = strconv.FormatInt(l.cpuQuota, 10)
+		}
+		return writeLimits(filepath.Join(cgroupRoot, dir), map[string]string{
+			"memory.max": limitOrMax(l.memory, "max"),
+			"cpu.max":    quota + " " + strconv.Itoa(quotaPeriod),
+			"cpu.weight": strconv.FormatUint(cpuWeight(l.cpuShares), 10),
+		})
+	}
+	memDir, cpuDir := filepath.Join(cgroupRoot, "memory", dir), filepath.Join(cgroupRoot, "cpu", dir)
+	for _, d := range []string{memDir, cpuDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	quota := int64(-1)
+	if l.cpuQuota > 0 {
+		quota = l.cpuQuota
+	}
+	if err := writeLimits(memDir, map[string]string{"memory.limit_in_bytes": limitOrMax(l.memory, "-1")}); err != nil {
+		return err
+	}
+	return writeLimits(cpuDir, map[string]string{
+		"cpu.cfs_period_us": strconv.Itoa(quotaPeriod),
+		"cpu.cfs_quota_us":  strconv.FormatInt(quota, 10),
+		"cpu.shares":        strconv.FormatUint(l.cpuShares, 10),
+	})
+}
+
+func limitOrMax(n int64, unlimited string) string {
+	if n <= 0 {
+		return unlimited
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// mkdirControllers makes dir and its parents in the unified hierarchy, enabling
+// podControllers for each new level's children.
+func mkdirControllers(dir string) error {
+	cur := cgroupRoot
+	for _, part := range strings.Split(strings.Trim(path.Clean(dir), "/"), "/") {
+		if err := enableControllers(cur); err != nil {
+			return err
+		}
+		cur = filepath.Join(cur, part)
+		if err := os.Mkdir(cur, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// enableControllers enables podControllers in dir's cgroup.subtree_control, those of
+// them dir has (cgroup.controllers).
+func enableControllers(dir string) error {
+	have, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	if err != nil {
+		return err
+	}
+	var enable []string
+	for _, c := range podControllers {
+		if strings.Contains(" "+strings.TrimSpace(string(have))+" ", " "+c+" ") {
+			enable = append(enable, "+"+c)
+		}
+	}
+	if len(enable) == 0 {
+		return nil
+	}
+	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(strings.Join(enable, " ")), 0)
+}
+
+// writeLimits writes each file of a cgroup directory.
+func writeLimits(dir string, files map[string]string) error {
+	for name, v := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# make vm-test: proves staticpod on a real systemd host with the unified cgroup
+# hierarchy, in a Debian bookworm guest under qemu (software emulation: no KVM).
+#
+#   hack/vm/test.sh CACHE_DIR
+#
+# The guest's root comes from hack/vm/image.sh (cached in CACHE_DIR); staticpod goes in
+# with `make install DESTDIR=...`, its flags in /etc/default/staticpod, the busybox
+# image in its --image-dir, and the test (hack/vm/run.sh, the pods in hack/vm/pods) in
+# /usr/local/lib/vm-test, run at boot by vm-test.service. The guest boots twice on the
+# same disk: the first boot runs the checks and powers off with a pod that must get
+# its preStop hook and grace period; the second checks what the first left on disk and
+# in the journal. The test's lines ("VMTEST ...") come on the serial console; the rest
+# of the console goes to CACHE_DIR/last-console.log.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cache=${1:?usage: $0 CACHE_DIR}
+GO=${GO:-go}
+bootTimeout=${VM_BOOT_TIMEOUT:-900}        # seconds one boot may take, test included
+maxPoweroff=${VM_MAX_POWEROFF_SECONDS:-75} # systemd's stall alone would be 90 s
+
+started=$(date +%s)
+tar=$("$here/image.sh" "$cache")
+kver=$(cat "$(dirname "$tar")/kernel-version")
+echo "vm-test: guest root $tar ($(($(date +%s) - started)) s), kernel $kver"
+
+work=$(mktemp -d /var/tmp/staticpod-vm.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+root=$work/root
+mkdir "$root"
+tar -C "$root" -xf "$tar"
+make -C "$repo" --no-print-directory install DESTDIR="$root" GO="$GO" >/dev/null
+install -D -m 0755 "$here/run.sh" "$root/usr/local/lib/vm-test/run.sh"
+mkdir -p "$root/usr/local/lib/vm-test/pods" "$root/var/lib/staticpod/images"
+cp "$here"/pods/*.yaml "$root/usr/local/lib/vm-test/pods/"
+(cd "$repo" && "$GO" run ./internal/testenv/cmd/mkimage -ref localhost/busybox:static -o "$root/var/lib/staticpod/images/busybox.tar")
+cat >"$root/etc/default/staticpod" <<'EOF'
+STATICPOD_IMAGE_DIR=/var/lib/staticpod/images
+STATICPOD_SHUTDOWN_GRACE_PERIOD=30s
+STATICPOD_SHUTDOWN_GRACE_PERIOD_CRITICAL_PODS=10s
+EOF
+disk=$work/disk.img
+mkfs.ext4 -q -F -L root -d "$root" "$disk" 3G >/dev/null
+rm -rf "$root"
+echo "vm-test: disk ready ($(($(date +%s) - started)) s)"
+
+console=$cache/last-console.log
+: >"$console"
+
+# boot N: boots the guest once, its console stamped with the host's seconds into
+# $console, the VMTEST lines shown as they come.
+boot() {
+	echo "vm-test: boot $1"
+	timeout "$bootTimeout" qemu-system-x86_64 -m 2048 -smp 2 -nographic -no-reboot \
+		-kernel "/boot/vmlinuz-$kver" -initrd "/boot/initrd.img-$kver" \
+		-append "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 panic=-1" \
+		-drive "file=$disk,format=raw,if=virtio" -nic none </dev/null 2>&1 |
+		while IFS= read -r line; do
+			line=${line%$'\r'}
+			printf '%(%s)T boot%s %s\n' -1 "$1" "$line" >>"$console"
+			case $line in *VMTEST*) echo "  ${line#*VMTEST }" ;; esac
+		done
+	echo "vm-test: boot $1 ended ($(($(date +%s) - started)) s)"
+}
+
+boot 1
+if grep -q "VMTEST POWEROFF" "$console"; then
+	poweroffAt=$(grep -m1 "VMTEST POWEROFF" "$console" | cut -d' ' -f1)
+	endedAt=$(tail -1 "$console" | cut -d' ' -f1)
+	took=$((endedAt - poweroffAt))
+	if [ "$took" -le "$maxPoweroff" ]; then
+		echo "VMTEST PASS power-off took $took s (no 90 s stall)" | tee -a "$console" | sed 's/^VMTEST /  /'
+	else
+		echo "VMTEST FAIL power-off: took $took s, over $maxPoweroff s" | tee -a "$console" | sed 's/^VMTEST /  /'
+	fi
+	boot 2
+fi
+passed=$(grep -c "VMTEST PASS" "$console" || true)
+failed=$(grep -c "VMTEST FAIL" "$console" || true)
+echo "vm-test: $(($(date +%s) - started)) s in all; console in $console"
+if ! grep -q "boot2.*VMTEST END failed=0" "$console"; then
+	failed=$((failed == 0 ? 1 : failed))
+	if ! grep -q "VMTEST END" "$console"; then
+		echo "vm-test: the guest did not finish the test; the console's end:" >&2
+		tail -40 "$console" | cut -d' ' -f3- >&2
+	fi
+fi
+echo "vm-test: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,6 @@
+// Package systemd is what staticpod says to systemd and logind: the service manager's
+// notify protocol (readiness, status, watchdog pings), logind's delay inhibitor lock
+// and its shutdown signal, and stopping units over D-Bus. It imports nothing of
+// staticpod's; every call is harmless where systemd is not running (no
+// NOTIFY_SOCKET, no system bus): the caller decides what that means.
+package systemd
