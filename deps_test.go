@@ -42,8 +42,8 @@ var rules = map[string][]string{
 	"internal/testenv":             {"internal/ctrd"},
 	"internal/testenv/cmd/mkimage": {"internal/testenv", "internal/ctrd"},
 	"internal/testenv/cmd/udpecho": nil,
-	"internal/bench":               {"containerdrt", "runner", "manifests", "logs", "internal/pause", "internal/testenv", "internal/ctrd"},
-	benchCommand:                   {"internal/bench", "containerdrt", "runner", "manifests", "logs", "internal/pause", "internal/testenv", "internal/ctrd"},
+	"internal/bench":               {"containerdrt", "runner", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd"},
+	benchCommand:                   {"internal/bench", "containerdrt", "runner", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd"},
 }
 
 // benchCommand is make bench's program.
