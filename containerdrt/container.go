@@ -102,7 +102,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, convertErr(err))
 	}
 	info, _ := created.Info(ctx, client.WithoutRefreshedMetadata) // as created: no task yet
-	return toContainer(info, nil)
+	return r.container(info, nil)
 }
 
 // removeUnstarted removes what an interrupted creation of container id left: the

@@ -81,11 +81,10 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 	}
 	out := make([]runner.Container, 0, len(all))
 	for _, s := range all {
-		c, err := toContainer(s.info, s.proc)
+		c, err := r.container(s.info, s.proc)
 		if err != nil {
 			continue
 		}
-		c.LogPath = r.logPathOf(s.info.Labels)
 		out = append(out, c)
 	}
 	return out, nil
@@ -199,6 +198,11 @@ func (r *Runtime) inspect(ctx context.Context, id string) (runner.Container, err
 	case !errdefs.IsNotFound(convertErr(err)) && ignoreNotFound(convertErr(err)) != nil:
 		return runner.Container{}, fmt.Errorf("inspect %s: %w", id, convertErr(err))
 	}
+	return r.container(info, proc)
+}
+
+// container is toContainer with the log path checked (logPathOf).
+func (r *Runtime) container(info containers.Container, proc *task.Process) (runner.Container, error) {
 	c, err := toContainer(info, proc)
 	c.LogPath = r.logPathOf(info.Labels)
 	return c, err
