@@ -66,6 +66,7 @@ func runFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "pleg-exit-events", Value: true, Usage: "relist at once when containerd reports a task exit (false: on the relist period only)", EnvVars: spcli.Env("pleg-exit-events")},
 		str("cgroup-driver", "", "what makes the containers' cgroups: systemd or cgroupfs (default: what containerd's runc runtime uses, else systemd where it is PID 1)"),
 		str("cgroup-root", "", "parent of the pod cgroups: a path for cgroupfs (default /<containerd-namespace>), a slice for systemd (default staticpod.slice)"),
+		&cli.Int64Flag{Name: "pod-max-pids", Value: -1, Usage: "the most processes a pod may have (its cgroup's pids.max); -1 for no cap", EnvVars: spcli.Env("pod-max-pids")},
 		dur("shutdown-grace-period", 0, "when the machine shuts down, stop the pods within this time, holding the shutdown with a logind inhibitor lock (0: off)"),
 		dur("shutdown-grace-period-critical-pods", 0, "of --shutdown-grace-period, the time kept for the system-node-critical pods, which stop last"),
 		&cli.BoolFlag{Name: "stop-pods-on-exit", Usage: "stop every pod when staticpod exits (by default they keep running)", EnvVars: spcli.Env("stop-pods-on-exit")},

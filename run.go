@@ -302,7 +302,7 @@ func runtimeConfig(c *cli.Context, root, self string, log *slog.Logger) containe
 // cgroupConfig places the pods' cgroups from run's flags (checked in runDaemon).
 func cgroupConfig(c *cli.Context) containerdrt.CgroupConfig {
 	driver, _ := containerdrt.ParseCgroupDriver(c.String("cgroup-driver"))
-	return containerdrt.CgroupConfig{Driver: driver, Root: c.String("cgroup-root")}
+	return containerdrt.CgroupConfig{Driver: driver, Root: c.String("cgroup-root"), PodMaxPIDs: c.Int64("pod-max-pids")}
 }
 
 // imageGCPolicy is image garbage collection's policy from run's flags.

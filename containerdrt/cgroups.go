@@ -57,6 +57,9 @@ type CgroupConfig struct {
 	// Root is the parent of every pod cgroup: a path for cgroupfs, a slice for systemd;
 	// "" is the driver's default.
 	Root string
+	// PodMaxPIDs caps the processes of each pod (its cgroup's pids.max, systemd's
+	// TasksMax), as the kubelet's --pod-max-pids; 0 or less for no cap.
+	PodMaxPIDs int64
 }
 
 // podCgroups lays out pod cgroups as the kubelet does: Guaranteed pods right under the
@@ -64,12 +67,13 @@ type CgroupConfig struct {
 // cgroup of its own, pod<uid>, and its containers (and sandbox) below that. A pod's
 // usage and limits can then be read and capped as one.
 type podCgroups struct {
-	driver CgroupDriver
-	root   string
+	driver  CgroupDriver
+	root    string
+	maxPIDs int64 // each pod's; 0 for none
 }
 
 func newPodCgroups(cfg CgroupConfig) (podCgroups, error) {
-	c := podCgroups{driver: cfg.Driver, root: cfg.Root}
+	c := podCgroups{driver: cfg.Driver, root: cfg.Root, maxPIDs: max(cfg.PodMaxPIDs, 0)}
 	if c.driver == "" {
 		c.driver = CgroupDriverCgroupfs
 	}

@@ -262,7 +262,7 @@ func TestPodLimits(t *testing.T) {
 // A Guaranteed pod's cgroup, right under the root, is capped at the sum of its
 // containers' limits.
 func TestPodCgroupLimitsOnTheHost(t *testing.T) {
-	r := newTestRuntime(t)
+	r := newTestRuntime(t, func(cfg *Config) { cfg.Cgroups.PodMaxPIDs = 64 })
 	pod := loadPod(t, `
 apiVersion: v1
 kind: Pod
@@ -295,12 +295,14 @@ spec:
 	want := map[string]string{
 		filepath.Join(cgroupRoot, dir, "memory.max"): "50331648",
 		filepath.Join(cgroupRoot, dir, "cpu.max"):    "20000 100000",
+		filepath.Join(cgroupRoot, dir, "pids.max"):   "64",
 	}
 	if !hostCgroups().unified {
 		want = map[string]string{
 			filepath.Join(cgroupRoot, "memory", dir, "memory.limit_in_bytes"): "50331648",
 			filepath.Join(cgroupRoot, "cpu", dir, "cpu.cfs_quota_us"):         "20000",
 			filepath.Join(cgroupRoot, "cpu", dir, "cpu.shares"):               "204",
+			filepath.Join(cgroupRoot, "pids", dir, "pids.max"):                "64",
 		}
 	}
 	for file, v := range want {

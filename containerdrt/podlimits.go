@@ -24,6 +24,7 @@ type podLimits struct {
 	memory    int64  // bytes; 0 when a container has no memory limit
 	cpuQuota  int64  // µs per quotaPeriod; 0 when a container has no CPU limit
 	cpuShares uint64 // from the sum of the CPU requests; minShares for BestEffort
+	pids      int64  // processes; 0 for no cap (--pod-max-pids)
 }
 
 // podLimitsOf sums the pod's containers' limits and requests: regular containers and
@@ -67,6 +68,7 @@ func cpuWeight(shares uint64) uint64 {
 // again sets the limits again, which the pod's spec decides alone.
 func (r *Runtime) ensurePodCgroup(ctx context.Context, pod *corev1.Pod) error {
 	l := podLimitsOf(pod)
+	l.pids = r.cgroup.maxPIDs
 	if r.cgroup.driver == CgroupDriverSystemd {
 		return r.ensurePodSlice(ctx, r.cgroup.pod(pod), l)
 	}
@@ -85,6 +87,9 @@ func (r *Runtime) ensurePodSlice(ctx context.Context, slice string, l podLimits)
 	}
 	if l.cpuQuota > 0 { // systemd counts per second what the kernel counts per period
 		props = append(props, systemd.Uint64Property("CPUQuotaPerSecUSec", uint64(l.cpuQuota)*(1_000_000/quotaPeriod)))
+	}
+	if l.pids > 0 {
+		props = append(props, systemd.Uint64Property("TasksMax", uint64(l.pids)))
 	}
 	bus, err := systemd.Connect(ctx)
 	if err != nil {
@@ -140,7 +145,7 @@ var podControllers = []string{"cpu", "memory", "pids"}
 // ensurePodDir makes the pod's cgroup directory and writes its limits, on cgroup v2 in
 // the unified hierarchy (enabling podControllers in each parent, as runc does for the
 // directories it makes), on v1 in the memory and cpu hierarchies, where the limits
-// are (runc makes the others).
+// are, and in the pids hierarchy with --pod-max-pids (runc makes the others).
 func ensurePodDir(dir string, l podLimits, unified bool) error {
 	if unified {
 		if err := mkdirControllers(dir); err != nil {
@@ -154,7 +159,17 @@ func ensurePodDir(dir string, l podLimits, unified bool) error {
 			"memory.max": limitOrMax(l.memory, "max"),
 			"cpu.max":    quota + " " + strconv.Itoa(quotaPeriod),
 			"cpu.weight": strconv.FormatUint(cpuWeight(l.cpuShares), 10),
+			"pids.max":   limitOrMax(l.pids, "max"),
 		})
+	}
+	if l.pids > 0 {
+		pidsDir := filepath.Join(cgroupRoot, "pids", dir)
+		if err := os.MkdirAll(pidsDir, 0o755); err != nil {
+			return err
+		}
+		if err := writeLimits(pidsDir, map[string]string{"pids.max": strconv.FormatInt(l.pids, 10)}); err != nil {
+			return err
+		}
 	}
 	memDir, cpuDir := filepath.Join(cgroupRoot, "memory", dir), filepath.Join(cgroupRoot, "cpu", dir)
 	for _, d := range []string{memDir, cpuDir} {

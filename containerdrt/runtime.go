@@ -161,7 +161,7 @@ func (r *Runtime) settleCgroups(ctx context.Context) error {
 		// namespaces of their own never share a cgroup.
 		root = "/" + r.cfg.Namespace
 	}
-	r.cgroup, err = newPodCgroups(CgroupConfig{Driver: driver, Root: root})
+	r.cgroup, err = newPodCgroups(CgroupConfig{Driver: driver, Root: root, PodMaxPIDs: r.cfg.Cgroups.PodMaxPIDs})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}

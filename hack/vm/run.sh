@@ -117,6 +117,7 @@ check_cgroups() {
 	slice=$(dirname "$cg")
 	check "the pod slice's memory.max (the sum of its containers' limits)" 33554432 "$(cat "/sys/fs/cgroup$slice/memory.max")"
 	check "the pod slice's cpu.max" "10000 100000" "$(cat "/sys/fs/cgroup$slice/cpu.max")"
+	check "the pod slice's pids.max (--pod-max-pids 256)" 256 "$(cat "/sys/fs/cgroup$slice/pids.max")"
 	show cat "/proc/$pid/cgroup"
 	show cat "/sys/fs/cgroup$slice/memory.max"
 	show cat "/sys/fs/cgroup$cg/memory.max"

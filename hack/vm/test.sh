@@ -39,6 +39,7 @@ cat >"$root/etc/default/staticpod" <<'EOF'
 STATICPOD_IMAGE_DIR=/var/lib/staticpod/images
 STATICPOD_SHUTDOWN_GRACE_PERIOD=30s
 STATICPOD_SHUTDOWN_GRACE_PERIOD_CRITICAL_PODS=10s
+STATICPOD_POD_MAX_PIDS=256
 EOF
 disk=$work/disk.img
 mkfs.ext4 -q -F -L root -d "$root" "$disk" 3G >/dev/null
