@@ -294,6 +294,7 @@ Volumes:
     Medium:      Memory
     SizeLimit:   <unset>
 QoS Class:       Burstable
+Pod Limits:      <none>
 Node-Selectors:  <none>
 Tolerations:     :NoExecute op=Exists
 Events:
@@ -334,5 +335,19 @@ func TestDescribeObjectVolumes(t *testing.T) {
 `
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("describe lacks\n%s\nin:\n%s", want, out.String())
+	}
+}
+
+func TestDescribePodLimits(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{
+		{Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("32Mi")}}},
+		{Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("150m")}}},
+	}}}
+	if got, want := podLimits(pod), "cpu=250m"; got != want {
+		t.Errorf("pod limits with a container without a memory limit: %q, want %q", got, want)
+	}
+	pod.Spec.Containers[1].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("16Mi")
+	if got, want := podLimits(pod), "cpu=250m, memory=48Mi"; got != want {
+		t.Errorf("pod limits: %q, want %q", got, want)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -79,6 +80,7 @@ func describePod(out io.Writer, pod *corev1.Pod, events []runner.Record, eventsE
 	describeConditions(p, pod.Status.Conditions)
 	describeVolumes(p, pod.Spec.Volumes)
 	p.write(0, "QoS Class:\t%s\n", pod.Status.QOSClass)
+	p.write(0, "Pod Limits:\t%s\n", podLimits(pod))
 	p.list(0, "Node-Selectors", keyValues(pod.Spec.NodeSelector, "="))
 	p.list(0, "Tolerations", tolerations(pod.Spec.Tolerations))
 	describeEvents(p, events, eventsErr, now)
@@ -396,4 +398,20 @@ func describeVolumes(p prefixWriter, volumes []corev1.Volume) {
 			p.write(2, "<unknown>\n")
 		}
 	}
+}
+
+// podLimits describes the limits of the pod's cgroup (manifests.PodLimits): what the
+// pod may use as a whole.
+func podLimits(pod *corev1.Pod) string {
+	limits := manifests.PodLimits(pod)
+	var out []string
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q, ok := limits[name]; ok {
+			out = append(out, string(name)+"="+q.String())
+		}
+	}
+	if len(out) == 0 {
+		return "<none>"
+	}
+	return strings.Join(out, ", ")
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -304,26 +305,11 @@ func tmpfsSizeOption(pod *corev1.Pod, src *corev1.EmptyDirVolumeSource) string {
 	return "size=" + strconv.FormatInt(size, 10)
 }
 
-// podMemoryLimit is the pod's memory limit as the kubelet's pod cgroup has it: the sum
-// of its containers' limits or the largest init container's, whichever is larger; 0
-// when some container has none.
+// podMemoryLimit is the pod's memory limit as the kubelet's pod cgroup has it
+// (manifests.PodLimits), in bytes; 0 when the pod is not capped.
 func podMemoryLimit(pod *corev1.Pod) int64 {
-	var sum, maxInit int64
-	for _, c := range pod.Spec.Containers {
-		q, ok := c.Resources.Limits[corev1.ResourceMemory]
-		if !ok {
-			return 0
-		}
-		sum += q.Value()
-	}
-	for _, c := range pod.Spec.InitContainers {
-		q, ok := c.Resources.Limits[corev1.ResourceMemory]
-		if !ok {
-			return 0
-		}
-		maxInit = max(maxInit, q.Value())
-	}
-	return max(sum, maxInit)
+	q := manifests.PodLimits(pod)[corev1.ResourceMemory]
+	return q.Value()
 }
 
 // ensureTmpfs mounts a tmpfs on dir unless something is mounted there already.

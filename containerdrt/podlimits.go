@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/internal/systemd"
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // podLimits are the limits of a pod's cgroup, as the kubelet's ResourceConfigForPod
@@ -31,27 +32,17 @@ type podLimits struct {
 // sidecars together, or the largest init container's where that is larger (the
 // kubelet's rule for the pod's effective resources).
 func podLimitsOf(pod *corev1.Pod) podLimits {
+	limits := manifests.PodLimits(pod)
 	l := podLimits{memory: podMemoryLimit(pod)}
-	var cpuLimit, cpuRequest int64
-	allCPULimits := true
+	if cpu, ok := limits[corev1.ResourceCPU]; ok {
+		l.cpuQuota = cpuQuota(cpu.MilliValue())
+	}
+	var cpuRequest int64
 	for _, c := range pod.Spec.Containers {
 		cpuRequest += c.Resources.Requests.Cpu().MilliValue()
-		if lim := c.Resources.Limits.Cpu().MilliValue(); lim > 0 {
-			cpuLimit += lim
-		} else {
-			allCPULimits = false
-		}
 	}
 	for _, c := range pod.Spec.InitContainers {
 		cpuRequest = max(cpuRequest, c.Resources.Requests.Cpu().MilliValue())
-		if lim := c.Resources.Limits.Cpu().MilliValue(); lim > 0 {
-			cpuLimit = max(cpuLimit, lim)
-		} else {
-			allCPULimits = false
-		}
-	}
-	if allCPULimits && cpuLimit > 0 {
-		l.cpuQuota = cpuQuota(cpuLimit)
 	}
 	l.cpuShares = cpuShares(cpuRequest, 0)
 	return l
