@@ -206,6 +206,7 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 	if err := r.stopNetwork(ctx, id, labels); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", id, err)
 	}
+	r.awaitAside(ctx, id)
 	task, err := c.Task(ctx, nil)
 	if err != nil {
 		return ignoreNotFound(convertErr(err))
@@ -221,8 +222,12 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 		}
 	}
 	if grace > 0 {
-		if err := stop(ctx, task, exited, sig, grace); err != nil {
+		gone, err := stop(ctx, task, exited, sig, grace)
+		if err != nil {
 			return fmt.Errorf("stop container %s: %w", id, err)
+		}
+		if gone {
+			return nil // its shim may be gone with it: nothing is left to kill
 		}
 	}
 	select {
@@ -241,21 +246,22 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 	}
 }
 
-// stop signals the task and waits up to grace for it to exit. exited comes from a Wait
-// taken before the signal, so an exit that races the signal is never missed.
-func stop(ctx context.Context, t client.Task, exited <-chan client.ExitStatus, sig syscall.Signal, grace time.Duration) error {
+// stop signals the task and waits up to grace for it to exit, and reports whether it
+// did. exited comes from a Wait taken before the signal, so an exit that races the
+// signal is never missed; its value is consumed here.
+func stop(ctx context.Context, t client.Task, exited <-chan client.ExitStatus, sig syscall.Signal, grace time.Duration) (gone bool, _ error) {
 	if err := ignoreNotFound(convertErr(t.Kill(ctx, sig))); err != nil {
-		return fmt.Errorf("signal %v: %w", sig, err)
+		return false, fmt.Errorf("signal %v: %w", sig, err)
 	}
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	select {
 	case <-exited:
-		return nil
+		return true, nil
 	case <-timer.C:
-		return nil // the caller kills
+		return false, nil // the caller kills
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 }
 
@@ -269,10 +275,8 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	if err != nil {
 		return ignoreNotFound(convertErr(err))
 	}
-	labels, err := c.Labels(ctx)
-	if err != nil {
-		return ignoreNotFound(convertErr(err))
-	}
+	labels := loadedLabels(ctx, c)
+	r.awaitAside(ctx, id)
 	if task, err := c.Task(ctx, nil); err == nil {
 		if _, err := task.Delete(ctx, client.WithProcessKill); ignoreNotFound(convertErr(err)) != nil {
 			return fmt.Errorf("remove container %s: delete task: %w", id, convertErr(err))

@@ -322,15 +322,17 @@ func (r *Runtime) reap(ctx context.Context, info containers.Container, proc *tas
 }
 
 // deleteTaskAside deletes the stopped task of container id in the background, once;
-// until it is done, List reports the container as reaped. A delete that fails is
-// tried again by the next List's reap. Close waits for the deletes under way.
+// until it is done, List reports the container as reaped, and StopContainer and
+// RemoveContainer wait for it (awaitAside). A delete that fails is tried again by the
+// next List's reap. Close waits for the deletes under way.
 func (r *Runtime) deleteTaskAside(ctx context.Context, id string) {
 	r.asideMu.Lock()
 	defer r.asideMu.Unlock()
-	if r.aside[id] {
+	if _, ok := r.aside[id]; ok {
 		return
 	}
-	r.aside[id] = true
+	done := make(chan struct{})
+	r.aside[id] = done
 	r.asideWG.Add(1)
 	go func() {
 		defer r.asideWG.Done()
@@ -345,6 +347,7 @@ func (r *Runtime) deleteTaskAside(ctx context.Context, id string) {
 		r.asideMu.Lock()
 		delete(r.aside, id)
 		r.asideMu.Unlock()
+		close(done)
 	}()
 }
 
@@ -352,7 +355,23 @@ func (r *Runtime) deleteTaskAside(ctx context.Context, id string) {
 func (r *Runtime) deletingTask(id string) bool {
 	r.asideMu.Lock()
 	defer r.asideMu.Unlock()
-	return r.aside[id]
+	_, ok := r.aside[id]
+	return ok
+}
+
+// awaitAside waits until no delete of container id's task runs aside: a stop or a
+// removal meeting one would find a task whose shim is going.
+func (r *Runtime) awaitAside(ctx context.Context, id string) {
+	r.asideMu.Lock()
+	done, ok := r.aside[id]
+	r.asideMu.Unlock()
+	if !ok {
+		return
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // recordLogMessage records the end of a reaped container's log as its termination

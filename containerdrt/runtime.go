@@ -68,9 +68,9 @@ type Runtime struct {
 	pinMu    sync.Mutex
 	pinsSeen map[string]time.Time // sandbox ID -> when its pins were last seen holding (see pinRecheck)
 
-	asideMu sync.Mutex      // guards aside
-	aside   map[string]bool // containers whose stopped task is being deleted (deleteTaskAside)
-	asideWG sync.WaitGroup  // the deletes under way
+	asideMu sync.Mutex               // guards aside
+	aside   map[string]chan struct{} // containers whose stopped task is being deleted (deleteTaskAside), to the delete's end
+	asideWG sync.WaitGroup           // the deletes under way
 
 	records *records // the container records of the last List
 }
@@ -94,7 +94,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
 	}
-	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: newNetwork(cfg.CNI, cfg.Logger), pinsSeen: map[string]time.Time{}, aside: map[string]bool{}, records: recs}
+	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: newNetwork(cfg.CNI, cfg.Logger), pinsSeen: map[string]time.Time{}, aside: map[string]chan struct{}{}, records: recs}
 	r.cgroup = podCgroups{driver: CgroupDriverCgroupfs, root: "/" + cfg.Namespace} // an observer's: it makes none
 	r.images = newImages(c, cfg.Images, cfg.Logger)
 	r.images.providers = providers
