@@ -16,7 +16,8 @@ import (
 
 // A staticpod killed while it creates a container leaves a part of the creation behind.
 // Whatever the step it stopped after, the next staticpod runs the pod within seconds and
-// ends up with exactly one app container: what never started is removed or replaced.
+// ends up with exactly one app container, its first attempt: what never started is
+// removed or replaced under its attempt number.
 func TestCreationSurvivesACrashAtEveryStep(t *testing.T) {
 	for _, step := range []string{"snapshot prepared", "container created", "task created", "task started"} {
 		t.Run(step, func(t *testing.T) {
@@ -38,9 +39,14 @@ func TestCreationSurvivesACrashAtEveryStep(t *testing.T) {
 				t.Errorf("the pod ran %v after the restart; want a few seconds", took.Round(time.Millisecond))
 			}
 			// Housekeeping (every 2 s) removes a replaced attempt that never started.
-			n.await("one app container left", 10*time.Second, func(cs map[string]runner.Container) bool {
+			cs := n.await("one app container left", 10*time.Second, func(cs map[string]runner.Container) bool {
 				return len(cs) == 1
 			})
+			// Nothing ran before: the container that runs is the first attempt, and
+			// the pod's status counts no restart.
+			if _, ok := cs["rel-node1/main/0"]; !ok {
+				t.Errorf("containers %v, want rel-node1/main/0: a container that never ran counted as a restart", summary(cs))
+			}
 		})
 	}
 }
