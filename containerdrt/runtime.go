@@ -71,6 +71,9 @@ type Runtime struct {
 	asideWG sync.WaitGroup  // the deletes under way
 
 	records *records // the container records of the last List
+
+	started time.Time // when New ran: leases older than this are not this Runtime's
+	sweep   sync.Once // sweepCreations, at the first List
 }
 
 var _ runner.Runtime = (*Runtime)(nil)
@@ -92,7 +95,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
 	}
-	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: newNetwork(cfg.CNI, cfg.Logger), pinsSeen: map[string]time.Time{}, aside: map[string]bool{}, records: recs}
+	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: newNetwork(cfg.CNI, cfg.Logger), pinsSeen: map[string]time.Time{}, aside: map[string]bool{}, records: recs, started: time.Now()}
 	r.images = newImages(c, cfg.Images, cfg.Logger)
 	r.images.providers = providers
 	ctx, cancel := r.call(ctx)

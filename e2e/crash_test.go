@@ -1,15 +1,18 @@
 package e2e
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/containerdrt"
+	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -139,4 +142,40 @@ func (n *node) createFirstContainer(rt *containerdrt.Runtime, manifest, file str
 		n.t.Fatal(err)
 	}
 	return created
+}
+
+// A staticpod killed after it prepared a container's snapshot and before it wrote the
+// container's record leaves the snapshot under a lease that lasts 24 h. When no
+// manifest wants the pod any longer, no creation takes the snapshot over: the next
+// staticpod deletes the lease, and the snapshot goes with it.
+func TestInterruptedCreationOfAPodNoLongerWantedLeavesNoSnapshot(t *testing.T) {
+	n := newNode(t)
+	n.leaveHalfCreated(podManifest("gone", "Always", "sleep 3600"), "gone.yaml", "snapshot prepared")
+	if got := n.activeSnapshots(); len(got) != 1 {
+		t.Fatalf("active snapshots before the restart: %v, want the one left", got)
+	}
+	n.start()
+	testenv.Await(t, "the snapshot of the interrupted creation removed", 30*time.Second, func() bool {
+		return len(n.activeSnapshots()) == 0
+	})
+	ls, err := n.d.Client.LeasesService().List(n.ctx)
+	if err != nil || len(ls) != 0 {
+		t.Errorf("leases after the restart: %v (err %v), want none", ls, err)
+	}
+}
+
+// activeSnapshots lists the node's active snapshots: a container's root each.
+func (n *node) activeSnapshots() []string {
+	n.t.Helper()
+	var out []string
+	err := n.d.Client.SnapshotService("overlayfs").Walk(n.ctx, func(_ context.Context, info snapshots.Info) error {
+		if info.Kind == snapshots.KindActive {
+			out = append(out, info.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return out
 }
