@@ -48,7 +48,10 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 		return nil, fmt.Errorf("list containers: %w", convertErr(err))
 	}
 	if !r.cfg.Observe {
-		r.sweep.Do(func() { r.sweepCreations(ctx, infos, r.started) })
+		r.sweep.Do(func() {
+			r.sweepCreations(ctx, infos, r.started)
+			r.sweepPodData(infos)
+		})
 	}
 	resp, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
 	if err != nil {

@@ -73,7 +73,7 @@ type Runtime struct {
 	records *records // the container records of the last List
 
 	started time.Time // when New ran: leases older than this are not this Runtime's
-	sweep   sync.Once // sweepCreations, at the first List
+	sweep   sync.Once // sweepCreations and sweepPodData, at the first List
 }
 
 var _ runner.Runtime = (*Runtime)(nil)

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -178,4 +180,33 @@ func (n *node) activeSnapshots() []string {
 		n.t.Fatal(err)
 	}
 	return out
+}
+
+// A staticpod killed after it removed a pod's last container and before it removed the
+// pod's data leaves the pod's directory, with its /dev/shm mounted, and its logs, which
+// no container names any longer: the next staticpod removes them when it starts.
+func TestDataOfAPodRemovedHalfWayIsRemovedAtStart(t *testing.T) {
+	n := newNode(t)
+	uid := "0123456789abcdef0123456789abcdef"
+	shm := n.path("root/pods/" + uid + "/shm")
+	logs := n.path("log/pods/default_gone-node1_" + uid)
+	for _, dir := range []string{shm, filepath.Join(logs, "main")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mount("shm", shm, "tmpfs", 0, "size=64k"); err != nil {
+		t.Fatal(err)
+	}
+	n.write("kept.yaml", podManifest("kept", "Always", "sleep 3600"))
+	n.start()
+	n.await("the wanted pod running", time.Minute, running("kept-node1/main/0"))
+	testenv.Await(t, "the removed pod's data gone", 10*time.Second, func() bool {
+		_, errPod := os.Stat(n.path("root/pods/" + uid))
+		_, errLogs := os.Stat(logs)
+		return os.IsNotExist(errPod) && os.IsNotExist(errLogs) && len(mountPoints(t, n.path("root/pods/"+uid))) == 0
+	})
+	if entries, _ := os.ReadDir(n.path("root/pods")); len(entries) != 1 {
+		t.Errorf("pod directories: %d, want the wanted pod's alone", len(entries))
+	}
 }

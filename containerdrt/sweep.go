@@ -2,6 +2,8 @@ package containerdrt
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -53,4 +55,40 @@ func orphanedSnapshots(res []leases.Resource, records map[string]bool) bool {
 		}
 	}
 	return len(res) > 0
+}
+
+// sweepPodData removes the pod directories (unmounting their tmpfs volumes and /dev/shm)
+// and log directories of pods that no container record names: what a staticpod killed
+// between removing a pod's last container and removing its data leaves, which nothing
+// else would ever find. Like sweepCreations it runs once, at the first List, before any
+// worker prepares a pod; a pod that is still wanted gets its directories anew.
+func (r *Runtime) sweepPodData(infos []containers.Container) {
+	uids := make(map[string]bool, len(infos))
+	for _, info := range infos {
+		uids[info.Labels[LabelPodUID]] = true
+	}
+	entries, _ := os.ReadDir(filepath.Join(r.cfg.RootDir, podsDir))
+	for _, e := range entries {
+		if uids[e.Name()] {
+			continue
+		}
+		if err := removePod(filepath.Join(r.cfg.RootDir, podsDir, e.Name())); err != nil {
+			r.log.Warn("remove the data of a pod that is gone", "uid", e.Name(), "err", err)
+			continue
+		}
+		r.log.Info("removed the data of a pod that is gone", "uid", e.Name())
+	}
+	if r.cfg.PodLogDir == "" {
+		return
+	}
+	logs, _ := os.ReadDir(r.cfg.PodLogDir)
+	for _, e := range logs {
+		uid := e.Name()[strings.LastIndexByte(e.Name(), '_')+1:]
+		if !e.IsDir() || uids[uid] || !strings.Contains(e.Name(), "_") {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(r.cfg.PodLogDir, e.Name())); err != nil {
+			r.log.Warn("remove the logs of a pod that is gone", "uid", uid, "err", err)
+		}
+	}
 }
