@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -147,4 +148,92 @@ func TestChaosLogFilesystemFull(t *testing.T) {
 		t.Errorf("containers after the space came back: %v, want the first attempt running", summary(cs))
 	}
 	n.removeAndAwaitGone("chatty.yaml")
+}
+
+// putManifest pushes a manifest through the API and returns the status and body.
+func (n *node) putManifest(name, body string) (int, string) {
+	n.t.Helper()
+	n.apiGet("/readyz") // the daemon may still be starting
+	req, _ := http.NewRequest(http.MethodPut, "http://staticpod/manifests/"+name, strings.NewReader(body))
+	resp, err := socketClient(n.path("staticpod.sock")).Do(req)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// The root dir's filesystem full, then read-only: the pods run on untouched, staticpod
+// reports the fault (events, metrics, a refused push), and nothing it keeps there is
+// corrupted: after the fault and a restart, the pushed manifest is whole and a finished
+// pod is still remembered (it does not run again).
+func TestChaosRootFilesystemFullOrReadOnly(t *testing.T) {
+	n := newNode(t)
+	root := n.path("root")
+	mountTmpfs(t, root, 64<<20)
+	sp := n.start()
+	loop := "trap 'exit 0' TERM; while true; do sleep 0.1; done"
+	n.write("web.yaml", podManifest("web", "Always", loop))
+	n.write("done.yaml", podManifest("done", "Never", "exit 0", "  hostNetwork: true\n"))
+	pushed := podManifest("pushed", "Always", loop, "  hostNetwork: true\n")
+	if code, body := n.putManifest("pushed", pushed); code != http.StatusOK {
+		t.Fatalf("PUT = %d %s", code, body)
+	}
+	healthy := func(cs map[string]runner.Container) bool {
+		return running("web-node1/main/0")(cs) && running("pushed-node1/main/0")(cs) && exited("done-node1/main/0")(cs)
+	}
+	before := n.await("the pods running, the job done", time.Minute, healthy)
+	n.awaitPhase("done-node1", "Succeeded")
+	stillRunning := func(when string) {
+		t.Helper()
+		cs := n.containers()
+		for _, key := range []string{"web-node1/main/0", "pushed-node1/main/0"} {
+			if cs[key].State != runner.StateRunning || cs[key].ID != before[key].ID || cs[key].PID != before[key].PID {
+				t.Errorf("%s: %s is %s (pid %d), want the same container running (pid %d)", when, key, cs[key].State, cs[key].PID, before[key].PID)
+			}
+		}
+		if _, ok := cs["done-node1/main/1"]; ok {
+			t.Errorf("%s: the finished job ran again", when)
+		}
+	}
+
+	filler := filepath.Join(root, "filler")
+	fill(t, filler)
+	n.awaitEvent("FilesystemFull", root)
+	n.awaitMetric(`staticpod_filesystem_fault{dir="root",fault="full"} 1`)
+	if code, body := n.putManifest("extra", podManifest("extra", "Always", loop)); code < 500 {
+		t.Errorf("PUT on a full root dir = %d %s, want a server error", code, body)
+	}
+	n.awaitRelists(5)
+	stillRunning("root dir full")
+	os.Remove(filler)
+	n.awaitEvent("FilesystemRecovered", root)
+
+	if err := syscall.Mount("", root, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+		t.Fatal(err)
+	}
+	n.awaitEvent("FilesystemReadOnly", root)
+	n.awaitMetric(`staticpod_filesystem_fault{dir="root",fault="read-only"} 1`)
+	if code, body := n.putManifest("extra", podManifest("extra", "Always", loop)); code < 500 {
+		t.Errorf("PUT on a read-only root dir = %d %s, want a server error", code, body)
+	}
+	n.awaitRelists(5)
+	stillRunning("root dir read-only")
+	sp.stop()
+	if err := syscall.Mount("", root, "", syscall.MS_REMOUNT, ""); err != nil {
+		t.Fatal(err)
+	}
+
+	n.start()
+	n.await("the pods as they were after the restart", time.Minute, healthy)
+	n.awaitRelists(5)
+	stillRunning("after the restart")
+	if got := readFile(filepath.Join(root, "manifests", "pushed.yaml")); got != pushed {
+		t.Errorf("the pushed manifest after the faults:\n%s\nwant:\n%s", got, pushed)
+	}
+	if _, ok := n.pods()["extra-node1"]; ok {
+		t.Errorf("a push refused during the faults runs after them")
+	}
+	n.awaitPhase("done-node1", "Succeeded")
 }
