@@ -48,8 +48,10 @@ fuzz:
 
 # chaos runs the fault-injection scenarios (TestChaos*): a URL flapping through every
 # kind of bad answer, 1,000 manifest files at once, a manifest rewritten 100 times a
-# second, the manifest directory moved away and back. Each takes under a minute, and
-# make test runs them too.
+# second, the manifest directory moved away and back, kill -9 of staticpod while 20 pods
+# change, containerd restarted and stopped for 30 s, SIGTERM inside grace periods, the
+# log and root filesystems full or read-only. Each takes under a minute, about 2.5
+# minutes in all, and make test runs them too.
 chaos:
 	$(GO) test -count=1 -run='^TestChaos' ./httpsource ./watcher ./e2e
 
