@@ -90,7 +90,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, convertErr(err))
 	}
 	info, _ := created.Info(ctx, client.WithoutRefreshedMetadata) // as created: no task yet
-	return toContainer(info, nil)
+	out, err := toContainer(info, nil)
+	out.LogPath = r.logPathOf(info.Labels)
+	return out, err
 }
 
 // removeUnstarted removes what an interrupted creation of container id left: the
