@@ -165,9 +165,10 @@ func (n *node) putManifest(name, body string) (int, string) {
 }
 
 // The root dir's filesystem full, then read-only: the pods run on untouched, staticpod
-// reports the fault (events, metrics, a refused push), and nothing it keeps there is
-// corrupted: after the fault and a restart, the pushed manifest is whole and a finished
-// pod is still remembered (it does not run again).
+// reports the fault (events, metrics, a refused push), a staticpod started on the
+// read-only root adopts them, and nothing kept there is corrupted: after the fault and a
+// restart, the pushed manifest is whole and a finished pod is still remembered (it does
+// not run again).
 func TestChaosRootFilesystemFullOrReadOnly(t *testing.T) {
 	n := newNode(t)
 	root := n.path("root")
@@ -220,6 +221,13 @@ func TestChaosRootFilesystemFullOrReadOnly(t *testing.T) {
 	}
 	n.awaitRelists(5)
 	stillRunning("root dir read-only")
+	// A staticpod that starts on the read-only root dir adopts the pods and says why
+	// it cannot do more.
+	sp.stop()
+	sp = n.start()
+	n.awaitEvent("FilesystemReadOnly", root)
+	n.awaitRelists(5)
+	stillRunning("restarted on a read-only root dir")
 	sp.stop()
 	if err := syscall.Mount("", root, "", syscall.MS_REMOUNT, ""); err != nil {
 		t.Fatal(err)
