@@ -9,7 +9,7 @@ FUZZFLAGS ?=
 # endpoint, the CRI log reader, and the labels state is rebuilt from after a restart.
 FUZZ_TARGETS := manifests:FuzzLoad api:FuzzAPI logs:FuzzRead containerdrt:FuzzLabels
 
-.PHONY: all build deps test unit fuzz-quick fuzz chaos lint run run-clean bench bench-quick bench-compare bench-go clean install vm-test
+.PHONY: all build deps test unit fuzz-quick fuzz chaos soak lint run run-clean bench bench-quick bench-compare bench-go clean install vm-test
 
 all: build
 
@@ -48,13 +48,26 @@ fuzz:
 
 # chaos runs the fault-injection scenarios (TestChaos*): a URL flapping through every
 # kind of bad answer, 1,000 manifest files at once, a manifest rewritten 100 times a
-# second, the manifest directory moved away and back. Each takes under a minute, and
-# make test runs them too.
+# second, the manifest directory moved away and back, kill -9 of staticpod while 20 pods
+# change, containerd restarted and stopped for 30 s, SIGTERM inside grace periods, the
+# log and root filesystems full or read-only. Each takes under a minute, about 2.5
+# minutes in all, and make test runs them too.
 chaos:
 	$(GO) test -count=1 -run='^TestChaos' ./httpsource ./watcher ./e2e
 
+# soak runs staticpod for DURATION (default 1h; not in CI) with pods crashing every few
+# seconds, probes failing and recovering, an edit of every manifest each minute and a
+# container spamming its log; it samples staticpod's goroutines, descriptors and RSS and
+# containerd's objects every minute into SOAK_OUT, prints them, and fails when one of them
+# rises over the second half or rotation lets the logs grow.
+DURATION ?= 1h
+SOAK_OUT ?= $(CURDIR)/soak-samples.tsv
+soak: deps
+	$(GO) test -tags soak -count=1 -v -timeout 0 -run '^TestSoak$$' ./e2e -args -soak.duration=$(DURATION) -soak.out=$(SOAK_OUT)
+
 lint:
 	$(GO) vet ./...
+	$(GO) vet -tags soak ./e2e
 	$(GO) run $(STATICCHECK) ./...
 
 # bench measures staticpod against containerd's floor on this machine (a private

@@ -39,17 +39,18 @@ func runCommand() *cli.Command {
 
 // daemon is staticpod run's parts, wired from the flags.
 type daemon struct {
-	c    *cli.Context
-	log  *slog.Logger
-	node string
-	root string
-	rt   *containerdrt.Runtime
-	r    *runner.Runner
-	api  *api.Server
-	push *httpsource.Push
-	url  *httpsource.URLSource // nil without --manifest-url
-	svc  *service              // systemd's notify protocol
-	down *nodeShutdown         // nil without --shutdown-grace-period or logind
+	c     *cli.Context
+	log   *slog.Logger
+	node  string
+	root  string
+	rt    *containerdrt.Runtime
+	r     *runner.Runner
+	api   *api.Server
+	push  *httpsource.Push
+	url   *httpsource.URLSource // nil without --manifest-url
+	svc   *service              // systemd's notify protocol
+	down  *nodeShutdown         // nil without --shutdown-grace-period or logind
+	disks *diskWatch            // the log and root dirs' filesystems
 
 	grace runner.ShutdownGrace // --shutdown-grace-period and its critical part
 
@@ -157,6 +158,11 @@ func (d *daemon) setup(ctx context.Context) error {
 		return errors.Join(err, rt.Close())
 	}
 	d.svc.r = d.r
+	dirs := map[string]string{"root": d.root}
+	if logDir := c.String("pod-log-dir"); logDir != "" {
+		dirs["log"] = logDir
+	}
+	d.disks = newDiskWatch(dirs, d.r.Events(), reg, d.log)
 	if d.push, err = httpsource.NewPush(filepath.Join(d.root, "manifests"), d.node, d.log); err != nil {
 		return errors.Join(err, rt.Close())
 	}
@@ -227,6 +233,7 @@ func (d *daemon) run(ctx context.Context) error {
 		return d.rt.Images().Run(ctx, d.r.ImagesArrived)
 	})
 	g.Go(func() error { return d.api.Run(ctx) })
+	g.Go(func() error { return d.disks.Run(ctx) })
 	select {
 	case <-d.rt.Images().Imported():
 	case <-ctx.Done():

@@ -48,6 +48,12 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", convertErr(err))
 	}
+	if !r.cfg.Observe {
+		r.sweep.Do(func() {
+			r.sweepCreations(ctx, infos, r.started)
+			r.sweepPodData(infos)
+		})
+	}
 	resp, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", convertErr(err))
@@ -78,6 +84,7 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 		}
 		r.releaseKeptTasks(ctx, infos, procs)
 		r.removeOrphanPins(ctx, infos)
+
 	}
 	out := make([]runner.Container, 0, len(all))
 	for _, s := range all {

@@ -73,6 +73,9 @@ type Runtime struct {
 	asideWG sync.WaitGroup           // the deletes under way
 
 	records *records // the container records of the last List
+
+	started time.Time // when New ran: leases older than this are not this Runtime's
+	sweep   sync.Once // sweepCreations and sweepPodData, at the first List
 }
 
 var _ runner.Runtime = (*Runtime)(nil)
@@ -94,7 +97,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
 	}
-	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: newNetwork(cfg.CNI, cfg.Logger), pinsSeen: map[string]time.Time{}, aside: map[string]chan struct{}{}, records: recs}
+	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: newNetwork(cfg.CNI, cfg.Logger), pinsSeen: map[string]time.Time{}, aside: map[string]chan struct{}{}, records: recs, started: time.Now()}
 	r.cgroup = podCgroups{driver: CgroupDriverCgroupfs, root: "/" + cfg.Namespace} // an observer's: it makes none
 	r.images = newImages(c, cfg.Images, cfg.Logger)
 	r.images.providers = providers

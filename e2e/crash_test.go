@@ -1,22 +1,28 @@
 package e2e
 
 import (
+	"context"
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/containerdrt"
+	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
 
 // A staticpod killed while it creates a container leaves a part of the creation behind.
 // Whatever the step it stopped after, the next staticpod runs the pod within seconds and
-// ends up with exactly one app container: what never started is removed or replaced.
+// ends up with exactly one app container, its first attempt: what never started is
+// removed or replaced under its attempt number.
 func TestCreationSurvivesACrashAtEveryStep(t *testing.T) {
 	for _, step := range []string{"snapshot prepared", "container created", "task created", "task started"} {
 		t.Run(step, func(t *testing.T) {
@@ -38,9 +44,14 @@ func TestCreationSurvivesACrashAtEveryStep(t *testing.T) {
 				t.Errorf("the pod ran %v after the restart; want a few seconds", took.Round(time.Millisecond))
 			}
 			// Housekeeping (every 2 s) removes a replaced attempt that never started.
-			n.await("one app container left", 10*time.Second, func(cs map[string]runner.Container) bool {
+			cs := n.await("one app container left", 10*time.Second, func(cs map[string]runner.Container) bool {
 				return len(cs) == 1
 			})
+			// Nothing ran before: the container that runs is the first attempt, and
+			// the pod's status counts no restart.
+			if _, ok := cs["rel-node1/main/0"]; !ok {
+				t.Errorf("containers %v, want rel-node1/main/0: a container that never ran counted as a restart", summary(cs))
+			}
 		})
 	}
 }
@@ -133,4 +144,69 @@ func (n *node) createFirstContainer(rt *containerdrt.Runtime, manifest, file str
 		n.t.Fatal(err)
 	}
 	return created
+}
+
+// A staticpod killed after it prepared a container's snapshot and before it wrote the
+// container's record leaves the snapshot under a lease that lasts 24 h. When no
+// manifest wants the pod any longer, no creation takes the snapshot over: the next
+// staticpod deletes the lease, and the snapshot goes with it.
+func TestInterruptedCreationOfAPodNoLongerWantedLeavesNoSnapshot(t *testing.T) {
+	n := newNode(t)
+	n.leaveHalfCreated(podManifest("gone", "Always", "sleep 3600"), "gone.yaml", "snapshot prepared")
+	if got := n.activeSnapshots(); len(got) != 1 {
+		t.Fatalf("active snapshots before the restart: %v, want the one left", got)
+	}
+	n.start()
+	testenv.Await(t, "the snapshot of the interrupted creation removed", 30*time.Second, func() bool {
+		return len(n.activeSnapshots()) == 0
+	})
+	ls, err := n.d.Client.LeasesService().List(n.ctx)
+	if err != nil || len(ls) != 0 {
+		t.Errorf("leases after the restart: %v (err %v), want none", ls, err)
+	}
+}
+
+// activeSnapshots lists the node's active snapshots: a container's root each.
+func (n *node) activeSnapshots() []string {
+	n.t.Helper()
+	var out []string
+	err := n.d.Client.SnapshotService("overlayfs").Walk(n.ctx, func(_ context.Context, info snapshots.Info) error {
+		if info.Kind == snapshots.KindActive {
+			out = append(out, info.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return out
+}
+
+// A staticpod killed after it removed a pod's last container and before it removed the
+// pod's data leaves the pod's directory, with its /dev/shm mounted, and its logs, which
+// no container names any longer: the next staticpod removes them when it starts.
+func TestDataOfAPodRemovedHalfWayIsRemovedAtStart(t *testing.T) {
+	n := newNode(t)
+	uid := "0123456789abcdef0123456789abcdef"
+	shm := n.path("root/pods/" + uid + "/shm")
+	logs := n.path("log/pods/default_gone-node1_" + uid)
+	for _, dir := range []string{shm, filepath.Join(logs, "main")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mount("shm", shm, "tmpfs", 0, "size=64k"); err != nil {
+		t.Fatal(err)
+	}
+	n.write("kept.yaml", podManifest("kept", "Always", "sleep 3600"))
+	n.start()
+	n.await("the wanted pod running", time.Minute, running("kept-node1/main/0"))
+	testenv.Await(t, "the removed pod's data gone", 10*time.Second, func() bool {
+		_, errPod := os.Stat(n.path("root/pods/" + uid))
+		_, errLogs := os.Stat(logs)
+		return os.IsNotExist(errPod) && os.IsNotExist(errLogs) && len(mountPoints(t, n.path("root/pods/"+uid))) == 0
+	})
+	if entries, _ := os.ReadDir(n.path("root/pods")); len(entries) != 1 {
+		t.Errorf("pod directories: %d, want the wanted pod's alone", len(entries))
+	}
 }

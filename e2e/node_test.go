@@ -37,7 +37,12 @@ type node struct {
 
 func newNode(t testing.TB) *node {
 	t.Helper()
-	d := ctd.Daemon(t)
+	return newNodeOn(t, ctd.Daemon(t))
+}
+
+// newNodeOn is newNode on a daemon of the test's own: one it may stop and start.
+func newNodeOn(t testing.TB, d *testenv.Daemon) *node {
+	t.Helper()
 	ns := d.Namespace(t)
 	n := &node{t: t, d: d, ns: ns, dir: t.TempDir(), ctx: d.Context(t, ns)}
 	t.Cleanup(func() { unmountUnder(t, n.dir) }) // pods' tmpfs volumes outlive staticpod

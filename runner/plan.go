@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,6 +65,12 @@ func (p PodRuntime) Live() []Container {
 	return out
 }
 
+// neverStarted reports whether c was created and never started: its task, if it has one,
+// holds no process of the container's yet.
+func neverStarted(c *Container) bool {
+	return c.State == StateCreated && c.StartedAt.IsZero()
+}
+
 // Start is a container to create and start.
 type Start struct {
 	Container *corev1.Container
@@ -72,12 +79,13 @@ type Start struct {
 }
 
 // Actions is the plan for one pod: what to kill, what to create and start. The worker
-// executes it in this order: KillPod (or Kill), CreateSandbox, Start.
+// executes it in this order: KillPod (or Kill), Remove, CreateSandbox, Start.
 type Actions struct {
 	KillPod        bool              // stop and tear down every container and the sandbox first
 	CreateSandbox  bool              // start a new sandbox (attempt SandboxAttempt)
 	SandboxAttempt int               //
 	Kill           []Container       // containers to stop (replaced, or no longer wanted)
+	Remove         []Container       // never-started containers whose attempt a Start takes over
 	Start          []Start           // containers to create and start, in order
 	Waiting        map[string]string // container name -> why it is not started now (CrashLoopBackOff)
 	Retry          time.Duration     // when > 0: the soonest back-off among Waiting ends this much later
@@ -103,14 +111,33 @@ func Plan(pod *corev1.Pod, rt PodRuntime, backoff Backoff, now time.Time) Action
 		return Actions{} // containerd could not tell (a slow shim): wait, never tear a pod down on a guess
 	}
 	if NeedsSandbox(pod) && !sandboxRunning(rt) {
-		return planSandbox(pod, rt)
+		a := planSandbox(pod, rt)
+		reuseUnstarted(&a, rt)
+		return a
 	}
 	p := planner{pod: pod, all: rt, cur: rt.sinceSandbox(), backoff: backoff, now: now}
 	p.a.Waiting = map[string]string{}
 	if p.init() {
 		p.apps()
 	}
+	reuseUnstarted(&p.a, rt)
 	return p.a
+}
+
+// reuseUnstarted gives a container to start the attempt number of its newest attempt
+// when that one never started, and has that one removed first instead of stopped. Such
+// an attempt is what a staticpod killed between create and start leaves: nothing of it
+// ran, so the restart count, which is the attempt number, must not count it.
+func reuseUnstarted(a *Actions, all PodRuntime) {
+	for i, s := range a.Start {
+		last := all.Latest(s.Container.Name)
+		if last == nil || !neverStarted(last) || s.Attempt != last.Attempt+1 {
+			continue
+		}
+		a.Start[i].Attempt = last.Attempt
+		a.Remove = append(a.Remove, *last)
+		a.Kill = slices.DeleteFunc(a.Kill, func(k Container) bool { return k.ID == last.ID })
+	}
 }
 
 // planner holds one Plan's inputs and its result.

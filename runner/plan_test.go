@@ -85,6 +85,9 @@ func summary(a Actions) string {
 	for _, k := range a.Kill {
 		parts = append(parts, "kill "+k.ID)
 	}
+	for _, r := range a.Remove {
+		parts = append(parts, "remove "+r.ID)
+	}
 	if a.CreateSandbox {
 		parts = append(parts, fmt.Sprintf("sandbox %d", a.SandboxAttempt))
 	}
@@ -192,6 +195,14 @@ func TestPlan(t *testing.T) {
 			c.StopDeadline = t0
 			return []Container{c, ctr(p, "a/0/running", 2)}
 		}, noBackoff, "kill side/0/running"},
+		{"a container left half-made is replaced under its attempt: restarts count runs", planPod(always, true, nil, "a"), func(p *corev1.Pod) []Container {
+			return []Container{ctr(p, "a/2/exited/1", 1), ctr(p, "a/3/created", 2)}
+		}, noBackoff, "remove a/3/created, start a/3"},
+		{"one whose task was created and never started too", planPod(always, true, nil, "a"), func(p *corev1.Pod) []Container {
+			c := ctr(p, "a/0/created", 1)
+			c.PID = 42
+			return []Container{c}
+		}, noBackoff, "remove a/0/created, start a/0"},
 		{"a removed pod's container that never started needs no stop", nil, func(*corev1.Pod) []Container {
 			return []Container{{ID: "a/0", Kind: KindContainer, Name: "a", State: StateCreated}}
 		}, noBackoff, "done"},

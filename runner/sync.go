@@ -38,6 +38,13 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, rt PodRuntime, a 
 		w.stop(ctx, c, w.gracePeriod(c), "Killing", "Stopping container "+c.Name)
 		acted = true
 	}
+	for _, c := range a.Remove {
+		if err := w.r.rt.RemoveContainer(ctx, c.ID); err != nil {
+			w.log.Warn("remove container that never started", "container", c.Name, "id", c.ID, "err", err)
+			return true // its replacement would take its ID: the next sync tries again
+		}
+		acted = true
+	}
 	for name, reason := range a.Waiting {
 		w.obs.Waiting[name] = corev1.ContainerStateWaiting{Reason: reason, Message: w.backoffMessage(name, rt)}
 	}

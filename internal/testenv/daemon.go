@@ -177,7 +177,7 @@ func (d *Daemon) launch(bin string) error {
 	if err := os.WriteFile(configPath, []byte(d.config()), 0o600); err != nil {
 		return fmt.Errorf("write containerd config: %w", err)
 	}
-	log, err := os.Create(d.LogPath)
+	log, err := os.OpenFile(d.LogPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644) // Resume appends
 	if err != nil {
 		return fmt.Errorf("create containerd log: %w", err)
 	}
@@ -269,4 +269,36 @@ func (d *Daemon) LogTail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return fmt.Sprintf("--- last %d lines of %s ---\n%s\n---", len(lines), d.LogPath, bytes.Join(lines, []byte("\n")))
+}
+
+// Halt stops the daemon process alone (SIGTERM, then SIGKILL after a while), as a
+// supervisor restarting containerd does: its shims and their tasks, its root and its
+// state stay, and Resume starts it again on them. Client is closed and nil until
+// Resume. Halt and Resume must not run concurrently with the daemon's other methods.
+func (d *Daemon) Halt() error {
+	if d.Client != nil {
+		d.Client.Close()
+		d.Client = nil
+	}
+	return d.terminate()
+}
+
+// Resume starts the daemon that Halt stopped, on the same root, state and socket, and
+// returns once it answers, with a new Client.
+func (d *Daemon) Resume(ctx context.Context) error {
+	if d.running() {
+		return errors.New("resume containerd: it is running")
+	}
+	bin, err := checkHost()
+	if err != nil {
+		return err
+	}
+	d.exited = make(chan struct{})
+	if err := d.launch(bin); err != nil {
+		return err
+	}
+	if err := d.awaitServing(ctx); err != nil {
+		return fmt.Errorf("resume containerd %s: %w\n%s", bin, err, d.LogTail(30))
+	}
+	return nil
 }

@@ -245,3 +245,41 @@ func mountsUnder(t *testing.T, dir string) []string {
 	}
 	return points
 }
+
+// A daemon halted and resumed is the same daemon: its task ran on in its shim meanwhile
+// and is found again, the same process, by the new client.
+func TestHaltAndResumeKeepTasks(t *testing.T) {
+	d := testenv.Start(t)
+	ns := d.Namespace(t)
+	ctx := d.Context(t, ns)
+	image := d.MustImportImage(t, ns, testenv.ImageOptions{Ref: testRef, Cmd: []string{"sleep", "600"}})
+	task := mustStartTask(t, ctx, d, image, "survivor", &testenv.Buffer{})
+	if err := task.Start(ctx); err != nil {
+		t.Fatalf("start task: %v", err)
+	}
+	if err := d.Halt(); err != nil {
+		t.Fatalf("Halt: %v", err)
+	}
+	select {
+	case <-d.Exited():
+	default:
+		t.Fatal("the daemon runs on after Halt")
+	}
+	if err := syscall.Kill(int(task.Pid()), 0); err != nil {
+		t.Fatalf("the task's process %d is gone with the daemon: %v", task.Pid(), err)
+	}
+	if err := d.Resume(ctx); err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	c, err := d.Client.LoadContainer(ctx, "survivor")
+	if err != nil {
+		t.Fatalf("load the container after Resume: %v", err)
+	}
+	again, err := c.Task(ctx, nil)
+	if err != nil {
+		t.Fatalf("load the task after Resume: %v", err)
+	}
+	if st, err := again.Status(ctx); err != nil || st.Status != client.Running || again.Pid() != task.Pid() {
+		t.Errorf("after Resume: task %d %v (err %v), want %d running", again.Pid(), st.Status, err, task.Pid())
+	}
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
+
+	"github.com/staticpod/staticpod/runner"
+)
+
+// Reasons of the events diskWatch records.
+const (
+	ReasonFilesystemFull      = "FilesystemFull"
+	ReasonFilesystemReadOnly  = "FilesystemReadOnly"
+	ReasonFilesystemRecovered = "FilesystemRecovered"
+)
+
+const (
+	// diskCheckPeriod paces diskWatch: statfs is cheap, and a full log disk is news an
+	// operator wants within seconds.
+	diskCheckPeriod = 2 * time.Second
+	// diskFullBytes is the free space below which a filesystem counts as full: less
+	// than a few log records' worth of rotation.
+	diskFullBytes = 1 << 20
+)
+
+// diskWatch reports the state of the filesystems staticpod writes to on its own: the
+// pod log dir, where the shims' log writers write what containers print (and drop it
+// while the filesystem is full, never blocking a container), and the root dir (pod
+// data, pushed manifests, remembered results). Neither fault stops a pod, so nothing
+// else would tell: it records an event when a filesystem becomes full or read-only and
+// when it recovers, logs the same, and exports the free space and the state as metrics.
+type diskWatch struct {
+	dirs   map[string]string // what ("log", "root") -> directory
+	events *runner.Events
+	log    *slog.Logger
+
+	available *prometheus.GaugeVec // staticpod_filesystem_available_bytes{dir}
+	faulty    *prometheus.GaugeVec // staticpod_filesystem_fault{dir,fault}: 1 while full or read-only
+	state     map[string]string    // what -> "", "full" or "read-only"; owned by Run
+}
+
+func newDiskWatch(dirs map[string]string, events *runner.Events, reg prometheus.Registerer, log *slog.Logger) *diskWatch {
+	w := &diskWatch{
+		dirs: dirs, events: events, log: log, state: map[string]string{},
+		available: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "staticpod_filesystem_available_bytes",
+			Help: "Bytes available to staticpod on the filesystem of the pod log dir (dir=\"log\") and of the root dir (dir=\"root\").",
+		}, []string{"dir"}),
+		faulty: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "staticpod_filesystem_fault",
+			Help: "1 while the filesystem of the pod log dir or root dir is full (fault=\"full\") or read-only (fault=\"read-only\"), else 0.",
+		}, []string{"dir", "fault"}),
+	}
+	for what := range dirs {
+		w.faulty.WithLabelValues(what, "full")
+		w.faulty.WithLabelValues(what, "read-only")
+	}
+	reg.MustRegister(w.available, w.faulty)
+	return w
+}
+
+// Run checks every diskCheckPeriod until ctx is done.
+func (w *diskWatch) Run(ctx context.Context) error {
+	tick := time.NewTicker(diskCheckPeriod)
+	defer tick.Stop()
+	for {
+		for what, dir := range w.dirs {
+			w.check(what, dir)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// check looks at one filesystem and reports a change of its state.
+func (w *diskWatch) check(what, dir string) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return // not made yet, or gone: nothing is written there either
+	}
+	avail := st.Bavail * uint64(st.Bsize)
+	w.available.WithLabelValues(what).Set(float64(avail))
+	state := ""
+	switch {
+	case st.Flags&unix.ST_RDONLY != 0:
+		state = "read-only"
+	case avail < diskFullBytes:
+		state = "full"
+	}
+	w.faulty.WithLabelValues(what, "full").Set(b2f(state == "full"))
+	w.faulty.WithLabelValues(what, "read-only").Set(b2f(state == "read-only"))
+	if state == w.state[what] {
+		return
+	}
+	prev := w.state[what]
+	w.state[what] = state
+	switch state {
+	case "full":
+		msg := fmt.Sprintf("The filesystem of the %s dir %s is full (%d bytes available)%s", what, dir, avail, consequence(what))
+		w.log.Warn("filesystem full", "dir", dir, "available", avail)
+		w.events.Add(runner.Record{Type: runner.EventWarning, Reason: ReasonFilesystemFull, Message: msg})
+	case "read-only":
+		msg := fmt.Sprintf("The filesystem of the %s dir %s is read-only%s", what, dir, consequence(what))
+		w.log.Warn("filesystem read-only", "dir", dir)
+		w.events.Add(runner.Record{Type: runner.EventWarning, Reason: ReasonFilesystemReadOnly, Message: msg})
+	default:
+		msg := fmt.Sprintf("The filesystem of the %s dir %s is writable again (%d bytes available; it was %s)", what, dir, avail, prev)
+		w.log.Info("filesystem writable again", "dir", dir, "available", avail, "was", prev)
+		w.events.Add(runner.Record{Type: runner.EventNormal, Reason: ReasonFilesystemRecovered, Message: msg})
+	}
+}
+
+// consequence says what a faulty filesystem costs, by what it holds.
+func consequence(what string) string {
+	if what == "log" {
+		return ": containers run on, and what they print is dropped until there is space again"
+	}
+	return ": pods run on; new pods, volumes, pushed manifests and results cannot be written"
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
