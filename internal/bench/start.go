@@ -1,0 +1,155 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// starts measures manifests written → every container running, by containerd's start
+// events: 1 pod against `ctr run -d`, 20 and 100 against the client starting as many
+// containers all at once (the parallelism staticpod uses: a worker per pod).
+func (r *Run) starts(ctx context.Context, n *Node, fs floorSet) error {
+	type shape struct {
+		net  string
+		pods int
+		reps int
+	}
+	for _, s := range []shape{{"host", 1, 7}, {"pod", 1, 7}, {"host", 20, 3}, {"pod", 20, 3}, {"pod", 100, 2}} {
+		var samples []float64
+		for rep := range r.repeats(s.reps) {
+			mark := r.events.Mark()
+			start := time.Now()
+			for i := range s.pods {
+				name := fmt.Sprintf("s%d-%d", rep, i)
+				if err := n.Write(name+".yaml", Pod(name, Stopper, s.net == "host")); err != nil {
+					return err
+				}
+			}
+			started, err := r.events.Await(mark, s.pods, 3*time.Minute, In(n.Name, "/tasks/start"))
+			if err != nil {
+				return err
+			}
+			samples = append(samples, ms(Last(started).Sub(start)))
+			if err := n.Clear(ctx); err != nil {
+				return err
+			}
+		}
+		id := fmt.Sprintf("start/net=%s/pods=%d", s.net, s.pods)
+		work := fmt.Sprintf("%d manifest%s written → running, %s network", s.pods, plural(s.pods), netWord(s.net))
+		row := NewRow(id, work, "ms", samples)
+		if s.pods == 1 {
+			row = row.Against("ctr run -d", fs["ctr/net="+s.net])
+			want := 1.05
+			if s.net == "pod" {
+				want = 1.25
+			}
+			row = row.Want(Target{Ratio: true, Max: want}).
+				Noted("%.2f× the client's create+start", row.Median/Median(fs["client/net="+s.net+"/n=1"]))
+		} else {
+			key := fmt.Sprintf("client/net=%s/n=%d/concurrent=", s.net, s.pods)
+			row = row.Against("client, all at once", fs[key+"true"]).Want(Target{Ratio: true, Max: 1.0})
+			if seq := fs[key+"false"]; len(seq) > 0 {
+				row = row.Noted("%.2f× the client one after the other", row.Median/Median(seq))
+			}
+		}
+		r.Report.Add(row)
+	}
+	return nil
+}
+
+// present measures staticpod started with 20 manifests in its directory → every
+// container running, from the daemon's exec.
+func (r *Run) present(ctx context.Context, n *Node, fs floorSet) error {
+	var samples []float64
+	for rep := range r.repeats(3) {
+		if err := n.Stop(); err != nil {
+			return err
+		}
+		for i := range 20 {
+			name := fmt.Sprintf("c%d-%d", rep, i)
+			if err := n.Write(name+".yaml", Pod(name, Stopper, false)); err != nil {
+				return err
+			}
+		}
+		mark := r.events.Mark()
+		if err := n.Start(); err != nil {
+			return err
+		}
+		started, err := r.events.Await(mark, 20, 3*time.Minute, In(n.Name, "/tasks/start"))
+		if err != nil {
+			return err
+		}
+		samples = append(samples, ms(Last(started).Sub(n.Started)))
+		if err := n.Clear(ctx); err != nil {
+			return err
+		}
+	}
+	r.Report.Add(NewRow("present/pods=20", "staticpod started with 20 manifests present → running (own network)", "ms", samples).
+		Against("client, 20 at once", fs["client/net=pod/n=20/concurrent=true"]).
+		Want(Target{Max: 1300}))
+	return nil
+}
+
+// removals measures a manifest removed → its app exited on SIGTERM, and → its
+// containers deleted, against the client stopping and deleting one container.
+func (r *Run) removals(ctx context.Context, n *Node) error {
+	for _, net := range []string{"host", "pod"} {
+		var exited, gone []float64
+		containers := 1
+		if net == "pod" {
+			containers = 2 // the sandbox too
+		}
+		for rep := range r.repeats(5) {
+			name := fmt.Sprintf("rm%s%d", net, rep)
+			mark := r.events.Mark()
+			if err := n.Write(name+".yaml", Pod(name, Stopper, net == "host")); err != nil {
+				return err
+			}
+			if _, err := r.events.Await(mark, 1, time.Minute, In(n.Name, "/tasks/start")); err != nil {
+				return err
+			}
+			time.Sleep(300 * time.Millisecond) // the shell sets its trap; the pod is published
+			mark = r.events.Mark()
+			start := time.Now()
+			if err := n.Remove(name + ".yaml"); err != nil {
+				return err
+			}
+			exit, err := r.events.Await(mark, 1, time.Minute, In(n.Name, "/tasks/exit"))
+			if err != nil {
+				return err
+			}
+			deleted, err := r.events.Await(mark, containers, time.Minute, In(n.Name, "/containers/delete"))
+			if err != nil {
+				return err
+			}
+			exited = append(exited, ms(exit[0].Time.Sub(start)))
+			gone = append(gone, ms(Last(deleted).Sub(start)))
+		}
+		floor, err := r.stopFloor(ctx, net == "host")
+		if err != nil {
+			return err
+		}
+		r.Report.Add(
+			NewRow("remove/net="+net+"/exited", "manifest removed → app exited on SIGTERM, "+netWord(net)+" network", "ms", exited).
+				Want(Target{Max: 20}),
+			NewRow("remove/net="+net+"/gone", "manifest removed → containers deleted, "+netWord(net)+" network", "ms", gone).
+				Against("client: kill, delete task and container", floor))
+	}
+	return nil
+}
+
+// stopFloor is the client stopping one container of the Stopper script: SIGTERM, the
+// exit, the task's and the container's deletion, from the kill to containerd's
+// deletion event.
+func (r *Run) stopFloor(ctx context.Context, hostNet bool) ([]float64, error) {
+	var samples []float64
+	for range r.repeats(5) {
+		d, err := r.floor.StartAndStop(ctx, hostNet)
+		if err != nil {
+			return nil, err
+		}
+		samples = append(samples, ms(d))
+	}
+	return samples, nil
+}
