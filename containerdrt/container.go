@@ -145,6 +145,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 // startTask creates and starts c's task and records when it started (containerd keeps
 // no start time of its own).
 func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Creator) error {
+	defer r.lost.creatingTask(c.ID())()
 	task, err := c.NewTask(ctx, ioc)
 	if err != nil && strings.Contains(err.Error(), errRuncStateExists) && removeStaleRuncState(runcRoot, r.cfg.Namespace, c.ID()) {
 		r.log.Warn("removed runc's state of a container whose process is gone", "id", c.ID())

@@ -67,7 +67,9 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 		proc *task.Process
 	}
 	all := make([]seen, 0, len(infos))
+	records := make(map[string]bool, len(infos)) // everything's in the namespace, ours or not
 	for _, info := range infos {
+		records[info.ID] = true
 		if _, ours := info.Labels[LabelKind]; !ours {
 			continue
 		}
@@ -84,7 +86,7 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 		}
 		r.releaseKeptTasks(ctx, infos, procs)
 		r.removeOrphanPins(ctx, infos)
-
+		r.endLostShims(ctx, records, procs)
 	}
 	out := make([]runner.Container, 0, len(all))
 	for _, s := range all {

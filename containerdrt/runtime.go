@@ -74,6 +74,8 @@ type Runtime struct {
 
 	records *records // the container records of the last List
 
+	lost *lostShims // shims serving containers containerd lost track of
+
 	started time.Time // when New ran: leases older than this are not this Runtime's
 	sweep   sync.Once // sweepCreations and sweepPodData, at the first List
 }
@@ -97,7 +99,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
 	}
-	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: newNetwork(cfg.CNI, cfg.Logger), pinsSeen: map[string]time.Time{}, aside: map[string]chan struct{}{}, records: recs, started: time.Now()}
+	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: newNetwork(cfg.CNI, cfg.Logger), pinsSeen: map[string]time.Time{}, aside: map[string]chan struct{}{}, records: recs, started: time.Now(),
+		lost: newLostShims("/proc")}
 	r.cgroup = podCgroups{driver: CgroupDriverCgroupfs, root: "/" + cfg.Namespace} // an observer's: it makes none
 	r.images = newImages(c, cfg.Images, cfg.Logger)
 	r.images.providers = providers

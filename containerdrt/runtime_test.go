@@ -37,7 +37,12 @@ type testRuntime struct {
 
 func newTestRuntime(t testing.TB, opts ...func(*Config)) *testRuntime {
 	t.Helper()
-	d := ctd.Daemon(t)
+	return newTestRuntimeOn(t, ctd.Daemon(t), opts...)
+}
+
+// newTestRuntimeOn is newTestRuntime on daemon d: one of the test's own, say.
+func newTestRuntimeOn(t testing.TB, d *testenv.Daemon, opts ...func(*Config)) *testRuntime {
+	t.Helper()
 	ns := d.Namespace(t)
 	ctx := d.Context(t, ns)
 	d.MustImportImage(t, ns, testenv.ImageOptions{Ref: testImage})

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/v2/core/snapshots"
 
 	"github.com/staticpod/staticpod/internal/bench"
@@ -295,6 +296,7 @@ func (n *node) awaitNoLeaks(want map[string]string) {
 		}
 		return out
 	})
+	shimsFrom, described := time.Now(), false
 	await("shims or log writers", func() []string {
 		f, err := bench.Measure(0, n.d.Address, n.ns)
 		if err != nil {
@@ -302,14 +304,9 @@ func (n *node) awaitNoLeaks(want map[string]string) {
 		}
 		var out []string
 		extraShims, extraLoggers := f.Shims.Procs-len(want), f.Loggers.Procs-len(want)
-		if extraShims == 1 && (extraLoggers == 0 || extraLoggers == 1) {
-			// Not yet fixed: about one run in ten leaves one shim more than there are
-			// pods after a kill, sometimes with the log writer of the task it served
-			// (seeds 1795544076812977905 and 1795543795029351245 once each). Until it
-			// is, that one pattern is logged rather than failed, so that CI stays
-			// green; anything else fails.
-			n.t.Logf("KNOWN LEAK: %d shims for %d pods, %d log writers for %d containers", f.Shims.Procs, len(want), f.Loggers.Procs, len(want))
-			return out
+		if (extraShims > 0 || extraLoggers != 0) && time.Since(shimsFrom) > 14*time.Second && !described {
+			described = true
+			n.describeShims() // about to fail: what is left, and what containerd knows
 		}
 		if extraShims > 0 {
 			out = append(out, fmt.Sprintf("%d shims for %d pods", f.Shims.Procs, len(want)))
@@ -347,4 +344,26 @@ func mountPoints(t testing.TB, dir string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// describeShims logs the shims of the node's namespace with their children, and the
+// tasks containerd lists.
+func (n *node) describeShims() {
+	procs, err := bench.Processes()
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	shims := bench.Shims(procs, n.d.Address, n.ns)
+	for _, p := range procs {
+		if shims[p.PID] || shims[p.PPID] {
+			n.t.Logf("process %d (parent %d): %q", p.PID, p.PPID, p.Args)
+		}
+	}
+	resp, err := n.d.Client.TaskService().List(n.ctx, &tasks.ListTasksRequest{})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	for _, p := range resp.Tasks {
+		n.t.Logf("task %s: pid %d, %v", p.ID, p.Pid, p.Status)
+	}
 }

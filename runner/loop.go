@@ -297,11 +297,17 @@ func (l *loop) want(ctx context.Context, uid types.UID, pod *corev1.Pod) {
 }
 
 // runningNamesake finds a pod in the runtime with pod's namespace and name but another
-// UID, with no worker, and something still running.
+// UID, with no worker, and something still running. A pod whose worker removed it
+// since the last relist is not one: the cache still shows what the worker removed.
 func (l *loop) runningNamesake(pod *corev1.Pod) (types.UID, bool) {
 	for uid, pr := range l.r.pleg.Pods() {
 		if uid == pod.UID || l.workers[uid] != nil || len(pr.Running()) == 0 && !sandboxRunning(pr) {
 			continue
+		}
+		if started, ok := l.gone[uid]; ok {
+			if _, gen := l.r.pleg.Pod(uid); gen <= started {
+				continue
+			}
 		}
 		for _, c := range append(append([]Container{}, pr.Containers...), pr.Sandboxes...) {
 			if c.PodName == pod.Name && c.PodNamespace == pod.Namespace {

@@ -568,6 +568,30 @@ func TestEditedWhileDownStopsTheOldInstanceFirst(t *testing.T) {
 	}
 }
 
+// An old instance with nothing to stop (a container created, never started: what a
+// staticpod killed in the middle of a start leaves) is removed in one sync, so the
+// cache still shows its container when the worker is gone: that is no instance to stop
+// again (each round logged "stopping the previous instance" and "pod removed" until a
+// relist).
+func TestEditedWhileDownStopsTheOldInstanceOnce(t *testing.T) {
+	h := newHarness(t)
+	l := newLoop(h.r, &sync.WaitGroup{})
+	var spawned []*worker
+	l.spawn = func(_ context.Context, w *worker) { spawned = append(spawned, w) }
+	old := testPod(t, "api", "v1", corev1.RestartPolicyAlways)
+	edited := testPod(t, "api", "v2", corev1.RestartPolicyAlways)
+	h.f.put(Container{ID: "old", Kind: KindContainer, PodUID: old.UID, PodName: old.Name, PodNamespace: old.Namespace, Name: "c", State: StateCreated, Source: "file"})
+	h.r.pleg.Relist(h.ctx)
+	l.apply(h.ctx, manifests.Update{Source: "file", Pods: []*corev1.Pod{edited}})
+	if !spawned[0].syncOnce(h.ctx) { // no relist: the cache keeps showing it running
+		t.Fatal("the old instance was not removed in one sync")
+	}
+	l.workerGone(h.ctx, old.UID)
+	if len(spawned) != 2 || spawned[1].uid != edited.UID {
+		t.Fatalf("after the old instance went: %d workers, the last for %s; want the edited pod's", len(spawned), spawned[len(spawned)-1].uid)
+	}
+}
+
 // A container in back-off gets its worker an alarm for the instant the back-off ends,
 // so that the restart does not wait for a relist.
 func TestBackoffSetsAnAlarmForItsEnd(t *testing.T) {
