@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/containerd/v2/core/containers"
 	gocni "github.com/containerd/go-cni"
 	"github.com/containernetworking/cni/libcni"
 	corev1 "k8s.io/api/core/v1"
@@ -410,7 +412,7 @@ func (r *Runtime) attachNetwork(ctx context.Context, id string, a *attachment) (
 	ips, err := a.setup(ctx, id, netns)
 	if err == nil {
 		r.log.Debug("set up pod network", "id", id, "ips", ips, "duration", time.Since(start))
-		_, err = r.setLabels(ctx, id, map[string]string{labelPodIPs: strings.Join(ips, ",")})
+		_, err = r.setLabels(ctx, id, map[string]string{labelPodIPs: podIPsLabel(ips)})
 	}
 	if err != nil {
 		if derr := r.net.teardown(ctx, id, a.record, netns); derr != nil {
@@ -419,6 +421,48 @@ func (r *Runtime) attachNetwork(ctx context.Context, id string, a *attachment) (
 		return nil, fmt.Errorf("set up pod network: %w", err)
 	}
 	return ips, nil
+}
+
+// noPodIPs is labelPodIPs of a sandbox whose network gave it no address: the label is
+// there, so the setup is known to have finished (see interruptedNetworkSetup).
+const noPodIPs = "none"
+
+// podIPsLabel is the value of labelPodIPs for ips.
+func podIPsLabel(ips []string) string {
+	if len(ips) == 0 {
+		return noPodIPs
+	}
+	return strings.Join(ips, ",")
+}
+
+// interruptedNetworkSetup reports whether info is a sandbox whose pod network a
+// staticpod was setting up when it stopped: one with a network to tear down but no IPs
+// recorded, made before this Runtime. Its network may be half made, and its pod never
+// learnt its address; nothing of the pod ran in it yet (containers start once the
+// setup is recorded).
+func (r *Runtime) interruptedNetworkSetup(info containers.Container) bool {
+	l := info.Labels
+	return l[LabelKind] == string(runner.KindSandbox) && l[labelNetwork] != "" && l[labelPodIPs] == "" &&
+		l[labelFinishedAt] == "" && info.CreatedAt.Before(r.started)
+}
+
+// endInterruptedSetup stops a sandbox whose network setup was interrupted, tearing its
+// network down: its pod starts over in a new sandbox, as a kubelet's pod does when its
+// sandbox has no IP. It returns what List reports of it meanwhile.
+func (r *Runtime) endInterruptedSetup(ctx context.Context, info containers.Container, proc *task.Process) (containers.Container, *task.Process) {
+	r.log.Warn("the pod network of a sandbox was being set up when staticpod stopped: its pod starts over in a new sandbox", "id", info.ID)
+	if err := r.StopContainer(ctx, info.ID, 0); err != nil {
+		r.log.Warn("stop a sandbox whose network setup was interrupted", "id", info.ID, "err", err)
+		return info, proc
+	}
+	fresh, err := r.client.ContainerService().Get(ctx, info.ID)
+	if err != nil {
+		return info, &task.Process{ID: info.ID, Status: task.Status_UNKNOWN} // the next List looks again
+	}
+	if proc != nil {
+		proc = &task.Process{ID: proc.ID, Pid: proc.Pid, Status: task.Status_UNKNOWN} // stopped: the next List reaps it
+	}
+	return fresh, proc
 }
 
 // releaseNetwork tears down the pod network of sandbox id, if it has one, in its

@@ -323,3 +323,41 @@ func (r *testRuntime) listAll(t *testing.T) []runner.Container {
 	}
 	return all
 }
+
+// A sandbox whose network setup a staticpod was making when it stopped (its record and
+// network there, its IPs not recorded) is stopped by the next staticpod's first List,
+// its network torn down, so that its pod starts over in a new sandbox with an address
+// it knows; pinned sandboxes and sandbox processes alike. A setup that gave no address
+// is recorded as such, and is no interrupted one.
+func TestInterruptedPodNetworkSetupIsUndone(t *testing.T) {
+	n := testenv.CNI(t, testBridge)
+	r := newTestRuntime(t, withCNI(n))
+	for _, shared := range []bool{false, true} {
+		pod := loadPod(t, fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: cut-%v}\nspec:\n  shareProcessNamespace: %v\n  containers:\n  - {name: c, image: %s, command: [sleep, \"3600\"]}\n", shared, shared, testImage))
+		sb, err := r.StartSandbox(r.ctx, pod, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.setLabels(r.ctx, sb.ID, map[string]string{labelPodIPs: ""}); err != nil { // as if killed before it was written
+			t.Fatal(err)
+		}
+		if _, err := r.List(r.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := r.find(t, sb.ID); got.State != runner.StateRunning {
+			t.Fatalf("shared=%v: a setup this Runtime made was taken for an interrupted one: %s", shared, got.State)
+		}
+		next := newTestRuntimeOn(t, ctd.Daemon(t), func(cfg *Config) { *cfg = r.cfg })
+		next.awaitState(t, sb.ID, runner.StateExited)
+		if err := next.RemoveContainer(next.ctx, sb.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := next.RemovePodData(next.ctx, pod.UID); err != nil {
+			t.Fatal(err)
+		}
+		assertNoLeaks(t, n)
+	}
+	if got := podIPsLabel(nil); got != noPodIPs {
+		t.Errorf("labelPodIPs of a setup without addresses: %q, want %q", got, noPodIPs)
+	}
+}

@@ -106,6 +106,9 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 // tries again; meanwhile an exit that is not recorded whole is reported unknown, never
 // as an exit that would read differently later.
 func (r *Runtime) settle(ctx context.Context, info containers.Container, proc *task.Process) (containers.Container, *task.Process) {
+	if r.interruptedNetworkSetup(info) {
+		return r.endInterruptedSetup(ctx, info, proc)
+	}
 	if info.Labels[labelPinned] != "" {
 		return r.settlePinned(ctx, info), nil
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,6 +27,9 @@ import (
 // is ended at the second look that finds it lost, so never before this long: no task
 // creation containerd is still busy with is taken for a lost one.
 const lostShimLook = 5 * time.Second
+
+// shimAnswer is how long a shim has to answer whether it serves a container.
+const shimAnswer = 5 * time.Second
 
 // shimServices are the names of the task API a shim serves: containerd 2.x's shims
 // serve v3, 1.x's v2. Their messages are the same.
@@ -44,15 +48,19 @@ type lostShims struct {
 	procRoot string        // /proc, or a test's
 	period   time.Duration // between looks: lostShimLook, or a test's
 
+	busy atomic.Bool    // an ending runs (endLostShims)
+	wg   sync.WaitGroup // the ending that runs
+
 	mu       sync.Mutex
 	creating map[string]int // container ID -> task creations under way in this process
 	suspects map[int]string // shim PID -> the container it was started for, lost at the last look
 	cleared  map[int]bool   // shims that no longer serve the container they were started for
+	stale    map[int]bool   // log writers that looked stale at the last look
 	last     time.Time      // the last look
 }
 
 func newLostShims(procRoot string) *lostShims {
-	return &lostShims{procRoot: procRoot, period: lostShimLook, creating: map[string]int{}, suspects: map[int]string{}, cleared: map[int]bool{}}
+	return &lostShims{procRoot: procRoot, period: lostShimLook, creating: map[string]int{}, suspects: map[int]string{}, cleared: map[int]bool{}, stale: map[int]bool{}}
 }
 
 // creatingTask marks a task creation for container id under way until the returned
@@ -71,16 +79,20 @@ func (l *lostShims) creatingTask(id string) func() {
 }
 
 // confirm returns the shims that look lost now and looked lost at the previous look,
-// at most once a period. A shim looks lost when containerd lists no task for
-// the container it was started for, or that container has no record in records.
-func (l *lostShims) confirm(address, ns string, records map[string]bool, procs map[string]*task.Process) []shimProc {
+// and the log writers that look stale now and did then, at most once a period. A shim
+// looks lost when containerd lists no task for the container it was started for, or
+// that container has no record in records. A log writer looks stale when its shim
+// started a newer one for the same log file: the first of two creations of a task in
+// one shim, the one whose client was killed, leaves its log writer behind in the shim
+// (seen on containerd 2.4), waiting for output that never comes.
+func (l *lostShims) confirm(address, ns string, records map[string]bool, procs map[string]*task.Process) ([]shimProc, []loggerProc) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if time.Since(l.last) < l.period {
-		return nil
+		return nil, nil
 	}
 	l.last = time.Now()
-	shims := findShims(l.procRoot, address, ns)
+	shims, loggers := scanShims(l.procRoot, address, ns)
 	suspects, cleared := map[int]string{}, map[int]bool{}
 	var lost []shimProc
 	for _, s := range shims {
@@ -95,8 +107,30 @@ func (l *lostShims) confirm(address, ns string, records map[string]bool, procs m
 			suspects[s.PID] = s.ID
 		}
 	}
-	l.suspects, l.cleared = suspects, cleared
-	return lost
+	type logFile struct {
+		shim   int
+		config string
+	}
+	newest := map[logFile]loggerProc{}
+	for _, lg := range loggers {
+		k := logFile{lg.Shim, lg.Config}
+		if n, ok := newest[k]; !ok || lg.Start > n.Start || lg.Start == n.Start && lg.PID > n.PID {
+			newest[k] = lg
+		}
+	}
+	staleNow := map[int]bool{}
+	var stale []loggerProc
+	for _, lg := range loggers {
+		if newest[logFile{lg.Shim, lg.Config}].PID == lg.PID {
+			continue
+		}
+		if l.stale[lg.PID] {
+			stale = append(stale, lg)
+		}
+		staleNow[lg.PID] = true
+	}
+	l.suspects, l.cleared, l.stale = suspects, cleared, staleNow
+	return lost, stale
 }
 
 // clear records that shim pid does not serve the container it was started for: a
@@ -108,26 +142,78 @@ func (l *lostShims) clear(pid int) {
 }
 
 // endLostShims ends, in their shims, the containers containerd lost track of (see
-// lostShims). records are the container records List read, procs the tasks it listed.
-// A record that List may have read before the container was made is looked up again
-// first. Failures are logged; the next look tries again.
+// lostShims), and the log writers interrupted task creations left (see confirm).
+// records are the container records List read, procs the tasks it listed. The ending
+// goes on in the background, one at a time, so that a shim that does not answer holds
+// up no relist; Close waits for it. Failures are logged; the next look tries again.
 func (r *Runtime) endLostShims(ctx context.Context, records map[string]bool, procs map[string]*task.Process) {
-	for _, s := range r.lost.confirm(r.cfg.Address, r.cfg.Namespace, records, procs) {
-		if procs[s.ID] != nil {
-			if _, err := r.client.ContainerService().Get(ctx, s.ID); !isNotFound(err) {
-				continue // made since List read the records, or containerd did not answer
+	lost, stale := r.lost.confirm(r.cfg.Address, r.cfg.Namespace, records, procs)
+	if len(lost)+len(stale) == 0 || !r.lost.busy.CompareAndSwap(false, true) {
+		return
+	}
+	ctx = context.WithoutCancel(ctx) // List's own ends as it returns
+	r.lost.wg.Add(1)
+	go func() {
+		defer r.lost.wg.Done()
+		defer r.lost.busy.Store(false)
+		for _, lg := range stale {
+			// It drains what is left, if anything, then exits (logs.RunShimLogger).
+			if syscall.Kill(lg.PID, syscall.SIGTERM) == nil {
+				r.log.Warn("ended a log writer an interrupted task creation left in its shim", "pid", lg.PID, "shim", lg.Shim)
 			}
 		}
-		served, err := endShimContainer(ctx, r.lost.procRoot, s)
-		switch {
-		case err != nil:
-			r.log.Warn("end a container containerd lost track of in its shim", "id", s.ID, "shim", s.PID, "err", err)
-		case !served:
-			r.lost.clear(s.PID)
-		default:
-			r.log.Warn("ended a container containerd had lost track of, and its shim", "id", s.ID, "shim", s.PID)
+		for _, s := range lost {
+			r.endLostShim(ctx, s, procs[s.ID] != nil)
+		}
+	}()
+}
+
+// endLostShim ends container s.ID in shim s, after checking that containerd has no
+// record of it when it lists a task for it (List may have read the records before the
+// container was made).
+func (r *Runtime) endLostShim(ctx context.Context, s shimProc, listed bool) {
+	if listed {
+		cctx, cancel := r.call(ctx)
+		_, err := r.client.ContainerService().Get(cctx, s.ID)
+		cancel()
+		if !isNotFound(err) {
+			return // made since List read the records, or containerd did not answer
 		}
 	}
+	served, err := endShimContainer(ctx, r.lost.procRoot, s)
+	switch {
+	case errors.Is(err, errShimSilent) && !hasChildren(r.lost.procRoot, s.PID):
+		// Stuck before it serves anything (containerd 2.x leaves one blocked opening its
+		// log pipe in a bundle it removed): nothing runs under it.
+		if syscall.Kill(s.PID, syscall.SIGKILL) == nil {
+			r.log.Warn("killed a shim containerd had lost track of, which answered nothing and ran nothing", "id", s.ID, "shim", s.PID)
+		}
+	case err != nil:
+		r.log.Warn("end a container containerd lost track of in its shim", "id", s.ID, "shim", s.PID, "err", err)
+	case !served:
+		r.lost.clear(s.PID)
+	default:
+		r.log.Warn("ended a container containerd had lost track of, and its shim", "id", s.ID, "shim", s.PID)
+	}
+}
+
+// errShimSilent is endShimContainer's error when the shim does not answer at all.
+var errShimSilent = errors.New("the shim does not answer")
+
+// hasChildren reports whether process pid has child processes (or whether that cannot
+// be told).
+func hasChildren(procRoot string, pid int) bool {
+	threads, err := filepath.Glob(filepath.Join(procRoot, strconv.Itoa(pid), "task", "*", "children"))
+	if err != nil || len(threads) == 0 {
+		return true
+	}
+	for _, t := range threads {
+		data, err := os.ReadFile(t)
+		if err != nil || strings.TrimSpace(string(data)) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // endShimContainer asks shim s whether it serves the container it was started for and,
@@ -149,7 +235,9 @@ func endShimContainer(ctx context.Context, procRoot string, s shimProc) (bool, e
 	defer c.Close()
 	service := ""
 	for _, name := range shimServices {
-		err = c.Call(ctx, name, "Connect", &taskapi.ConnectRequest{ID: s.ID}, &taskapi.ConnectResponse{})
+		cctx, cancel := context.WithTimeout(ctx, shimAnswer)
+		err = c.Call(cctx, name, "Connect", &taskapi.ConnectRequest{ID: s.ID}, &taskapi.ConnectResponse{})
+		cancel()
 		if status.Code(err) != codes.Unimplemented {
 			service = name
 			break
@@ -158,6 +246,8 @@ func endShimContainer(ctx context.Context, procRoot string, s shimProc) (bool, e
 	switch {
 	case isNotFound(err):
 		return false, nil
+	case (errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded) && ctx.Err() == nil:
+		return false, fmt.Errorf("shim %d at %s: %w", s.PID, socket, errShimSilent)
 	case err != nil:
 		return false, fmt.Errorf("ask shim %d for container %s: %w", s.PID, s.ID, err)
 	}

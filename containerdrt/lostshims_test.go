@@ -2,11 +2,14 @@ package containerdrt
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -21,51 +24,57 @@ import (
 
 // A shim is ended only when it looks lost at two looks in a row, and never while this
 // process creates a task for its container or while containerd lists a task and a
-// record for it.
+// record for it. A log writer is ended when its shim started a newer one for the same
+// file, at two looks in a row too.
 func TestLostShimsAreConfirmedAtASecondLook(t *testing.T) {
-	proc := t.TempDir()
-	shim := func(pid int, id string) {
-		dir := filepath.Join(proc, strconv.Itoa(pid))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		cmdline := "/usr/bin/containerd-shim-runc-v2\x00-namespace\x00ns\x00-id\x00" + id + "\x00-address\x00/run/c.sock\x00"
-		if err := os.WriteFile(filepath.Join(dir, "cmdline"), []byte(cmdline), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	shim(10, "served")    // a task and a record
-	shim(11, "lost")      // a record, no task
-	shim(12, "creating")  // no task yet: this process creates it
-	shim(13, "orphan")    // a task, no record
-	shim(14, "group")     // cleared: serves others of its group
-	shim(15, "appearing") // lost at the second look only
-	l := newLostShims(proc)
+	proc := fakeProc(t.TempDir())
+	proc.shim(t, 10, "ns", "served")    // a task and a record
+	proc.shim(t, 11, "ns", "lost")      // a record, no task
+	proc.shim(t, 12, "ns", "creating")  // no task yet: this process creates it
+	proc.shim(t, 13, "ns", "orphan")    // a task, no record
+	proc.shim(t, 14, "ns", "group")     // cleared: serves others of its group
+	proc.shim(t, 15, "ns", "appearing") // lost at the second look only
+	proc.logger(t, 20, 10, 500, "path=served")
+	proc.logger(t, 21, 10, 700, "path=served") // the same file, newer: 20 is stale
+	proc.logger(t, 22, 10, 600, "path=other")
+	proc.logger(t, 23, 11, 400, "path=served") // another shim's
+	l := newLostShims(string(proc))
 	l.period = 0
 	records := map[string]bool{"served": true, "lost": true, "creating": true, "group": true, "appearing": true}
 	procs := map[string]*task.Process{"served": {}, "orphan": {}, "group": {}, "appearing": {}}
 	done := l.creatingTask("creating")
 	l.clear(14)
+	confirm := func() ([]shimProc, []int) {
+		lost, stale := l.confirm("/run/c.sock", "ns", records, procs)
+		slices.SortFunc(lost, func(a, b shimProc) int { return a.PID - b.PID })
+		var pids []int
+		for _, lg := range stale {
+			pids = append(pids, lg.PID)
+		}
+		return lost, pids
+	}
 
-	if lost := l.confirm("/run/c.sock", "ns", records, procs); len(lost) != 0 {
-		t.Fatalf("first look: %v lost, want none before a second look", lost)
+	if lost, stale := confirm(); len(lost) != 0 || len(stale) != 0 {
+		t.Fatalf("first look: %v lost, log writers %v stale; want none before a second look", lost, stale)
 	}
 	delete(procs, "appearing")
-	lost := l.confirm("/run/c.sock", "ns", records, procs)
-	slices.SortFunc(lost, func(a, b shimProc) int { return a.PID - b.PID })
+	lost, stale := confirm()
 	if want := []shimProc{{11, "lost"}, {13, "orphan"}}; !slices.Equal(lost, want) {
 		t.Fatalf("second look: %v lost, want %v", lost, want)
 	}
-	if lost := l.confirm("/run/c.sock", "ns", records, procs); !slices.Equal(lost, []shimProc{{11, "lost"}, {13, "orphan"}, {15, "appearing"}}) {
+	if !slices.Equal(stale, []int{20}) {
+		t.Fatalf("second look: log writers %v stale, want [20]", stale)
+	}
+	if lost, _ := confirm(); !slices.Equal(lost, []shimProc{{11, "lost"}, {13, "orphan"}, {15, "appearing"}}) {
 		t.Fatalf("third look: %v lost, want the same two and the one lost since the second", lost)
 	}
 	done()
-	if lost := l.confirm("/run/c.sock", "ns", records, procs); slices.Contains(lost, shimProc{12, "creating"}) {
+	if lost, _ := confirm(); slices.Contains(lost, shimProc{12, "creating"}) {
 		t.Fatalf("a shim whose task creation just ended was taken for lost at once: %v", lost)
 	}
 	l.period = time.Hour
-	if lost := l.confirm("/run/c.sock", "ns", records, procs); lost != nil {
-		t.Fatalf("a look before the period ended: %v", lost)
+	if lost, stale := confirm(); lost != nil || stale != nil {
+		t.Fatalf("a look before the period ended: %v lost, %v stale", lost, stale)
 	}
 }
 
@@ -162,5 +171,89 @@ func TestLostShimsAreEnded(t *testing.T) {
 	}
 	if got, _ := r.find(t, healthy.ID); got.State != runner.StateRunning {
 		t.Fatalf("the healthy container is %s, want running", got.State)
+	}
+}
+
+// silentShimEnv names the socket a silent shim (runSilentShim) listens on; the test
+// binary runs as one when it is set.
+const silentShimEnv = "STATICPOD_TEST_SILENT_SHIM"
+
+// runSilentShim listens on socket and never answers, as a shim stuck before it serves
+// (containerd 2.x leaves one blocked opening its log pipe); with STATICPOD_TEST_CHILD
+// set it runs a child process too.
+func runSilentShim(socket string) {
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		os.Exit(1)
+	}
+	defer ln.Close() // held: a listener no longer referenced is closed by the collector
+	if os.Getenv("STATICPOD_TEST_CHILD") != "" {
+		exec.Command("sleep", "3600").Start()
+	}
+	select {}
+}
+
+// A shim containerd lost track of that does not answer at all is killed when nothing
+// runs under it, and left alone (and reported) when something does.
+func TestSilentLostShims(t *testing.T) {
+	r := newTestRuntime(t)
+	r.lost.period = 100 * time.Millisecond
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	shimPath := filepath.Join(dir, "containerd-shim-runc-v2") // a shim by its name
+	if err := os.Symlink(self, shimPath); err != nil {
+		t.Fatal(err)
+	}
+	start := func(id string, child bool) *exec.Cmd {
+		cmd := exec.Command(shimPath, "-namespace", r.cfg.Namespace, "-id", id, "-address", r.cfg.Address)
+		cmd.Env = append(os.Environ(), silentShimEnv+"="+filepath.Join(dir, id+".sock"))
+		if child {
+			cmd.Env = append(cmd.Env, "STATICPOD_TEST_CHILD=1")
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if child {
+				if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid)); err == nil {
+					for _, pid := range strings.Fields(string(data)) {
+						if n, err := strconv.Atoi(pid); err == nil {
+							syscall.Kill(n, syscall.SIGKILL)
+						}
+					}
+				}
+			}
+			cmd.Process.Kill()
+			cmd.Wait()
+		})
+		return cmd
+	}
+	idle, busy := start("idle", false), start("busy", true)
+	exited := make(chan struct{})
+	go func() { idle.Wait(); close(exited) }()
+	testenv.Await(t, "a child under the busy shim, and both listening", 10*time.Second, func() bool {
+		_, err1 := listeningSocket("/proc", idle.Process.Pid)
+		_, err2 := listeningSocket("/proc", busy.Process.Pid)
+		return err1 == nil && err2 == nil && hasChildren("/proc", busy.Process.Pid)
+	})
+	testenv.Await(t, "the idle silent shim killed", 30*time.Second, func() bool {
+		if _, err := r.List(r.ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-exited:
+			return true
+		default:
+			return false
+		}
+	})
+	testenv.Await(t, "the ending that killed it to finish, the busy shim's turn included", 30*time.Second, func() bool {
+		return !r.lost.busy.Load()
+	})
+	if err := busy.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the silent shim with a child was killed: %v", err)
 	}
 }

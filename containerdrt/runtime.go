@@ -183,6 +183,7 @@ func (r *Runtime) HostIP() string { return r.cfg.HostIP }
 // Close releases the connection to containerd. Containers keep running.
 func (r *Runtime) Close() error {
 	r.asideWG.Wait() // each bounded by the call timeout
+	r.lost.wg.Wait() // bounded by the shims' answers and the call timeout
 	return r.client.Close()
 }
 

@@ -92,16 +92,9 @@ spec:
 // shimsOf returns the PIDs of the shims of the containerd at address serving
 // namespace ns.
 func shimsOf(address, ns string) []int {
-	entries, _ := os.ReadDir("/proc")
 	var pids []int
-	for _, e := range entries {
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !servesNamespace(strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"), address, ns) {
-			continue
-		}
-		if pid, err := strconv.Atoi(e.Name()); err == nil {
-			pids = append(pids, pid)
-		}
+	for _, s := range findShims("/proc", address, ns) {
+		pids = append(pids, s.PID)
 	}
 	return pids
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/staticpod/staticpod/logs"
 )
 
 // shimProc is a shim process: its PID and the container ID it was started for (its
@@ -15,14 +17,24 @@ type shimProc struct {
 	ID  string
 }
 
-// findShims returns the shims of the containerd at address serving namespace ns, found
-// by their command line under procRoot (/proc).
-func findShims(procRoot, address, ns string) []shimProc {
+// loggerProc is a log writer a shim started (logs.Command): its PID, its shim's, the
+// configuration it was given (which names its log file) and when it started, in clock
+// ticks since boot.
+type loggerProc struct {
+	PID, Shim int
+	Config    string
+	Start     uint64
+}
+
+// scanShims returns the shims of the containerd at address serving namespace ns, and
+// the log writers they started, found by their command lines under procRoot (/proc).
+func scanShims(procRoot, address, ns string) ([]shimProc, []loggerProc) {
 	entries, err := os.ReadDir(procRoot)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	var out []shimProc
+	var shims []shimProc
+	var loggers []loggerProc
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -32,12 +44,52 @@ func findShims(procRoot, address, ns string) []shimProc {
 		if err != nil {
 			continue
 		}
-		flags, ok := shimFlags(strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"))
-		if ok && flags["-namespace"] == ns && flags["-address"] == address {
-			out = append(out, shimProc{PID: pid, ID: flags["-id"]})
+		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		if flags, ok := shimFlags(args); ok && flags["-namespace"] == ns && flags["-address"] == address {
+			shims = append(shims, shimProc{PID: pid, ID: flags["-id"]})
+		} else if len(args) == 3 && args[1] == logs.Command {
+			if ppid, start, ok := parentAndStart(filepath.Join(procRoot, e.Name(), "stat")); ok {
+				loggers = append(loggers, loggerProc{PID: pid, Shim: ppid, Config: args[2], Start: start})
+			}
 		}
 	}
-	return out
+	ours := make(map[int]bool, len(shims))
+	for _, s := range shims {
+		ours[s.PID] = true
+	}
+	kept := loggers[:0]
+	for _, l := range loggers {
+		if ours[l.Shim] {
+			kept = append(kept, l)
+		}
+	}
+	return shims, kept
+}
+
+// parentAndStart reads a process's parent PID and start time from its stat file.
+func parentAndStart(path string) (int, uint64, bool) {
+	stat, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, false
+	}
+	// The command name, in parentheses, may hold anything: the fields follow its end.
+	end := strings.LastIndexByte(string(stat), ')')
+	if end < 0 {
+		return 0, 0, false
+	}
+	fields := strings.Fields(string(stat[end+1:])) // state, ppid, ... starttime (the 22nd of all)
+	if len(fields) < 20 {
+		return 0, 0, false
+	}
+	ppid, err1 := strconv.Atoi(fields[1])
+	start, err2 := strconv.ParseUint(fields[19], 10, 64)
+	return ppid, start, err1 == nil && err2 == nil
+}
+
+// findShims returns the shims of the containerd at address serving namespace ns.
+func findShims(procRoot, address, ns string) []shimProc {
+	shims, _ := scanShims(procRoot, address, ns)
+	return shims
 }
 
 // killShimsOf kills the shims of the containerd at address still serving namespace
@@ -53,14 +105,6 @@ func killShimsOf(procRoot, address, ns string) int {
 		}
 	}
 	return killed
-}
-
-// servesNamespace reports whether args are those of a shim of the containerd at
-// address serving namespace ns. Another containerd may have a namespace of the same
-// name.
-func servesNamespace(args []string, address, ns string) bool {
-	flags, ok := shimFlags(args)
-	return ok && flags["-namespace"] == ns && flags["-address"] == address
 }
 
 // shimFlags returns the flags of a shim's command line args, and whether args are a

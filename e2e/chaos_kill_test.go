@@ -17,6 +17,7 @@ import (
 	"github.com/containerd/containerd/v2/core/snapshots"
 
 	"github.com/staticpod/staticpod/internal/bench"
+	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -48,20 +49,40 @@ func TestChaosKill9WhilePodsChange(t *testing.T) {
 	for _, seed := range killSeeds(t) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Logf("seed %d (STATICPOD_CHAOS_SEED=%d runs it again)", seed, seed)
-			testKill9WhilePodsChange(t, seed)
+			testKill9WhilePodsChange(t, seed, false)
 		})
 	}
 }
 
-func testKill9WhilePodsChange(t *testing.T, seed uint64) {
+// The same on a pod network (a bridge, IPs from host-local): besides, the network holds
+// the wanted pods' IPs, veths and masquerade rules and nothing else, whatever the kills
+// interrupted (a setup, a teardown).
+func TestChaosKill9WhilePodsChangeOnAPodNetwork(t *testing.T) {
+	for _, seed := range killSeeds(t) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Logf("seed %d (STATICPOD_CHAOS_SEED=%d runs it again)", seed, seed)
+			testKill9WhilePodsChange(t, seed, true)
+		})
+	}
+}
+
+func testKill9WhilePodsChange(t *testing.T, seed uint64, podNetwork bool) {
 	rng := rand.New(rand.NewPCG(seed, seed>>32|1))
-	n := newNode(t)
+	var n *node
+	var cn *testenv.CNINetwork
+	var flags []string
+	if podNetwork {
+		n, cn = newCNINode(t, bridgeConf)
+		flags = cniFlags(cn)
+	} else {
+		n = newNode(t)
+	}
 	c := &churn{n: n, rng: rng, version: map[string]int{}}
 	for i := range killChurnPods {
 		c.create(fmt.Sprintf("p%02d", i))
 	}
 	for kill := range 3 {
-		sp := n.start()
+		sp := n.start(flags...)
 		for end := time.Now().Add(time.Duration(300+rng.IntN(2500)) * time.Millisecond); time.Now().Before(end); {
 			c.step()
 			time.Sleep(time.Duration(20+rng.IntN(80)) * time.Millisecond)
@@ -74,7 +95,7 @@ func testKill9WhilePodsChange(t *testing.T, seed uint64) {
 		}
 	}
 	restarted := time.Now()
-	n.start()
+	n.start(flags...)
 	want := c.wanted()
 	cs := n.await(fmt.Sprintf("the %d wanted pods running, nothing else", len(want)), time.Minute, func(cs map[string]runner.Container) bool {
 		c.checkTwins(cs)
@@ -98,6 +119,51 @@ func testKill9WhilePodsChange(t *testing.T, seed uint64) {
 		}
 	}
 	n.awaitNoLeaks(want)
+	if cn != nil {
+		n.awaitNetworkOf(cn, want)
+	}
+}
+
+// awaitNetworkOf waits until network cn holds what the wanted pods' sandboxes hold and
+// nothing else: an IP allocation for each pod IP, a veth each, masquerade rules that
+// name them only.
+func (n *node) awaitNetworkOf(cn *testenv.CNINetwork, want map[string]string) {
+	n.t.Helper()
+	uids, sandboxed := wantedUIDs(want)
+	var wrong []string
+	defer func() { // also as a failed Await ends the test
+		if len(wrong) > 0 {
+			n.t.Logf("the network holds: %q", wrong)
+		}
+	}()
+	testenv.Await(n.t, "the network to hold the wanted pods' addresses and nothing else", 15*time.Second, func() bool {
+		ips := map[string]bool{}
+		for _, pod := range n.pods() {
+			if !pod.Spec.HostNetwork && pod.Status.PodIP != "" {
+				ips[pod.Status.PodIP] = true
+			}
+		}
+		wrong = nil
+		veths := 0
+		for _, leak := range cn.Leaks() {
+			ip, isIP := strings.CutPrefix(leak, "IP allocation ")
+			switch {
+			case isIP && !ips[ip]:
+				wrong = append(wrong, leak)
+			case strings.HasPrefix(leak, "veth "):
+				veths++
+			case strings.HasPrefix(leak, "iptables: ") && !ownedBy(leak, uids):
+				wrong = append(wrong, leak)
+			}
+		}
+		if len(ips) != sandboxed {
+			wrong = append(wrong, fmt.Sprintf("%d pod IPs for %d pods on the pod network", len(ips), sandboxed))
+		}
+		if veths != len(ips) {
+			wrong = append(wrong, fmt.Sprintf("%d veths for %d pod IPs", veths, len(ips)))
+		}
+		return len(wrong) == 0
+	})
 }
 
 // churn creates, edits and removes the manifests of a kill -9 scenario and remembers
@@ -201,14 +267,7 @@ func converged(cs map[string]runner.Container, want map[string]string) bool {
 // removes what a killed staticpod left every 2 s.
 func (n *node) awaitNoLeaks(want map[string]string) {
 	n.t.Helper()
-	uids := map[string]bool{}
-	sandboxed := 0
-	for name, uid := range want {
-		uids[uid] = true
-		if !strings.HasSuffix(name, "0-node1") && !strings.HasSuffix(name, "2-node1") && !strings.HasSuffix(name, "4-node1") {
-			sandboxed++
-		}
-	}
+	uids, sandboxed := wantedUIDs(want)
 	var leaks []string
 	defer func() {
 		if len(leaks) > 0 {
@@ -316,6 +375,19 @@ func (n *node) awaitNoLeaks(want map[string]string) {
 		}
 		return out
 	})
+}
+
+// wantedUIDs returns the UIDs of the pods of want, and how many of them have a sandbox
+// (those not on the host network: see churn.manifest).
+func wantedUIDs(want map[string]string) (map[string]bool, int) {
+	uids, sandboxed := map[string]bool{}, 0
+	for name, uid := range want {
+		uids[uid] = true
+		if !strings.HasSuffix(name, "0-node1") && !strings.HasSuffix(name, "2-node1") && !strings.HasSuffix(name, "4-node1") {
+			sandboxed++
+		}
+	}
+	return uids, sandboxed
 }
 
 // ownedBy reports whether path names one of uids, whole or as the 8 characters that
