@@ -544,27 +544,35 @@ func TestReAddedWhileKilledComesBack(t *testing.T) {
 	}
 }
 
-func TestEditedWhileDownStopsTheOldInstanceFirst(t *testing.T) {
-	h := newHarness(t)
-	l := newLoop(h.r, &sync.WaitGroup{})
-	var spawned []*worker
-	l.spawn = func(_ context.Context, w *worker) { spawned = append(spawned, w) }
-	old := testPod(t, "api", "v1", corev1.RestartPolicyAlways)
-	edited := testPod(t, "api", "v2", corev1.RestartPolicyAlways)
-	h.f.put(Container{ID: "old", Kind: KindContainer, PodUID: old.UID, PodName: old.Name, PodNamespace: old.Namespace, Name: "c", State: StateRunning, Source: "file"})
+// editedWhileDown is a staticpod started after the manifest of pod "api" was edited
+// while it was down: the old instance's container, in state, and the edited pod
+// applied. It returns the workers spawned, as they are.
+func editedWhileDown(t *testing.T, state State) (h *harness, l *loop, spawned *[]*worker, old, edited *corev1.Pod) {
+	h = newHarness(t)
+	l = newLoop(h.r, &sync.WaitGroup{})
+	spawned = new([]*worker)
+	l.spawn = func(_ context.Context, w *worker) { *spawned = append(*spawned, w) }
+	old = testPod(t, "api", "v1", corev1.RestartPolicyAlways)
+	edited = testPod(t, "api", "v2", corev1.RestartPolicyAlways)
+	h.f.put(Container{ID: "old", Kind: KindContainer, PodUID: old.UID, PodName: old.Name, PodNamespace: old.Namespace, Name: "c", State: state, Source: "file"})
 	h.r.pleg.Relist(h.ctx)
-	l.apply(h.ctx, manifests.Update{Source: "file", Pods: []*corev1.Pod{edited}}) // staticpod restarted after the edit
-	if len(spawned) != 1 || spawned[0].uid != old.UID || !spawned[0].killed() {
-		t.Fatalf("workers %d; want the old instance's killer first and the edited pod waiting", len(spawned))
+	l.apply(h.ctx, manifests.Update{Source: "file", Pods: []*corev1.Pod{edited}})
+	return h, l, spawned, old, edited
+}
+
+func TestEditedWhileDownStopsTheOldInstanceFirst(t *testing.T) {
+	h, l, spawned, old, edited := editedWhileDown(t, StateRunning)
+	if len(*spawned) != 1 || (*spawned)[0].uid != old.UID || !(*spawned)[0].killed() {
+		t.Fatalf("workers %d; want the old instance's killer first and the edited pod waiting", len(*spawned))
 	}
-	for i := 0; i < 3 && !h.sync(spawned[0]); i++ {
+	for i := 0; i < 3 && !h.sync((*spawned)[0]); i++ {
 		if len(h.f.byName(edited.UID)) != 0 {
 			t.Fatal("the edited pod started while the old instance still ran")
 		}
 	}
 	l.workerGone(h.ctx, old.UID)
-	if len(spawned) != 2 || spawned[1].uid != edited.UID {
-		t.Fatalf("the edited pod did not start after the old instance went (%d workers)", len(spawned))
+	if len(*spawned) != 2 || (*spawned)[1].uid != edited.UID {
+		t.Fatalf("the edited pod did not start after the old instance went (%d workers)", len(*spawned))
 	}
 }
 
@@ -574,21 +582,14 @@ func TestEditedWhileDownStopsTheOldInstanceFirst(t *testing.T) {
 // again (each round logged "stopping the previous instance" and "pod removed" until a
 // relist).
 func TestEditedWhileDownStopsTheOldInstanceOnce(t *testing.T) {
-	h := newHarness(t)
-	l := newLoop(h.r, &sync.WaitGroup{})
-	var spawned []*worker
-	l.spawn = func(_ context.Context, w *worker) { spawned = append(spawned, w) }
-	old := testPod(t, "api", "v1", corev1.RestartPolicyAlways)
-	edited := testPod(t, "api", "v2", corev1.RestartPolicyAlways)
-	h.f.put(Container{ID: "old", Kind: KindContainer, PodUID: old.UID, PodName: old.Name, PodNamespace: old.Namespace, Name: "c", State: StateCreated, Source: "file"})
-	h.r.pleg.Relist(h.ctx)
-	l.apply(h.ctx, manifests.Update{Source: "file", Pods: []*corev1.Pod{edited}})
-	if !spawned[0].syncOnce(h.ctx) { // no relist: the cache keeps showing it running
+	h, l, spawned, old, edited := editedWhileDown(t, StateCreated)
+	if !(*spawned)[0].syncOnce(h.ctx) { // no relist: the cache keeps showing it
 		t.Fatal("the old instance was not removed in one sync")
 	}
 	l.workerGone(h.ctx, old.UID)
-	if len(spawned) != 2 || spawned[1].uid != edited.UID {
-		t.Fatalf("after the old instance went: %d workers, the last for %s; want the edited pod's", len(spawned), spawned[len(spawned)-1].uid)
+	last := (*spawned)[len(*spawned)-1]
+	if len(*spawned) != 2 || last.uid != edited.UID {
+		t.Fatalf("after the old instance went: %d workers, the last for %s; want the edited pod's", len(*spawned), last.uid)
 	}
 }
 
