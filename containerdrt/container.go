@@ -146,19 +146,9 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 // no start time of its own).
 func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Creator) error {
 	defer r.lost.creatingTask(c.ID())()
-	task, err := c.NewTask(ctx, ioc)
-	if err != nil && strings.Contains(err.Error(), errRuncStateExists) && removeStaleRuncState(runcRoot, r.cfg.Namespace, c.ID()) {
-		r.log.Warn("removed runc's state of a container whose process is gone", "id", c.ID())
-		task, err = c.NewTask(ctx, ioc)
-	}
-	for wait := shimExitWait; err != nil && strings.Contains(err.Error(), errShimGone) && wait <= 4*shimExitWait; wait *= 2 {
-		// The task joined its group's shim as that shim exited: once it is gone, the
-		// next try starts a new one.
-		r.log.Info("the shim of the container's group was exiting; trying again", "id", c.ID(), "err", err)
-		time.Sleep(wait)
-		task, err = c.NewTask(ctx, ioc)
-	}
+	task, err := r.newTask(ctx, c, ioc)
 	if err != nil {
+		r.lost.watch() // containerd may have left a shim of the failed creation
 		return convertErr(err)
 	}
 	started := time.Now().UTC() // before Start: a short-lived process may exit before Start returns
@@ -174,6 +164,24 @@ func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Cre
 		r.log.Warn("record container start", "id", c.ID(), "err", convertErr(err))
 	}
 	return nil
+}
+
+// newTask creates c's task, again after removing runc's state of a container whose
+// process is gone, and again after a shim of its group that was exiting is gone.
+func (r *Runtime) newTask(ctx context.Context, c client.Container, ioc cio.Creator) (client.Task, error) {
+	task, err := c.NewTask(ctx, ioc)
+	if err != nil && strings.Contains(err.Error(), errRuncStateExists) && removeStaleRuncState(runcRoot, r.cfg.Namespace, c.ID()) {
+		r.log.Warn("removed runc's state of a container whose process is gone", "id", c.ID())
+		task, err = c.NewTask(ctx, ioc)
+	}
+	for wait := shimExitWait; err != nil && strings.Contains(err.Error(), errShimGone) && wait <= 4*shimExitWait; wait *= 2 {
+		// The task joined its group's shim as that shim exited: once it is gone, the
+		// next try starts a new one.
+		r.log.Info("the shim of the container's group was exiting; trying again", "id", c.ID(), "err", err)
+		time.Sleep(wait)
+		task, err = c.NewTask(ctx, ioc)
+	}
+	return task, err
 }
 
 // BeginStop records the deadline of a stop that begins, unless one began already.

@@ -46,6 +46,7 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 	defer cancel()
 	infos, err := r.records.list(ctx, r.client.ContainerService(), r.cfg.Observe)
 	if err != nil {
+		r.lost.watch() // containerd may lose track of shims as it restarts
 		return nil, fmt.Errorf("list containers: %w", convertErr(err))
 	}
 	if !r.cfg.Observe {
@@ -56,6 +57,7 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 	}
 	resp, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
 	if err != nil {
+		r.lost.watch()
 		return nil, fmt.Errorf("list tasks: %w", convertErr(err))
 	}
 	procs := make(map[string]*task.Process, len(resp.Tasks))

@@ -23,10 +23,18 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 )
 
-// lostShimLook is how often List looks for shims containerd has lost track of. A shim
-// is ended at the second look that finds it lost, so never before this long: no task
-// creation containerd is still busy with is taken for a lost one.
-const lostShimLook = 5 * time.Second
+// How often List looks for shims containerd has lost track of. Looking reads the
+// command line of every process (6 ms at 100 pods), so List looks every lostShimLook
+// only for lostShimWatch after what leaves such shims: its start (the staticpod before
+// it may have been killed creating a task), a task creation that failed, and a
+// containerd that did not answer; else every lostShimRareLook. A shim is ended at the
+// second look that finds it lost, so never before lostShimLook: no task creation
+// containerd is still busy with is taken for a lost one.
+const (
+	lostShimLook     = 5 * time.Second
+	lostShimWatch    = 30 * time.Second
+	lostShimRareLook = 10 * time.Minute
+)
 
 // shimAnswer is how long a shim has to answer whether it serves a container.
 const shimAnswer = 5 * time.Second
@@ -46,7 +54,7 @@ var shimServices = []string{"containerd.task.v3.Task", "containerd.task.v2.Task"
 // removed as never started), so nothing would ever delete it.
 type lostShims struct {
 	procRoot string        // /proc, or a test's
-	period   time.Duration // between looks: lostShimLook, or a test's
+	period   time.Duration // between looks while watching: lostShimLook, or a test's
 
 	busy atomic.Bool    // an ending runs (endLostShims)
 	wg   sync.WaitGroup // the ending that runs
@@ -57,10 +65,21 @@ type lostShims struct {
 	cleared  map[int]bool   // shims that no longer serve the container they were started for
 	stale    map[int]bool   // log writers that looked stale at the last look
 	last     time.Time      // the last look
+	until    time.Time      // looks are every period until then, every lostShimRareLook after
 }
 
+// newLostShims watches from the start (see lostShimLook).
 func newLostShims(procRoot string) *lostShims {
-	return &lostShims{procRoot: procRoot, period: lostShimLook, creating: map[string]int{}, suspects: map[int]string{}, cleared: map[int]bool{}, stale: map[int]bool{}}
+	l := &lostShims{procRoot: procRoot, period: lostShimLook, creating: map[string]int{}, suspects: map[int]string{}, cleared: map[int]bool{}, stale: map[int]bool{}}
+	l.watch()
+	return l
+}
+
+// watch has List look every period for the next lostShimWatch.
+func (l *lostShims) watch() {
+	l.mu.Lock()
+	l.until = time.Now().Add(lostShimWatch)
+	l.mu.Unlock()
 }
 
 // creatingTask marks a task creation for container id under way until the returned
@@ -88,7 +107,11 @@ func (l *lostShims) creatingTask(id string) func() {
 func (l *lostShims) confirm(address, ns string, records map[string]bool, procs map[string]*task.Process) ([]shimProc, []loggerProc) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if time.Since(l.last) < l.period {
+	period := l.period
+	if time.Now().After(l.until) && len(l.suspects)+len(l.stale) == 0 {
+		period = lostShimRareLook // nothing to confirm: only a safety net
+	}
+	if time.Since(l.last) < period {
 		return nil, nil
 	}
 	l.last = time.Now()

@@ -76,6 +76,28 @@ func TestLostShimsAreConfirmedAtASecondLook(t *testing.T) {
 	if lost, stale := confirm(); lost != nil || stale != nil {
 		t.Fatalf("a look before the period ended: %v lost, %v stale", lost, stale)
 	}
+
+	// Out of a watch, with nothing to confirm, looks are rare.
+	quiet := newLostShims(string(proc))
+	quiet.period = 0
+	records["lost"], procs["lost"], procs["creating"] = true, &task.Process{}, &task.Process{}
+	records["orphan"], procs["appearing"] = true, &task.Process{}
+	quiet.clear(14)
+	if lost, _ := quiet.confirm("/run/c.sock", "ns", records, procs); len(lost) != 0 {
+		t.Fatalf("every shim served: %v lost", lost)
+	}
+	quiet.until = time.Time{}
+	quiet.stale = map[int]bool{}
+	looked := quiet.last
+	quiet.confirm("/run/c.sock", "ns", records, procs)
+	if quiet.last != looked {
+		t.Fatal("looked again at once out of a watch, with nothing to confirm")
+	}
+	quiet.watch()
+	quiet.confirm("/run/c.sock", "ns", records, procs)
+	if quiet.last == looked {
+		t.Fatal("did not look again at once in a watch")
+	}
 }
 
 func TestListeningSocket(t *testing.T) {
