@@ -203,7 +203,7 @@ func (r *Runtime) endLostShim(ctx context.Context, s shimProc, listed bool) {
 			return // made since List read the records, or containerd did not answer
 		}
 	}
-	served, err := endShimContainer(ctx, r.lost.procRoot, s)
+	served, err := endShimContainer(ctx, r.lost.procRoot, r.cfg.Namespace, s)
 	switch {
 	case errors.Is(err, errShimSilent) && !hasChildren(r.lost.procRoot, s.PID):
 		// Stuck before it serves anything (containerd 2.x leaves one blocked opening its
@@ -243,40 +243,20 @@ func hasChildren(procRoot string, pid int) bool {
 // if it does, kills that container's processes, deletes it and asks the shim to shut
 // down, which it does once it serves nothing else. It reports whether the shim served
 // the container.
-func endShimContainer(ctx context.Context, procRoot string, s shimProc) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+func endShimContainer(ctx context.Context, procRoot, ns string, s shimProc) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	socket, err := listeningSocket(procRoot, s.PID)
-	if err != nil {
-		return false, err
-	}
-	conn, err := (&net.Dialer{}).DialContext(ctx, "unix", socket)
-	if err != nil {
-		return false, fmt.Errorf("connect to shim %d at %s: %w", s.PID, socket, err)
-	}
-	c := ttrpc.NewClient(conn)
-	defer c.Close()
-	service := ""
-	for _, name := range shimServices {
-		cctx, cancel := context.WithTimeout(ctx, shimAnswer)
-		err = c.Call(cctx, name, "Connect", &taskapi.ConnectRequest{ID: s.ID}, &taskapi.ConnectResponse{})
-		cancel()
-		if status.Code(err) != codes.Unimplemented {
-			service = name
-			break
-		}
-	}
+	c, service, err := dialShim(ctx, procRoot, s)
 	switch {
 	case isNotFound(err):
 		return false, nil
-	case (errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded) && ctx.Err() == nil:
-		return false, fmt.Errorf("shim %d at %s: %w", s.PID, socket, errShimSilent)
 	case err != nil:
-		return false, fmt.Errorf("ask shim %d for container %s: %w", s.PID, s.ID, err)
+		return false, err
 	}
+	defer c.Close()
 	// runc writes its log into the task's bundle, which containerd removed when it
 	// forgot the task: without it, no kill or delete would work.
-	bundle, made, err := restoreBundle(procRoot, s)
+	bundle, made, err := restoreBundle(procRoot, ns, s)
 	if err != nil {
 		return true, err
 	}
@@ -297,15 +277,56 @@ func endShimContainer(ctx context.Context, procRoot string, s shimProc) (bool, e
 	return true, nil
 }
 
+// dialShim connects to the task API of shim s: to the first socket it listens on that
+// answers whether the shim serves container s.ID, in one of the API's versions. It
+// returns the client and the service that answered; the error is the answer's when it
+// is not found, errShimSilent when no socket answers at all.
+func dialShim(ctx context.Context, procRoot string, s shimProc) (*ttrpc.Client, string, error) {
+	sockets, err := listeningSockets(procRoot, s.PID)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, socket := range sockets {
+		conn, err := (&net.Dialer{}).DialContext(ctx, "unix", socket)
+		if err != nil {
+			continue
+		}
+		c := ttrpc.NewClient(conn)
+		for _, service := range shimServices {
+			cctx, cancel := context.WithTimeout(ctx, shimAnswer)
+			err = c.Call(cctx, service, "Connect", &taskapi.ConnectRequest{ID: s.ID}, &taskapi.ConnectResponse{})
+			cancel()
+			switch {
+			case status.Code(err) == codes.Unimplemented:
+				continue // the other version
+			case err == nil:
+				return c, service, nil
+			case isNotFound(err):
+				c.Close()
+				return nil, "", err
+			}
+			break // silent, or not a task API: the next socket
+		}
+		c.Close()
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err()
+		}
+	}
+	return nil, "", fmt.Errorf("shim %d at %s: %w", s.PID, strings.Join(sockets, ", "), errShimSilent)
+}
+
 // restoreBundle makes the bundle directory of shim s's container again if it is gone,
 // empty, and reports whether it did. The shim runs in it: its working directory names
 // it, as containerd renamed it on its way out (a dot before the container ID).
-func restoreBundle(procRoot string, s shimProc) (string, bool, error) {
+func restoreBundle(procRoot, ns string, s shimProc) (string, bool, error) {
 	cwd, err := os.Readlink(filepath.Join(procRoot, strconv.Itoa(s.PID), "cwd"))
 	if err != nil {
 		return "", false, fmt.Errorf("working directory of shim %d: %w", s.PID, err)
 	}
 	bundle := filepath.Join(filepath.Dir(strings.TrimSuffix(cwd, " (deleted)")), s.ID)
+	if filepath.Base(filepath.Dir(bundle)) != ns { // <state>/io.containerd.runtime.v2.task/<ns>/<id>
+		return "", false, fmt.Errorf("shim %d runs in %s, not in a bundle of namespace %s", s.PID, cwd, ns)
+	}
 	if _, err := os.Stat(bundle); err == nil {
 		return bundle, false, nil
 	}
@@ -315,14 +336,14 @@ func restoreBundle(procRoot string, s shimProc) (string, bool, error) {
 	return bundle, true, nil
 }
 
-// listeningSocket returns the path of the unix socket process pid listens on, found
+// listeningSockets returns the paths of the unix sockets process pid listens on, found
 // from its descriptors and its network namespace's table of unix sockets under
-// procRoot. A shim listens on one: its task API.
-func listeningSocket(procRoot string, pid int) (string, error) {
+// procRoot. A shim of containerd 1.x listens on one, its task API; one of 2.x on two.
+func listeningSockets(procRoot string, pid int) ([]string, error) {
 	dir := filepath.Join(procRoot, strconv.Itoa(pid))
 	fds, err := os.ReadDir(filepath.Join(dir, "fd"))
 	if err != nil {
-		return "", fmt.Errorf("descriptors of shim %d: %w", pid, err)
+		return nil, fmt.Errorf("descriptors of shim %d: %w", pid, err)
 	}
 	inodes := map[string]bool{}
 	for _, fd := range fds {
@@ -333,20 +354,24 @@ func listeningSocket(procRoot string, pid int) (string, error) {
 	}
 	f, err := os.Open(filepath.Join(dir, "net", "unix"))
 	if err != nil {
-		return "", fmt.Errorf("unix sockets of shim %d: %w", pid, err)
+		return nil, fmt.Errorf("unix sockets of shim %d: %w", pid, err)
 	}
 	defer f.Close()
 	// Num RefCount Protocol Flags Type St Inode Path; a listening socket has the flag
 	// __SO_ACCEPTCON (00010000) and state 01 (unconnected).
+	var out []string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) == 8 && fields[3] == "00010000" && fields[5] == "01" && inodes[fields[6]] {
-			return fields[7], nil
+			out = append(out, fields[7])
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("unix sockets of shim %d: %w", pid, err)
+		return nil, fmt.Errorf("unix sockets of shim %d: %w", pid, err)
 	}
-	return "", errors.New("shim " + strconv.Itoa(pid) + " listens on no unix socket")
+	if len(out) == 0 {
+		return nil, errors.New("shim " + strconv.Itoa(pid) + " listens on no unix socket")
+	}
+	return out, nil
 }

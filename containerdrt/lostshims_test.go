@@ -100,21 +100,27 @@ func TestLostShimsAreConfirmedAtASecondLook(t *testing.T) {
 	}
 }
 
-func TestListeningSocket(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.sock")
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
+func TestListeningSockets(t *testing.T) {
+	dir := t.TempDir()
+	var want []string
+	for _, name := range []string{"a.sock", "b.sock"} {
+		path := filepath.Join(dir, name)
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		want = append(want, path)
 	}
-	defer ln.Close()
-	conn, err := net.Dial("unix", path) // a connected socket beside it is not the one
+	conn, err := net.Dial("unix", want[0]) // a connected socket beside them is none
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	got, err := listeningSocket("/proc", os.Getpid())
-	if err != nil || got != path {
-		t.Fatalf("listeningSocket = %q, %v; want %q", got, err, path)
+	got, err := listeningSockets("/proc", os.Getpid())
+	slices.Sort(got)
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("listeningSockets = %q, %v; want %q", got, err, want)
 	}
 }
 
@@ -257,8 +263,8 @@ func TestSilentLostShims(t *testing.T) {
 	exited := make(chan struct{})
 	go func() { idle.Wait(); close(exited) }()
 	testenv.Await(t, "a child under the busy shim, and both listening", 10*time.Second, func() bool {
-		_, err1 := listeningSocket("/proc", idle.Process.Pid)
-		_, err2 := listeningSocket("/proc", busy.Process.Pid)
+		_, err1 := listeningSockets("/proc", idle.Process.Pid)
+		_, err2 := listeningSockets("/proc", busy.Process.Pid)
 		return err1 == nil && err2 == nil && hasChildren("/proc", busy.Process.Pid)
 	})
 	testenv.Await(t, "the idle silent shim killed", 30*time.Second, func() bool {
