@@ -166,10 +166,15 @@ func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Cre
 	return nil
 }
 
-// newTask creates c's task, again after removing runc's state of a container whose
-// process is gone, and again after a shim of its group that was exiting is gone.
+// newTask creates c's task, again after removing a bundle containerd left behind or
+// runc's state of a container whose process is gone, and again after a shim of its
+// group that was exiting is gone.
 func (r *Runtime) newTask(ctx context.Context, c client.Container, ioc cio.Creator) (client.Task, error) {
 	task, err := c.NewTask(ctx, ioc)
+	if path, ok := staleBundle(err, r.cfg.Namespace, c.ID()); ok && r.removeStaleBundle(path, c.ID()) {
+		r.log.Warn("removed a task bundle containerd left behind", "id", c.ID(), "path", path)
+		task, err = c.NewTask(ctx, ioc)
+	}
 	if err != nil && strings.Contains(err.Error(), errRuncStateExists) && removeStaleRuncState(runcRoot, r.cfg.Namespace, c.ID()) {
 		r.log.Warn("removed runc's state of a container whose process is gone", "id", c.ID())
 		task, err = c.NewTask(ctx, ioc)

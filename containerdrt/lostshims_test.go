@@ -2,6 +2,7 @@ package containerdrt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
 	"github.com/staticpod/staticpod/internal/testenv"
+	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -283,5 +285,53 @@ func TestSilentLostShims(t *testing.T) {
 	})
 	if err := busy.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Fatalf("the silent shim with a child was killed: %v", err)
+	}
+}
+
+// A task bundle containerd left behind (its deletion failed) made every later start of
+// the same container ID fail with "mkdir <bundle>: file exists" until containerd
+// restarted. One older than bundleSettle with no shim is removed, with the renamed
+// copy a failed deletion leaves, and the start goes on; a fresh one is left, as a
+// creation may be under way.
+func TestStaleBundleIsRemoved(t *testing.T) {
+	r := newTestRuntime(t)
+	d := ctd.Daemon(t)
+	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: bundle}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
+	c := &pod.Spec.Containers[0]
+	img, err := r.EnsureImage(r.ctx, c.Image, c.ImagePullPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := r.CreateContainer(r.ctx, runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Image: img})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.mustRemove(t, created.ID) })
+	dir := filepath.Join(d.State(), "io.containerd.runtime.v2.task", r.cfg.Namespace)
+	bundle, renamed := filepath.Join(dir, created.ID), filepath.Join(dir, "."+created.ID)
+	for _, p := range []string{bundle, renamed} {
+		if err := os.MkdirAll(filepath.Join(p, "rootfs"), 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { os.RemoveAll(renamed) })
+
+	err = r.StartContainer(r.ctx, created.ID)
+	if err == nil || !strings.Contains(err.Error(), "file exists") {
+		t.Fatalf("StartContainer over a fresh bundle: %v, want it refused (a creation may be under way)", err)
+	}
+	old := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(bundle, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.StartContainer(r.ctx, created.ID); err != nil {
+		t.Fatalf("StartContainer over a bundle left behind: %v", err)
+	}
+	r.awaitState(t, created.ID, runner.StateRunning)
+	if _, err := os.Stat(renamed); !os.IsNotExist(err) {
+		t.Errorf("the renamed copy of a bundle left behind: %v, want it gone", err)
+	}
+	if path, ok := staleBundle(errors.New("failed to create shim task: mkdir "+bundle+": file exists"), r.cfg.Namespace, "other"); ok {
+		t.Errorf("staleBundle took %s for another container's", path)
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // runcRoot is where containerd's runc shim has runc keep its state, one directory per
@@ -45,4 +48,54 @@ func alive(pid int) bool {
 	}
 	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	return err != nil || !strings.Contains(string(stat), ") Z ")
+}
+
+// staleBundle returns the bundle directory named by err when err is containerd's
+// refusal to create a task of container id in namespace ns because that directory is
+// there already (`mkdir <state>/io.containerd.runtime.v2.task/<ns>/<id>: file exists`).
+func staleBundle(err error, ns, id string) (string, bool) {
+	if err == nil {
+		return "", false
+	}
+	msg := err.Error()
+	i, j := strings.Index(msg, "mkdir /"), strings.Index(msg, ": file exists")
+	if i < 0 || j < i {
+		return "", false
+	}
+	path := msg[i+len("mkdir ") : j]
+	if filepath.Base(path) != id || filepath.Base(filepath.Dir(path)) != ns {
+		return "", false
+	}
+	return path, true
+}
+
+// bundleSettle is how old a bundle with no shim must be to be taken for one left
+// behind: a creation under way makes its shim within milliseconds of its bundle.
+const bundleSettle = 2 * time.Second
+
+// removeStaleBundle removes the task bundle at path of container id, and the renamed
+// copy containerd leaves when it fails to delete one (.<id>), with their rootfs
+// mounts, when no shim of the namespace was started for id and the bundle is older
+// than bundleSettle. containerd leaves such a bundle when the deletion of a task's
+// shim fails (a creation its client cancelled, racing the shim), and then refuses
+// every later task of the same container ID until it restarts. It reports whether it
+// removed it.
+func (r *Runtime) removeStaleBundle(path, id string) bool {
+	st, err := os.Stat(path)
+	if err != nil || time.Since(st.ModTime()) < bundleSettle {
+		return false
+	}
+	for _, s := range findShims(r.lost.procRoot, r.cfg.Address, r.cfg.Namespace) {
+		if s.ID == id {
+			return false // it serves the container, or ends: see lostShims
+		}
+	}
+	for _, dir := range []string{path, filepath.Join(filepath.Dir(path), "."+id)} {
+		unix.Unmount(filepath.Join(dir, "rootfs"), unix.MNT_DETACH)
+		if err := os.RemoveAll(dir); err != nil {
+			r.log.Warn("remove a task bundle containerd left behind", "id", id, "path", dir, "err", err)
+			return false
+		}
+	}
+	return true
 }
