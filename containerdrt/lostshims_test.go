@@ -20,7 +20,6 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
 	"github.com/staticpod/staticpod/internal/testenv"
-	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -296,17 +295,7 @@ func TestSilentLostShims(t *testing.T) {
 func TestStaleBundleIsRemoved(t *testing.T) {
 	r := newTestRuntime(t)
 	d := ctd.Daemon(t)
-	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: bundle}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
-	c := &pod.Spec.Containers[0]
-	img, err := r.EnsureImage(r.ctx, c.Image, c.ImagePullPolicy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	created, err := r.CreateContainer(r.ctx, runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Image: img})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.mustRemove(t, created.ID) })
+	created := r.mustCreateUnstarted(t, "bundle")
 	dir := filepath.Join(d.State(), "io.containerd.runtime.v2.task", r.cfg.Namespace)
 	bundle, renamed := filepath.Join(dir, created.ID), filepath.Join(dir, "."+created.ID)
 	for _, p := range []string{bundle, renamed} {
@@ -316,7 +305,7 @@ func TestStaleBundleIsRemoved(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(renamed) })
 
-	err = r.StartContainer(r.ctx, created.ID)
+	err := r.StartContainer(r.ctx, created.ID)
 	if err == nil || !strings.Contains(err.Error(), "file exists") {
 		t.Fatalf("StartContainer over a fresh bundle: %v, want it refused (a creation may be under way)", err)
 	}

@@ -134,6 +134,24 @@ func (r *testRuntime) mustRemove(t *testing.T, id string) {
 	}
 }
 
+// mustCreateUnstarted creates, and does not start, the container of a host-network pod
+// named name that sleeps, and removes it when the test ends.
+func (r *testRuntime) mustCreateUnstarted(t *testing.T, name string) runner.Container {
+	t.Helper()
+	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: "+name+"}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
+	c := &pod.Spec.Containers[0]
+	img, err := r.EnsureImage(r.ctx, c.Image, c.ImagePullPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := r.CreateContainer(r.ctx, runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Image: img})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.mustRemove(t, created.ID) })
+	return created
+}
+
 // find returns the container with id from List.
 func (r *testRuntime) find(t *testing.T, id string) (runner.Container, bool) {
 	t.Helper()
@@ -540,17 +558,7 @@ func TestLostTaskIsReportedExited(t *testing.T) {
 // on; state of a live process is kept.
 func TestStaleRuncStateIsRemoved(t *testing.T) {
 	r := newTestRuntime(t)
-	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: stale}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
-	c := &pod.Spec.Containers[0]
-	img, err := r.EnsureImage(r.ctx, c.Image, c.ImagePullPolicy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	created, err := r.CreateContainer(r.ctx, runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Image: img})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.mustRemove(t, created.ID) })
+	created := r.mustCreateUnstarted(t, "stale")
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
