@@ -6,9 +6,16 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// wrongTokenWarnEvery is how often at most a request with a wrong bearer token is
+// logged: a client retrying with a stale token, or someone guessing, must not flood the
+// log. The warnings held back are counted in the next one.
+const wrongTokenWarnEvery = time.Minute
 
 // publicRoutes are the routes (as registered in routes) that the TCP listener serves
 // without a token file: what the kubelet's read-only port serves, health, metrics and
@@ -55,7 +62,8 @@ func unauthorized(w http.ResponseWriter, msg string) {
 }
 
 // authorized reports whether r carries the bearer token. Both sides are hashed first so
-// that the comparison takes the same time whatever the token's length.
+// that the comparison takes the same time whatever the token's length. A wrong token is
+// logged, at most once per wrongTokenWarnEvery; a missing one is not.
 func (s *Server) authorized(r *http.Request) bool {
 	auth := r.Header.Get("Authorization")
 	const scheme = "Bearer "
@@ -66,6 +74,38 @@ func (s *Server) authorized(r *http.Request) bool {
 	if subtle.ConstantTimeCompare(sum[:], s.token) == 1 {
 		return true
 	}
-	s.log.Warn("api request with a wrong bearer token", "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
+	if ok, held := s.wrongToken.allow(); ok {
+		s.log.Warn("api request with a wrong bearer token", "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path,
+			"suppressed", held)
+	}
 	return false
+}
+
+// rateLimit lets one report through per interval and counts those it holds back, for
+// the next one to say how many there were.
+type rateLimit struct {
+	interval time.Duration
+	now      func() time.Time // time.Now; tests replace it
+
+	mu   sync.Mutex // guards last and held
+	last time.Time  // when the last report went through; zero before the first
+	held int        // reports held back since then
+}
+
+func newRateLimit(interval time.Duration) *rateLimit {
+	return &rateLimit{interval: interval, now: time.Now}
+}
+
+// allow reports whether a report may go through now and, if so, how many were held back
+// since the last one that did.
+func (l *rateLimit) allow() (ok bool, held int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	if !l.last.IsZero() && now.Sub(l.last) < l.interval {
+		l.held++
+		return false, 0
+	}
+	held, l.last, l.held = l.held, now, 0
+	return true, held
 }

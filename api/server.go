@@ -106,6 +106,8 @@ type Server struct {
 	token []byte // SHA-256 of the bearer token; nil when there is no token file
 	mux   *http.ServeMux
 
+	wrongToken *rateLimit // of the warnings about requests with a wrong token
+
 	// stopping is done once Run begins to shut down: follow streams end with it, so that
 	// they do not hold up the graceful shutdown.
 	stopping context.Context
@@ -140,7 +142,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	s := &Server{cfg: cfg, log: cfg.Log, ready: make(chan struct{}),
+	s := &Server{cfg: cfg, log: cfg.Log, ready: make(chan struct{}), wrongToken: newRateLimit(wrongTokenWarnEvery),
 		timeouts: timeouts{readHeader: readHeaderTimeout, read: readTimeout, write: writeTimeout, idle: idleTimeout}}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	if cfg.TokenFile != "" {

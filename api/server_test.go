@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -229,6 +230,58 @@ func TestTCPWithoutTokenServesOnlyWhatTheKubeletsReadOnlyPortServes(t *testing.T
 		if code, body := get(t, unixClient(t, socket), request(t, http.MethodGet, "http://staticpod"+path, "", "")); code != http.StatusOK {
 			t.Errorf("GET %s over the socket = %d %s, want 200", path, code, body)
 		}
+	}
+}
+
+func TestWrongTokenWarningsAreRateLimited(t *testing.T) {
+	log := &testenv.Buffer{}
+	cfg := testConfig(newFakeBackend(runnerPods()...), nil)
+	cfg.Log = slog.New(slog.NewTextHandler(log, nil))
+	cfg.TokenFile = filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(cfg.TokenFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := mustNew(t, cfg)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.wrongToken.now = func() time.Time { return now }
+	h := s.tcpGuard(s.mux)
+	send := func(auth string) {
+		req := httptest.NewRequest(http.MethodGet, "/pods", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusUnauthorized {
+			t.Fatalf("GET /pods with Authorization %q = %d, want 401", auth, rec.Code)
+		}
+	}
+	warnings := func() []string {
+		var out []string
+		for _, line := range strings.Split(log.String(), "\n") {
+			if strings.Contains(line, "wrong bearer token") {
+				out = append(out, line)
+			}
+		}
+		return out
+	}
+
+	for range 5 {
+		send("Bearer guess")
+	}
+	send("") // no token at all is not a wrong one
+	if w := warnings(); len(w) != 1 || !strings.Contains(w[0], "suppressed=0") {
+		t.Fatalf("after 5 wrong tokens within a second, warnings = %q, want the first one only", w)
+	}
+	now = now.Add(wrongTokenWarnEvery - time.Second)
+	send("Bearer guess")
+	if w := warnings(); len(w) != 1 {
+		t.Fatalf("a wrong token within %v of the warning: warnings = %q, want still one", wrongTokenWarnEvery, w)
+	}
+	now = now.Add(time.Second)
+	send("Bearer guess")
+	if w := warnings(); len(w) != 2 || !strings.Contains(w[1], "suppressed=5") {
+		t.Errorf("a wrong token %v after the first warning: warnings = %q, want a second one counting the 5 held back", wrongTokenWarnEvery, w)
 	}
 }
 
