@@ -99,7 +99,7 @@ func FuzzAPI(f *testing.F) {
 		}
 		h := s.Handler()
 		if tcp {
-			h = s.tcpGuard(h)
+			h = s.tcpGuard(s.mux)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond) // follow streams end
 		defer cancel()

@@ -2,21 +2,17 @@ package api
 
 import (
 	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 const (
@@ -116,42 +112,4 @@ func readToken(path string, log *slog.Logger) ([]byte, error) {
 	}
 	sum := sha256.Sum256([]byte(token))
 	return sum[:], nil
-}
-
-// tcpGuard is what stands between TCP clients and the API: with a token, every request
-// must carry it; without one, only reads are served.
-func (s *Server) tcpGuard(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case s.token != nil && !s.authorized(r):
-			w.Header().Set("WWW-Authenticate", `Bearer realm="staticpod"`)
-			writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized,
-				"a valid bearer token is required: send Authorization: Bearer <token from --api-token-file>")
-		case s.token == nil && !readOnly(r.Method):
-			writeStatus(w, http.StatusForbidden, metav1.StatusReasonForbidden,
-				"the TCP listener is read-only without a token: start staticpod with --api-token-file to allow writes over TCP, or use the unix socket")
-		default:
-			next.ServeHTTP(w, r)
-		}
-	})
-}
-
-// authorized reports whether r carries the bearer token. Both sides are hashed first so
-// that the comparison takes the same time whatever the token's length.
-func (s *Server) authorized(r *http.Request) bool {
-	auth := r.Header.Get("Authorization")
-	const scheme = "Bearer "
-	if len(auth) <= len(scheme) || !strings.EqualFold(auth[:len(scheme)], scheme) {
-		return false
-	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(auth[len(scheme):])))
-	if subtle.ConstantTimeCompare(sum[:], s.token) == 1 {
-		return true
-	}
-	s.log.Warn("api request with a wrong bearer token", "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
-	return false
-}
-
-func readOnly(method string) bool {
-	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
 }

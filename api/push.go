@@ -56,6 +56,8 @@ func (s *Server) listManifests(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, list)
 }
 
+// getManifest answers a pushed manifest as it was pushed, but for the values of its
+// Secrets, which are masked (see redactSecrets).
 func (s *Server) getManifest(w http.ResponseWriter, r *http.Request) {
 	name, ok := s.manifestName(w, r)
 	if !ok {
@@ -64,6 +66,12 @@ func (s *Server) getManifest(w http.ResponseWriter, r *http.Request) {
 	data, err := s.cfg.Store.Get(name)
 	if err != nil {
 		s.storeError(w, "get", name, err)
+		return
+	}
+	data, err = redactSecrets(data)
+	if err != nil { // it was valid when stored: the file was changed by hand
+		s.log.Error("serve a pushed manifest", "name", name, "err", err)
+		writeInternal(w, fmt.Sprintf("manifest %q cannot be read to hide its Secrets' values, so it is not served: %v", name, err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/yaml")

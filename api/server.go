@@ -1,8 +1,9 @@
 // Package api owns staticpod's local HTTP API: the unix socket it always serves on and
-// the optional TCP listener guarded by a bearer token, health and readiness, the
-// kubelet's read-only /pods shape, container logs, events, Prometheus metrics, the
-// ConfigMaps and Secrets loaded (names and keys only), and
-// the /manifests endpoints of the push source.
+// the optional TCP listener (guarded by a bearer token; without one, it serves only what
+// the kubelet's read-only port serves), health and readiness, the kubelet's read-only
+// /pods shape, container logs, events, Prometheus metrics, the ConfigMaps and Secrets
+// loaded (names and keys only), and the /manifests endpoints of the push source, which
+// serve no Secret's values.
 //
 // It reads the runner through the Backend interface and stores pushed manifests through
 // ManifestStore, so that it can be tested with fakes. It imports runner (for its types),
@@ -95,15 +96,17 @@ type Config struct {
 
 	Socket    string // unix socket path, always served
 	Listen    string // optional TCP address
-	TokenFile string // bearer token every TCP request must carry; without one TCP is read-only
+	TokenFile string // bearer token every TCP request must carry; without one TCP serves only publicRoutes
 }
 
 // Server is the local HTTP API.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	token   []byte // SHA-256 of the bearer token; nil when there is no token file
-	handler http.Handler
+	cfg   Config
+	log   *slog.Logger
+	token []byte // SHA-256 of the bearer token; nil when there is no token file
+	mux   *http.ServeMux
+
+	wrongToken *rateLimit // of the warnings about requests with a wrong token
 
 	// stopping is done once Run begins to shut down: follow streams end with it, so that
 	// they do not hold up the graceful shutdown.
@@ -139,7 +142,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	s := &Server{cfg: cfg, log: cfg.Log, ready: make(chan struct{}),
+	s := &Server{cfg: cfg, log: cfg.Log, ready: make(chan struct{}), wrongToken: newRateLimit(wrongTokenWarnEvery),
 		timeouts: timeouts{readHeader: readHeaderTimeout, read: readTimeout, write: writeTimeout, idle: idleTimeout}}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	if cfg.TokenFile != "" {
@@ -152,14 +155,16 @@ func New(cfg Config) (*Server, error) {
 	if err := registerMetrics(cfg.Registry, cfg.Backend); err != nil {
 		return nil, err
 	}
-	s.handler = s.routes()
+	s.mux = s.routes()
 	return s, nil
 }
 
 // Handler is the API as served on the unix socket, without the TCP listener's checks.
-func (s *Server) Handler() http.Handler { return s.handler }
+func (s *Server) Handler() http.Handler { return s.mux }
 
-func (s *Server) routes() http.Handler {
+// routes are every endpoint, as the unix socket serves them; publicRoutes names those
+// the TCP listener serves without a token file.
+func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
@@ -177,7 +182,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("PUT /manifests/{name}", s.putManifest)
 	mux.HandleFunc("DELETE /manifests/{name}", s.deleteManifest)
 	// Profiles of the daemon, as the kubelet's debugging handlers serve them: only to
-	// who may use the API at all.
+	// who may use the whole API (the socket, or TCP with the token).
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
@@ -197,13 +202,13 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	defer removeSocket(s.cfg.Socket, s.sock, s.log)
 	listeners := s.listeners
-	servers := []*http.Server{s.httpServer(s.handler)}
+	servers := []*http.Server{s.httpServer(s.mux)}
 	if len(listeners) > 1 {
-		servers = append(servers, s.httpServer(s.tcpGuard(s.handler)))
+		servers = append(servers, s.httpServer(s.tcpGuard(s.mux)))
 	}
 	s.log.Info("api serving", "socket", s.cfg.Socket, "listen", s.cfg.Listen, "token", s.token != nil)
 	if len(listeners) > 1 && s.token == nil {
-		s.log.Warn("the TCP listener has no --api-token-file: it serves pods, container logs, events and pushed manifests to anyone who reaches it", "listen", s.tcpAddr.String())
+		s.log.Warn("the TCP listener has no --api-token-file: it serves /healthz, /readyz, /metrics and /pods (every pod's spec and status) to anyone who reaches it, and nothing else", "listen", s.tcpAddr.String())
 	}
 	close(s.ready)
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,6 +153,8 @@ func TestTCPNeedsTheToken(t *testing.T) {
 		{"wrong token", http.MethodGet, "/pods", "s3cre", http.StatusUnauthorized},
 		{"no token, health", http.MethodGet, "/healthz", "", http.StatusUnauthorized},
 		{"right token", http.MethodGet, "/pods", "s3cret", http.StatusOK},
+		{"no token, profiles", http.MethodGet, "/debug/pprof/cmdline", "", http.StatusUnauthorized},
+		{"right token, profiles", http.MethodGet, "/debug/pprof/cmdline", "s3cret", http.StatusOK},
 		{"right token, write", http.MethodPut, "/manifests/web", "s3cret", http.StatusOK},
 		{"wrong token, write", http.MethodDelete, "/manifests/web", "nope", http.StatusUnauthorized},
 	}
@@ -174,24 +177,111 @@ func TestTCPNeedsTheToken(t *testing.T) {
 	}
 }
 
-func TestTCPWithoutTokenIsReadOnly(t *testing.T) {
+func TestTCPWithoutTokenServesOnlyWhatTheKubeletsReadOnlyPortServes(t *testing.T) {
 	base, socket, log := tcpServerLogged(t, "")
-	if !strings.Contains(log.String(), "level=WARN msg=\"the TCP listener has no --api-token-file") {
-		t.Errorf("no warning that TCP serves reads to anyone:\n%s", log)
+	if !strings.Contains(log.String(), "level=WARN msg=\"the TCP listener has no --api-token-file: it serves /healthz, /readyz, /metrics and /pods") {
+		t.Errorf("no warning saying what TCP serves to anyone:\n%s", log)
 	}
-	c := &http.Client{Timeout: 10 * time.Second}
-	if code, body := get(t, c, request(t, http.MethodGet, base+"/pods", "", "")); code != http.StatusOK {
-		t.Errorf("GET /pods over TCP = %d %s, want 200", code, body)
+	c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	tests := []struct {
+		method, path string
+		code         int
+	}{
+		{http.MethodGet, "/healthz", http.StatusOK},
+		{http.MethodGet, "/readyz", http.StatusOK},
+		{http.MethodGet, "/metrics", http.StatusOK},
+		{http.MethodGet, "/pods", http.StatusOK},
+		{http.MethodGet, "/pods/", http.StatusOK},
+		{http.MethodHead, "/pods", http.StatusOK},
+		{http.MethodGet, "/pods/default/web-node1", http.StatusOK},
+		{http.MethodGet, "/containerLogs/default/web-node1/nginx", http.StatusUnauthorized},
+		{http.MethodGet, "/events", http.StatusUnauthorized},
+		{http.MethodGet, "/events?follow=1", http.StatusUnauthorized},
+		{http.MethodGet, "/manifests", http.StatusUnauthorized},
+		{http.MethodGet, "/manifests/web", http.StatusUnauthorized},
+		{http.MethodGet, "/configmaps", http.StatusUnauthorized},
+		{http.MethodGet, "/secrets", http.StatusUnauthorized},
+		{http.MethodGet, "/images", http.StatusUnauthorized},
+		{http.MethodGet, "/debug/pprof/", http.StatusUnauthorized},
+		{http.MethodGet, "/debug/pprof/cmdline", http.StatusUnauthorized},
+		{http.MethodGet, "/debug/pprof/goroutine?debug=2", http.StatusUnauthorized},
+		{http.MethodPut, "/manifests/web", http.StatusUnauthorized},
+		{http.MethodDelete, "/manifests/web", http.StatusUnauthorized},
+		{http.MethodPost, "/pods", http.StatusUnauthorized},
+		{http.MethodGet, "/nowhere", http.StatusUnauthorized},
+		{http.MethodGet, "/pods/../manifests", http.StatusUnauthorized},
+		{http.MethodGet, "//manifests", http.StatusUnauthorized},
+		{http.MethodGet, "/pods/%2e%2e/manifests/web", http.StatusUnauthorized},
 	}
-	for _, method := range []string{http.MethodPut, http.MethodDelete} {
-		code, body := get(t, c, request(t, method, base+"/manifests/web", "", validManifest))
-		if code != http.StatusForbidden || !strings.Contains(string(body), "--api-token-file") {
-			t.Errorf("%s over TCP without a token file = %d %s, want 403 naming --api-token-file", method, code, body)
+	for _, tt := range tests {
+		code, body := get(t, c, request(t, tt.method, base+tt.path, "", validManifest))
+		if code != tt.code {
+			t.Errorf("%s %s over TCP without a token file = %d %s, want %d", tt.method, tt.path, code, body, tt.code)
+		}
+		if code == http.StatusUnauthorized && !strings.Contains(string(body), "--api-token-file") {
+			t.Errorf("%s %s: 401 body = %s, want it to name --api-token-file", tt.method, tt.path, body)
 		}
 	}
 	code, body := get(t, unixClient(t, socket), request(t, http.MethodPut, "http://staticpod/manifests/web", "", validManifest))
 	if code != http.StatusOK {
 		t.Errorf("PUT over the socket = %d %s, want 200", code, body)
+	}
+	for _, path := range []string{"/manifests/web", "/events", "/debug/pprof/cmdline"} {
+		if code, body := get(t, unixClient(t, socket), request(t, http.MethodGet, "http://staticpod"+path, "", "")); code != http.StatusOK {
+			t.Errorf("GET %s over the socket = %d %s, want 200", path, code, body)
+		}
+	}
+}
+
+func TestWrongTokenWarningsAreRateLimited(t *testing.T) {
+	log := &testenv.Buffer{}
+	cfg := testConfig(newFakeBackend(runnerPods()...), nil)
+	cfg.Log = slog.New(slog.NewTextHandler(log, nil))
+	cfg.TokenFile = filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(cfg.TokenFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := mustNew(t, cfg)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.wrongToken.now = func() time.Time { return now }
+	h := s.tcpGuard(s.mux)
+	send := func(auth string) {
+		req := httptest.NewRequest(http.MethodGet, "/pods", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusUnauthorized {
+			t.Fatalf("GET /pods with Authorization %q = %d, want 401", auth, rec.Code)
+		}
+	}
+	warnings := func() []string {
+		var out []string
+		for _, line := range strings.Split(log.String(), "\n") {
+			if strings.Contains(line, "wrong bearer token") {
+				out = append(out, line)
+			}
+		}
+		return out
+	}
+
+	for range 5 {
+		send("Bearer guess")
+	}
+	send("") // no token at all is not a wrong one
+	if w := warnings(); len(w) != 1 || !strings.Contains(w[0], "suppressed=0") {
+		t.Fatalf("after 5 wrong tokens within a second, warnings = %q, want the first one only", w)
+	}
+	now = now.Add(wrongTokenWarnEvery - time.Second)
+	send("Bearer guess")
+	if w := warnings(); len(w) != 1 {
+		t.Fatalf("a wrong token within %v of the warning: warnings = %q, want still one", wrongTokenWarnEvery, w)
+	}
+	now = now.Add(time.Second)
+	send("Bearer guess")
+	if w := warnings(); len(w) != 2 || !strings.Contains(w[1], "suppressed=5") {
+		t.Errorf("a wrong token %v after the first warning: warnings = %q, want a second one counting the 5 held back", wrongTokenWarnEvery, w)
 	}
 }
 

@@ -249,7 +249,11 @@ func decodeObject(js []byte, kind string, path *field.Path) (*Decoded, []Problem
 	}
 	strict, err := sigsjson.UnmarshalStrict(js, obj)
 	if err != nil {
-		return nil, nil, explain(js, typ, path, err)
+		errs := explain(js, typ, path, err)
+		if kind == kindSecret {
+			omitValues(errs) // the values of a Secret are its secrets: never quoted
+		}
+		return nil, nil, errs
 	}
 	var warnings []Problem
 	for _, s := range strict {
@@ -259,6 +263,15 @@ func decodeObject(js []byte, kind string, path *field.Path) (*Decoded, []Problem
 		d.Path = path.String()
 	}
 	return d, warnings, nil
+}
+
+// omitValues drops the values the problems quote.
+func omitValues(ps []Problem) {
+	for _, p := range ps {
+		if p.Err != nil {
+			p.Err.BadValue = field.OmitValueType{}
+		}
+	}
 }
 
 // strictProblem turns sigs.k8s.io/json's `unknown field "spec.foo"` into a field error
