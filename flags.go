@@ -44,7 +44,8 @@ func runFlags() []cli.Flag {
 		str("container-log-dir", defaultContainerLogDir, "directory of the kubelet-style <pod>_<namespace>_<container>-<id>.log links (\"\" for none)"),
 		&cli.Int64Flag{Name: "container-log-max-size", Value: defaultLogMaxSize, Usage: "bytes a container log file grows to before it is rotated", EnvVars: spcli.Env("container-log-max-size")},
 		&cli.IntFlag{Name: "container-log-max-files", Value: defaultLogMaxFiles, Usage: "log files kept per container, the current one included", EnvVars: spcli.Env("container-log-max-files")},
-		str("containerd-address", spcli.DefaultContainerdAddress, "containerd's socket", "container-runtime-endpoint"),
+		&cli.GenericFlag{Name: "containerd-address", Aliases: []string{"container-runtime-endpoint"}, Value: &socketFlag{path: spcli.DefaultContainerdAddress},
+			Usage: "containerd's socket: a path, or unix:///path as the kubelet's --container-runtime-endpoint", EnvVars: spcli.Env("containerd-address")},
 		str("containerd-namespace", defaultNamespace, "containerd namespace staticpod owns"),
 		&cli.BoolFlag{Name: "start-containerd", Usage: "start and supervise a containerd under the root dir when none answers", EnvVars: spcli.Env("start-containerd")},
 		str("cni-conf-dir", containerdrt.DefaultCNIConfDir, "directory of CNI network configurations: the first in sorted order is the pod network (\"\" for none: loopback only)"),
@@ -75,3 +76,19 @@ func runFlags() []cli.Flag {
 	}
 	return append(flags, spcli.RestrictionFlags()...)
 }
+
+// socketFlag is the value of --containerd-address: containerd's socket as a path (see
+// containerdrt.SocketPath), so that everything run hands it to (the runtime, the
+// containerd --start-containerd starts) gets a path, however it was spelled.
+type socketFlag struct{ path string }
+
+func (f *socketFlag) Set(address string) error {
+	path, err := containerdrt.SocketPath(address)
+	if err != nil {
+		return err
+	}
+	f.path = path
+	return nil
+}
+
+func (f *socketFlag) String() string { return f.path }

@@ -181,7 +181,7 @@ func (r *Runtime) endLostShims(ctx context.Context, records map[string]bool, pro
 		defer r.lost.busy.Store(false)
 		for _, lg := range stale {
 			// It drains what is left, if anything, then exits (logs.RunShimLogger).
-			if syscall.Kill(lg.PID, syscall.SIGTERM) == nil {
+			if signalProcess(r.lost.procRoot, lg.PID, lg.Start, syscall.SIGTERM) == nil {
 				r.log.Warn("ended a log writer an interrupted task creation left in its shim", "pid", lg.PID, "shim", lg.Shim)
 			}
 		}
@@ -203,12 +203,12 @@ func (r *Runtime) endLostShim(ctx context.Context, s shimProc, listed bool) {
 			return // made since List read the records, or containerd did not answer
 		}
 	}
-	served, err := endShimContainer(ctx, r.lost.procRoot, r.cfg.Namespace, s)
+	served, err := endShimContainer(ctx, r.lost.procRoot, runcRoot, r.cfg.Namespace, s)
 	switch {
 	case errors.Is(err, errShimSilent) && !hasChildren(r.lost.procRoot, s.PID):
 		// Stuck before it serves anything (containerd 2.x leaves one blocked opening its
 		// log pipe in a bundle it removed): nothing runs under it.
-		if syscall.Kill(s.PID, syscall.SIGKILL) == nil {
+		if signalProcess(r.lost.procRoot, s.PID, s.Start, syscall.SIGKILL) == nil {
 			r.log.Warn("killed a shim containerd had lost track of, which answered nothing and ran nothing", "id", s.ID, "shim", s.PID)
 		}
 	case err != nil:
@@ -242,8 +242,8 @@ func hasChildren(procRoot string, pid int) bool {
 // endShimContainer asks shim s whether it serves the container it was started for and,
 // if it does, kills that container's processes, deletes it and asks the shim to shut
 // down, which it does once it serves nothing else. It reports whether the shim served
-// the container.
-func endShimContainer(ctx context.Context, procRoot, ns string, s shimProc) (bool, error) {
+// the container. runcRoot is where runc keeps its state (see restoreBundle).
+func endShimContainer(ctx context.Context, procRoot, runcRoot, ns string, s shimProc) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	c, service, err := dialShim(ctx, procRoot, s)
@@ -256,13 +256,11 @@ func endShimContainer(ctx context.Context, procRoot, ns string, s shimProc) (boo
 	defer c.Close()
 	// runc writes its log into the task's bundle, which containerd removed when it
 	// forgot the task: without it, no kill or delete would work.
-	bundle, made, err := restoreBundle(procRoot, ns, s)
+	done, err := restoreBundle(runcRoot, ns, s.ID)
 	if err != nil {
 		return true, err
 	}
-	if made {
-		defer os.RemoveAll(bundle)
-	}
+	defer done()
 	// The processes may be gone already: what matters is the delete, once they are.
 	c.Call(ctx, service, "Kill", &taskapi.KillRequest{ID: s.ID, Signal: uint32(syscall.SIGKILL), All: true}, &emptypb.Empty{})
 	waitCtx, cancelWait := context.WithTimeout(ctx, 2*time.Second)
@@ -315,25 +313,30 @@ func dialShim(ctx context.Context, procRoot string, s shimProc) (*ttrpc.Client, 
 	return nil, "", fmt.Errorf("shim %d at %s: %w", s.PID, strings.Join(sockets, ", "), errShimSilent)
 }
 
-// restoreBundle makes the bundle directory of shim s's container again if it is gone,
-// empty, and reports whether it did. The shim runs in it: its working directory names
-// it, as containerd renamed it on its way out (a dot before the container ID).
-func restoreBundle(procRoot, ns string, s shimProc) (string, bool, error) {
-	cwd, err := os.Readlink(filepath.Join(procRoot, strconv.Itoa(s.PID), "cwd"))
+// restoreBundle makes the bundle directory of container id of namespace ns again if it
+// is gone, empty, until the returned function is called. Its path is the one runc was
+// given for the container (its state under runcRoot names it), checked to be
+// <state>/io.containerd.runtime.v2.task/<ns>/<id>; it is made and removed in that
+// directory, opened without following symlinks (openBundleDir). Nothing of the shim
+// process (its working directory, its flags) names it: anyone can fake those.
+func restoreBundle(runcRoot, ns, id string) (func(), error) {
+	bundle, err := runcBundle(runcRoot, ns, id)
 	if err != nil {
-		return "", false, fmt.Errorf("working directory of shim %d: %w", s.PID, err)
+		return nil, fmt.Errorf("find the bundle of container %s: %w", id, err)
 	}
-	bundle := filepath.Join(filepath.Dir(strings.TrimSuffix(cwd, " (deleted)")), s.ID)
-	if filepath.Base(filepath.Dir(bundle)) != ns { // <state>/io.containerd.runtime.v2.task/<ns>/<id>
-		return "", false, fmt.Errorf("shim %d runs in %s, not in a bundle of namespace %s", s.PID, cwd, ns)
+	dir, err := openBundleDir(bundle, ns, id)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := os.Stat(bundle); err == nil {
-		return bundle, false, nil
+	made, err := dir.restore(id)
+	if err != nil || !made {
+		dir.Close()
+		return func() {}, err
 	}
-	if err := os.Mkdir(bundle, 0o700); err != nil {
-		return "", false, fmt.Errorf("make the bundle of container %s again: %w", s.ID, err)
-	}
-	return bundle, true, nil
+	return func() {
+		dir.remove(id)
+		dir.Close()
+	}, nil
 }
 
 // listeningSockets returns the paths of the unix sockets process pid listens on, found

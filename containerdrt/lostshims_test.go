@@ -28,22 +28,22 @@ import (
 // record for it. A log writer is ended when its shim started a newer one for the same
 // file, at two looks in a row too.
 func TestLostShimsAreConfirmedAtASecondLook(t *testing.T) {
-	proc := fakeProc(t.TempDir())
-	proc.shim(t, 10, "ns", "served")    // a task and a record
-	proc.shim(t, 11, "ns", "lost")      // a record, no task
-	proc.shim(t, 12, "ns", "creating")  // no task yet: this process creates it
-	proc.shim(t, 13, "ns", "orphan")    // a task, no record
-	proc.shim(t, 14, "ns", "group")     // cleared: serves others of its group
-	proc.shim(t, 15, "ns", "appearing") // lost at the second look only
+	proc := newFakeProc(t)
+	proc.shim(t, 10, "ns", "served_c_0_1")    // a task and a record
+	proc.shim(t, 11, "ns", "lost_c_0_1")      // a record, no task
+	proc.shim(t, 12, "ns", "creating_c_0_1")  // no task yet: this process creates it
+	proc.shim(t, 13, "ns", "orphan_c_0_1")    // a task, no record
+	proc.shim(t, 14, "ns", "group_c_0_1")     // cleared: serves others of its group
+	proc.shim(t, 15, "ns", "appearing_c_0_1") // lost at the second look only
 	proc.logger(t, 20, 10, 500, "path=served")
 	proc.logger(t, 21, 10, 700, "path=served") // the same file, newer: 20 is stale
 	proc.logger(t, 22, 10, 600, "path=other")
 	proc.logger(t, 23, 11, 400, "path=served") // another shim's
 	l := newLostShims(string(proc))
 	l.period = 0
-	records := map[string]bool{"served": true, "lost": true, "creating": true, "group": true, "appearing": true}
-	procs := map[string]*task.Process{"served": {}, "orphan": {}, "group": {}, "appearing": {}}
-	done := l.creatingTask("creating")
+	records := map[string]bool{"served_c_0_1": true, "lost_c_0_1": true, "creating_c_0_1": true, "group_c_0_1": true, "appearing_c_0_1": true}
+	procs := map[string]*task.Process{"served_c_0_1": {}, "orphan_c_0_1": {}, "group_c_0_1": {}, "appearing_c_0_1": {}}
+	done := l.creatingTask("creating_c_0_1")
 	l.clear(14)
 	confirm := func() ([]shimProc, []int) {
 		lost, stale := l.confirm("/run/c.sock", "ns", records, procs)
@@ -58,19 +58,19 @@ func TestLostShimsAreConfirmedAtASecondLook(t *testing.T) {
 	if lost, stale := confirm(); len(lost) != 0 || len(stale) != 0 {
 		t.Fatalf("first look: %v lost, log writers %v stale; want none before a second look", lost, stale)
 	}
-	delete(procs, "appearing")
+	delete(procs, "appearing_c_0_1")
 	lost, stale := confirm()
-	if want := []shimProc{{11, "lost"}, {13, "orphan"}}; !slices.Equal(lost, want) {
+	if want := []shimProc{{11, 100, "lost_c_0_1"}, {13, 100, "orphan_c_0_1"}}; !slices.Equal(lost, want) {
 		t.Fatalf("second look: %v lost, want %v", lost, want)
 	}
 	if !slices.Equal(stale, []int{20}) {
 		t.Fatalf("second look: log writers %v stale, want [20]", stale)
 	}
-	if lost, _ := confirm(); !slices.Equal(lost, []shimProc{{11, "lost"}, {13, "orphan"}, {15, "appearing"}}) {
+	if lost, _ := confirm(); !slices.Equal(lost, []shimProc{{11, 100, "lost_c_0_1"}, {13, 100, "orphan_c_0_1"}, {15, 100, "appearing_c_0_1"}}) {
 		t.Fatalf("third look: %v lost, want the same two and the one lost since the second", lost)
 	}
 	done()
-	if lost, _ := confirm(); slices.Contains(lost, shimProc{12, "creating"}) {
+	if lost, _ := confirm(); slices.Contains(lost, shimProc{12, 100, "creating_c_0_1"}) {
 		t.Fatalf("a shim whose task creation just ended was taken for lost at once: %v", lost)
 	}
 	l.period = time.Hour
@@ -81,8 +81,8 @@ func TestLostShimsAreConfirmedAtASecondLook(t *testing.T) {
 	// Out of a watch, with nothing to confirm, looks are rare.
 	quiet := newLostShims(string(proc))
 	quiet.period = 0
-	records["lost"], procs["lost"], procs["creating"] = true, &task.Process{}, &task.Process{}
-	records["orphan"], procs["appearing"] = true, &task.Process{}
+	records["lost_c_0_1"], procs["lost_c_0_1"], procs["creating_c_0_1"] = true, &task.Process{}, &task.Process{}
+	records["orphan_c_0_1"], procs["appearing_c_0_1"] = true, &task.Process{}
 	quiet.clear(14)
 	if lost, _ := quiet.confirm("/run/c.sock", "ns", records, procs); len(lost) != 0 {
 		t.Fatalf("every shim served: %v lost", lost)
@@ -222,6 +222,28 @@ func runSilentShim(socket string) {
 	select {}
 }
 
+// installAsShim puts program into dir as containerd-shim-runc-v2 (a hard link, else a
+// copy), readable and runnable by anyone, puts dir first on PATH, where shims are
+// looked up, and returns the shim's path.
+func installAsShim(t *testing.T, program, dir string) string {
+	t.Helper()
+	shim := filepath.Join(dir, "containerd-shim-runc-v2")
+	if err := os.Link(program, shim); err != nil {
+		data, err := os.ReadFile(program)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(shim, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	return shim
+}
+
 // A shim containerd lost track of that does not answer at all is killed when nothing
 // runs under it, and left alone (and reported) when something does.
 func TestSilentLostShims(t *testing.T) {
@@ -232,10 +254,7 @@ func TestSilentLostShims(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	shimPath := filepath.Join(dir, "containerd-shim-runc-v2") // a shim by its name
-	if err := os.Symlink(self, shimPath); err != nil {
-		t.Fatal(err)
-	}
+	shimPath := installAsShim(t, self, dir) // a shim by its binary's name, run by root from PATH
 	start := func(id string, child bool) *exec.Cmd {
 		cmd := exec.Command(shimPath, "-namespace", r.cfg.Namespace, "-id", id, "-address", r.cfg.Address)
 		cmd.Env = append(os.Environ(), silentShimEnv+"="+filepath.Join(dir, id+".sock"))
@@ -260,7 +279,7 @@ func TestSilentLostShims(t *testing.T) {
 		})
 		return cmd
 	}
-	idle, busy := start("idle", false), start("busy", true)
+	idle, busy := start("idle_c_0_1", false), start("busy_c_0_1", true)
 	exited := make(chan struct{})
 	go func() { idle.Wait(); close(exited) }()
 	testenv.Await(t, "a child under the busy shim, and both listening", 10*time.Second, func() bool {

@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 	if socket := os.Getenv(silentShimEnv); socket != "" { // a helper process, not a test run
 		runSilentShim(socket)
 	}
+	if socket := os.Getenv(fakeShimEnv); socket != "" { // a helper process, not a test run
+		runFakeShim(socket, os.Getenv(fakeShimSwapEnv))
+	}
 	code := ctd.Main(m)
 	removeTestBinary()
 	os.Exit(code)

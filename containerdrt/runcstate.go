@@ -8,8 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // runcRoot is where containerd's runc shim has runc keep its state, one directory per
@@ -79,10 +77,17 @@ const bundleSettle = 2 * time.Second
 // than bundleSettle. containerd leaves such a bundle when the deletion of a task's
 // shim fails (a creation its client cancelled, racing the shim), and then refuses
 // every later task of the same container ID until it restarts. It reports whether it
-// removed it.
+// removed it. It removes in the namespace's bundle directory only, opened without
+// following symlinks (openBundleDir).
 func (r *Runtime) removeStaleBundle(path, id string) bool {
-	st, err := os.Stat(path)
-	if err != nil || time.Since(st.ModTime()) < bundleSettle {
+	dir, err := openBundleDir(path, r.cfg.Namespace, id)
+	if err != nil {
+		r.log.Warn("remove a task bundle containerd left behind", "id", id, "path", path, "err", err)
+		return false
+	}
+	defer dir.Close()
+	st, err := dir.root.Lstat(id)
+	if err != nil || !st.IsDir() || time.Since(st.ModTime()) < bundleSettle {
 		return false
 	}
 	for _, s := range findShims(r.lost.procRoot, r.cfg.Address, r.cfg.Namespace) {
@@ -90,10 +95,9 @@ func (r *Runtime) removeStaleBundle(path, id string) bool {
 			return false // it serves the container, or ends: see lostShims
 		}
 	}
-	for _, dir := range []string{path, filepath.Join(filepath.Dir(path), "."+id)} {
-		unix.Unmount(filepath.Join(dir, "rootfs"), unix.MNT_DETACH)
-		if err := os.RemoveAll(dir); err != nil {
-			r.log.Warn("remove a task bundle containerd left behind", "id", id, "path", dir, "err", err)
+	for _, name := range []string{id, "." + id} {
+		if err := dir.remove(name); err != nil {
+			r.log.Warn("remove a task bundle containerd left behind", "id", id, "err", err)
 			return false
 		}
 	}

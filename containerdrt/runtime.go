@@ -29,7 +29,7 @@ const (
 
 // Config configures a Runtime.
 type Config struct {
-	Address    string      // containerd's socket
+	Address    string      // containerd's socket: a path, or unix:///path (see SocketPath)
 	Namespace  string      // the containerd namespace staticpod owns
 	RootDir    string      // pods/<uid> (volumes, /etc files), pinned namespaces, the sandbox root
 	PodLogDir  string      // CRI log files: <dir>/<namespace>_<name>_<uid>/<container>/<attempt>.log
@@ -123,6 +123,11 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 }
 
 func (cfg *Config) complete() error {
+	address, err := SocketPath(cfg.Address)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	cfg.Address = address
 	if cfg.Namespace == "" {
 		cfg.Namespace = DefaultNamespace
 	}

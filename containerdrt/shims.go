@@ -10,11 +10,14 @@ import (
 	"github.com/staticpod/staticpod/logs"
 )
 
-// shimProc is a shim process: its PID and the container ID it was started for (its
-// -id flag), which is not always one it still serves (see shimGroup).
+// shimProc is a shim process: its PID, when it started (in clock ticks since boot:
+// the PID names this process only while a process of that start has it) and the
+// container ID it was started for (its -id flag), which is not always one it still
+// serves (see shimGroup). ID is "" when the flag is no staticpod container ID.
 type shimProc struct {
-	PID int
-	ID  string
+	PID   int
+	Start uint64
+	ID    string
 }
 
 // loggerProc is a log writer a shim started (logs.Command): its PID, its shim's, the
@@ -27,13 +30,18 @@ type loggerProc struct {
 }
 
 // scanShims returns the shims of the containerd at address serving namespace ns, and
-// the log writers they started, found by their command lines under procRoot (/proc).
+// the log writers they started, found under procRoot (/proc). A process is taken for a
+// shim by its command line (-namespace ns, -address naming the same socket as address)
+// only when it is containerd's too: run by root from a containerd shim binary (see
+// trustedShim). Anyone can start a process with such a command line.
 func scanShims(procRoot, address, ns string) ([]shimProc, []loggerProc) {
 	entries, err := os.ReadDir(procRoot)
 	if err != nil {
 		return nil, nil
 	}
-	var shims []shimProc
+	address = canonicalSocket(address)
+	var candidates []shimProc
+	var daemons []int // processes named containerd: one of them listens on address
 	var loggers []loggerProc
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -45,11 +53,29 @@ func scanShims(procRoot, address, ns string) ([]shimProc, []loggerProc) {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-		if flags, ok := shimFlags(args); ok && flags["-namespace"] == ns && flags["-address"] == address {
-			shims = append(shims, shimProc{PID: pid, ID: flags["-id"]})
-		} else if len(args) == 3 && args[1] == logs.Command {
+		switch flags, ok := shimFlags(args); {
+		case ok && flags["-namespace"] == ns && canonicalSocket(flags["-address"]) == address:
+			id := flags["-id"]
+			if !isContainerID(id) {
+				id = ""
+			}
+			candidates = append(candidates, shimProc{PID: pid, ID: id})
+		case ok:
+		case filepath.Base(args[0]) == "containerd":
+			daemons = append(daemons, pid)
+		case len(args) == 3 && args[1] == logs.Command:
 			if ppid, start, ok := parentAndStart(filepath.Join(procRoot, e.Name(), "stat")); ok {
 				loggers = append(loggers, loggerProc{PID: pid, Shim: ppid, Config: args[2], Start: start})
+			}
+		}
+	}
+	var shims []shimProc
+	if len(candidates) > 0 {
+		dirs := shimDirs(procRoot, address, daemons)
+		for _, s := range candidates {
+			if start, ok := trustedShim(procRoot, s.PID, dirs); ok {
+				s.Start = start
+				shims = append(shims, s)
 			}
 		}
 	}
@@ -100,7 +126,7 @@ func findShims(procRoot, address, ns string) []shimProc {
 func killShimsOf(procRoot, address, ns string) int {
 	killed := 0
 	for _, s := range findShims(procRoot, address, ns) {
-		if syscall.Kill(s.PID, syscall.SIGKILL) == nil {
+		if signalProcess(procRoot, s.PID, s.Start, syscall.SIGKILL) == nil {
 			killed++
 		}
 	}

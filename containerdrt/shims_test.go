@@ -1,6 +1,7 @@
 package containerdrt
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,11 +12,31 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
-// fakeProc is a /proc for tests: processes with a command line and, when they have a
-// parent, a stat file.
+// fakeProc is a /proc for tests: processes with a command line and a stat file; the
+// shims among them run as root from a containerd-shim-runc-v2 in a directory on PATH.
 type fakeProc string
+
+// newFakeProc makes an empty fakeProc, and its shim binary.
+func newFakeProc(t *testing.T) fakeProc {
+	t.Helper()
+	p := fakeProc(t.TempDir())
+	bin := filepath.Join(string(p), "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "containerd-shim-runc-v2"), []byte("a shim"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "sleep"), []byte("not a shim"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	return p
+}
 
 func (p fakeProc) add(t *testing.T, pid, ppid int, start uint64, args ...string) {
 	t.Helper()
@@ -26,10 +47,37 @@ func (p fakeProc) add(t *testing.T, pid, ppid int, start uint64, args ...string)
 	if err := os.WriteFile(filepath.Join(dir, "cmdline"), []byte(strings.Join(args, "\x00")+"\x00"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	p.setStart(t, pid, ppid, start)
+	p.run(t, pid, 0, "bin/"+filepath.Base(args[0]))
+}
+
+// setStart writes the stat file of process pid: its parent and start time.
+func (p fakeProc) setStart(t *testing.T, pid, ppid int, start uint64) {
+	t.Helper()
 	// The command name may hold spaces and parentheses: the fields are read after its end.
 	stat := fmt.Sprintf("%d (a (b) c) S %d 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0", pid, ppid, start)
-	if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(string(p), strconv.Itoa(pid), "stat"), []byte(stat), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// run makes process pid run as user uid from the executable exe (under p, or absolute;
+// " (deleted)" may end it), in the host's root directory.
+func (p fakeProc) run(t *testing.T, pid, uid int, exe string) {
+	t.Helper()
+	dir := filepath.Join(string(p), strconv.Itoa(pid))
+	status := fmt.Sprintf("Name:\tx\nUmask:\t0022\nState:\tS (sleeping)\nUid:\t%d\t%d\t%d\t%d\nGid:\t0\t0\t0\t0\n", uid, uid, uid, uid)
+	if err := os.WriteFile(filepath.Join(dir, "status"), []byte(status), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !filepath.IsAbs(exe) {
+		exe = filepath.Join(string(p), exe)
+	}
+	for name, target := range map[string]string{"exe": exe, "root": "/"} {
+		os.Remove(filepath.Join(dir, name))
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -43,48 +91,109 @@ func (p fakeProc) logger(t *testing.T, pid, shim int, start uint64, config strin
 	p.add(t, pid, shim, start, "/var/lib/staticpod/bin/staticpod-helper", "logger", config)
 }
 
+// Shims are found by their command lines, among the processes that root runs from a
+// containerd shim binary: anyone can start a process with a shim's command line.
 func TestScanShims(t *testing.T) {
-	proc := fakeProc(t.TempDir())
-	proc.shim(t, 10, "ns1", "a")
-	proc.add(t, 11, 1, 100, "/usr/bin/containerd-shim-runc-v2", "-namespace", "ns1", "-id", "b", "-address", "/run/other.sock")
-	proc.shim(t, 12, "ns2", "c")
+	proc := newFakeProc(t)
+	proc.shim(t, 10, "ns1", "a_c_0_1")
+	proc.add(t, 11, 1, 100, "/usr/bin/containerd-shim-runc-v2", "-namespace", "ns1", "-id", "b_c_0_1", "-address", "/run/other.sock")
+	proc.shim(t, 12, "ns2", "c_c_0_1")
 	proc.add(t, 13, 1, 100, "/usr/bin/containerd", "-namespace", "ns1", "-address", "/run/c.sock")
 	proc.add(t, 14, 1, 100, "sleep", "-namespace", "ns1", "-address", "/run/c.sock")
 	proc.logger(t, 20, 10, 500, "path=a")
 	proc.logger(t, 21, 12, 500, "path=c") // another namespace's
 	proc.add(t, 22, 10, 500, "sh", "-c", "sleep 1")
+	proc.add(t, 30, 1, 300, "/usr/bin/containerd-shim-runc-v2", "-namespace", "ns1", "-id", "unix_c_0_1", "-address", "unix:///run/c.sock")
+	proc.add(t, 31, 1, 300, "/usr/bin/containerd-shim-runc-v2", "-namespace", "ns1", "-id", "../../etc", "-address", "/run/c.sock")
+
+	// Processes with a shim's command line that are no shim of containerd's.
+	fake := func(pid int, id string) {
+		proc.add(t, pid, 1, 200, "/usr/bin/containerd-shim-runc-v2", "-namespace", "ns1", "-id", id, "-address", "/run/c.sock")
+	}
+	fake(40, "user_c_0_1")
+	proc.run(t, 40, 65534, "bin/containerd-shim-runc-v2") // the right binary, run by a user
+	fake(41, "setuid_c_0_1")
+	proc.run(t, 41, 0, "bin/containerd-shim-runc-v2")
+	os.WriteFile(filepath.Join(string(proc), "41", "status"), []byte("Uid:\t65534\t0\t0\t0\n"), 0o644) // effective root only
+	fake(42, "other_c_0_1")
+	proc.run(t, 42, 0, "bin/sleep") // root, but no shim binary
+	fake(43, "copy_c_0_1")
+	copied := filepath.Join(t.TempDir(), "containerd-shim-runc-v2") // a shim's name off PATH
+	os.WriteFile(copied, []byte("a shim"), 0o755)
+	proc.run(t, 43, 0, copied)
+	fake(44, "gone_c_0_1")
+	proc.run(t, 44, 0, copied+" (deleted)")
+	fake(45, "upgraded_c_0_1")
+	proc.run(t, 45, 0, "bin/containerd-shim-runc-v2 (deleted)") // replaced since: taken by its path
+
 	shims, loggers := scanShims(string(proc), "/run/c.sock", "ns1")
-	if want := []shimProc{{10, "a"}}; !slices.Equal(shims, want) {
-		t.Errorf("shims %v, want %v", shims, want)
+	want := []shimProc{{10, 100, "a_c_0_1"}, {30, 300, "unix_c_0_1"}, {31, 300, ""}, {45, 200, "upgraded_c_0_1"}}
+	if diff := cmp.Diff(want, shims); diff != "" {
+		t.Errorf("scanShims shims (-want +got):\n%s", diff)
 	}
 	if want := []loggerProc{{PID: 20, Shim: 10, Config: "path=a", Start: 500}}; !slices.Equal(loggers, want) {
 		t.Errorf("loggers %v, want %v", loggers, want)
 	}
 }
 
-// A shim left serving a deleted namespace is killed; the others are not.
+// A shim's -address is the socket of the runtime's containerd however either is
+// spelled: a unix:// URL, or a path through a symlinked directory.
+func TestScanShimsAcrossSpellingsOfTheSocket(t *testing.T) {
+	proc := newFakeProc(t)
+	run := t.TempDir()
+	link := filepath.Join(t.TempDir(), "var-run") // as /var/run links to /run
+	if err := os.Symlink(run, link); err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(run, "containerd.sock")
+	proc.add(t, 10, 1, 100, "/usr/bin/containerd-shim-runc-v2", "-namespace", "ns", "-id", "a_c_0_1", "-address", real)
+	for _, address := range []string{real, "unix://" + real, filepath.Join(link, "containerd.sock"), "unix://" + filepath.Join(link, "containerd.sock"), real + "/"} {
+		if shims := findShims(string(proc), address, "ns"); len(shims) != 1 {
+			t.Errorf("findShims(%s) = %v, want the shim of %s", address, shims, real)
+		}
+	}
+	if shims := findShims(string(proc), filepath.Join(run, "other.sock"), "ns"); len(shims) != 0 {
+		t.Errorf("findShims of another socket = %v, want none", shims)
+	}
+}
+
+// A shim left serving a deleted namespace is killed; the others are not, nor a process
+// that took the PID of one after it was looked at.
 func TestKillShimsOf(t *testing.T) {
 	left := exec.Command("sleep", "60")
 	other := exec.Command("sleep", "60")
-	for _, c := range []*exec.Cmd{left, other} {
+	reused := exec.Command("sleep", "60")
+	for _, c := range []*exec.Cmd{left, other, reused} {
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
 	}
-	// A /proc with the two processes, as shims of two namespaces.
-	proc := t.TempDir()
-	for c, ns := range map[*exec.Cmd]string{left: "gone", other: "kept"} {
-		dir := filepath.Join(proc, strconv.Itoa(c.Process.Pid))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
+	// A /proc with the three processes as shims of two namespaces; the third one's PID
+	// was a shim's that started at another time.
+	proc := newFakeProc(t)
+	for c, ns := range map[*exec.Cmd]string{left: "gone", other: "kept", reused: "gone"} {
+		pid := c.Process.Pid
+		proc.add(t, pid, 1, 0, "/usr/bin/containerd-shim-runc-v2", "-namespace", ns, "-id", "x_c_0_1", "-address", "/run/c.sock")
+		_, start, ok := parentAndStart(fmt.Sprintf("/proc/%d/stat", pid))
+		if !ok {
+			t.Fatalf("no start time of process %d", pid)
 		}
-		cmdline := "/usr/bin/containerd-shim-runc-v2\x00-namespace\x00" + ns + "\x00-id\x00x\x00-address\x00/run/c.sock\x00"
-		if err := os.WriteFile(filepath.Join(dir, "cmdline"), []byte(cmdline), 0o644); err != nil {
-			t.Fatal(err)
+		proc.setStart(t, pid, 1, start)
+	}
+	shims := findShims(string(proc), "/run/c.sock", "gone")
+	if len(shims) != 2 {
+		t.Fatalf("findShims = %v, want the two of namespace gone", shims)
+	}
+	proc.add(t, reused.Process.Pid, 1, 1, "sleep", "60") // the shim exited, its PID is another's
+	for _, s := range shims {
+		if s.PID == reused.Process.Pid {
+			if err := signalProcess(string(proc), s.PID, s.Start, syscall.SIGKILL); !errors.Is(err, errOtherProcess) {
+				t.Errorf("signalProcess to a PID reused since the look = %v, want %v", err, errOtherProcess)
+			}
 		}
 	}
-	if n := killShimsOf(proc, "/run/c.sock", "gone"); n != 1 {
+	if n := killShimsOf(string(proc), "/run/c.sock", "gone"); n != 1 {
 		t.Fatalf("killShimsOf killed %d, want 1", n)
 	}
 	exited := make(chan error, 1)
@@ -94,7 +203,9 @@ func TestKillShimsOf(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the shim of the deleted namespace still runs")
 	}
-	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
-		t.Errorf("the shim of another namespace was killed: %v", err)
+	for _, c := range []*exec.Cmd{other, reused} {
+		if err := c.Process.Signal(syscall.Signal(0)); err != nil {
+			t.Errorf("process %d was killed: %v", c.Process.Pid, err)
+		}
 	}
 }

@@ -1,0 +1,155 @@
+package containerdrt
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/containerd/containerd/v2/pkg/identifiers"
+	"golang.org/x/sys/unix"
+)
+
+// shimBinaryPrefix begins the name of every containerd shim binary
+// (containerd-shim-runc-v2, containerd-shim-kata-v2, ...).
+const shimBinaryPrefix = "containerd-shim-"
+
+// deletedSuffix ends the target of /proc/<pid>/exe when the binary was replaced or
+// removed since the process started it (an upgrade of containerd).
+const deletedSuffix = " (deleted)"
+
+// trustedShim reports whether process pid under procRoot is a shim containerd started,
+// as far as anyone but root could fake, and when it started. It must run as root (real
+// and effective user 0: a user cannot become it), in the host's root directory (a
+// container's root process sees another), from a binary named containerd-shim-* that
+// is the file of that name in one of dirs (the directories containerd finds its shims
+// in, see shimDirs). A shim whose binary was replaced since it started (an upgrade)
+// is taken by the path it was started from.
+func trustedShim(procRoot string, pid int, dirs []string) (uint64, bool) {
+	proc := filepath.Join(procRoot, strconv.Itoa(pid))
+	if !ownedByRoot(proc) {
+		return 0, false
+	}
+	link, err := os.Readlink(filepath.Join(proc, "exe"))
+	if err != nil {
+		return 0, false
+	}
+	path := strings.TrimSuffix(link, deletedSuffix)
+	name := filepath.Base(path)
+	if !strings.HasPrefix(name, shimBinaryPrefix) || !sameFile(filepath.Join(proc, "root"), "/") {
+		return 0, false
+	}
+	if path != link { // replaced: the file it ran is gone
+		if !slices.Contains(dirs, filepath.Dir(path)) {
+			return 0, false
+		}
+	} else if !slices.ContainsFunc(dirs, func(dir string) bool { return sameFile(filepath.Join(proc, "exe"), filepath.Join(dir, name)) }) {
+		return 0, false
+	}
+	_, start, ok := parentAndStart(filepath.Join(proc, "stat"))
+	return start, ok
+}
+
+// ownedByRoot reports whether the process whose /proc directory is proc runs as root:
+// real and effective user 0, from its status file.
+func ownedByRoot(proc string) bool {
+	f, err := os.Open(filepath.Join(proc, "status"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if ids, ok := strings.CutPrefix(sc.Text(), "Uid:"); ok {
+			fields := strings.Fields(ids) // real, effective, saved, filesystem
+			return len(fields) == 4 && fields[0] == "0" && fields[1] == "0"
+		}
+	}
+	return false
+}
+
+// sameFile reports whether paths a and b name the same file, their symlinks followed.
+func sameFile(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}
+
+// shimDirs returns the directories containerd runs shims from: those of PATH (it looks
+// a shim up there), and the directory of the containerd binary that serves address
+// among daemons (it looks next to itself when PATH has none), else that of the
+// containerd on PATH.
+func shimDirs(procRoot, address string, daemons []int) []string {
+	dirs := filepath.SplitList(os.Getenv("PATH"))
+	for _, pid := range daemons {
+		proc := filepath.Join(procRoot, strconv.Itoa(pid))
+		sockets, _ := listeningSockets(procRoot, pid)
+		if !ownedByRoot(proc) || !slices.ContainsFunc(sockets, func(s string) bool { return canonicalSocket(s) == address }) {
+			continue
+		}
+		if exe, err := os.Readlink(filepath.Join(proc, "exe")); err == nil {
+			return append(dirs, filepath.Dir(strings.TrimSuffix(exe, deletedSuffix)))
+		}
+	}
+	if bin, err := exec.LookPath("containerd"); err == nil {
+		if bin, err := filepath.EvalSymlinks(bin); err == nil {
+			dirs = append(dirs, filepath.Dir(bin))
+		}
+	}
+	return dirs
+}
+
+// isContainerID reports whether id is one staticpod gives its containers and sandboxes
+// (see makeID): an identifier containerd accepts, so a plain path component, of three
+// or four fields joined by "_" of which the one before the last is the attempt.
+func isContainerID(id string) bool {
+	if identifiers.Validate(id) != nil {
+		return false
+	}
+	fields := strings.Split(id, "_")
+	n := len(fields)
+	if n != 3 && n != 4 {
+		return false
+	}
+	_, err := strconv.ParseUint(fields[n-2], 10, 32)
+	return err == nil
+}
+
+// errOtherProcess is signalProcess's error when the PID names a process that started
+// at another time than the one looked at: that one is gone, and its PID reused.
+var errOtherProcess = errors.New("the PID names another process now")
+
+// signalProcess sends sig to process pid if it is still the one that started at start
+// (clock ticks since boot, as its stat file under procRoot says): a process looked at
+// a moment ago may be gone and its PID another's by now. A pidfd holds the process
+// while its start is checked, so that the signal reaches that process or none; where
+// the kernel has no pidfds (before Linux 5.3), the check comes just before the signal.
+func signalProcess(procRoot string, pid int, start uint64, sig syscall.Signal) error {
+	fd, err := unix.PidfdOpen(pid, 0)
+	switch {
+	case err == nil:
+		defer unix.Close(fd)
+	case errors.Is(err, unix.ENOSYS):
+		fd = -1
+	default:
+		return fmt.Errorf("signal process %d: %w", pid, err)
+	}
+	if _, now, ok := parentAndStart(filepath.Join(procRoot, strconv.Itoa(pid), "stat")); !ok || now != start {
+		return fmt.Errorf("signal process %d: %w", pid, errOtherProcess)
+	}
+	if fd < 0 {
+		err = unix.Kill(pid, sig)
+	} else {
+		err = unix.PidfdSendSignal(fd, sig, nil, 0)
+	}
+	if err != nil {
+		return fmt.Errorf("signal process %d: %w", pid, err)
+	}
+	return nil
+}
