@@ -290,3 +290,19 @@ func TestOnceReadsObjects(t *testing.T) {
 	}
 	o.assertNothingLeft(ns)
 }
+
+// TestOnceStartsContainerdAtAUnixURL: once --start-containerd takes containerd's socket
+// as the kubelet's --container-runtime-endpoint spells it, starts its containerd there,
+// runs the pod and stops that containerd.
+func TestOnceStartsContainerdAtAUnixURL(t *testing.T) {
+	o := newOnceEnv(t)
+	o.write("job.yaml", podManifest("job", "Never", "echo ran"))
+	sock := filepath.Join(t.TempDir(), "containerd.sock")
+	out, errOut, code, _ := o.run("--start-containerd", "--containerd-address", "unix://"+sock)
+	if code != 0 || !strings.Contains(out, "job-node1/main | ran\n") {
+		t.Fatalf("once --start-containerd at unix://%s: exit %d, stdout:\n%s\nstderr:\n%s", sock, code, out, errOut)
+	}
+	if _, err := os.Stat(sock); !os.IsNotExist(err) {
+		t.Errorf("the containerd once started still serves at %s (%v)", sock, err)
+	}
+}

@@ -81,7 +81,10 @@ func (j *job) setup(ctx context.Context) error {
 	if j.ns = c.String("containerd-namespace"); j.ns == "" {
 		j.ns = NamespacePrefix + randomHex(4)
 	}
-	address := c.String("containerd-address")
+	address, err := containerdrt.SocketPath(c.String("containerd-address"))
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("--containerd-address: %v", err), spcli.ExitUsage)
+	}
 	j.log.Debug("once", "namespace", j.ns, "root", j.root, "logs", j.logDir, "containerd", address)
 	if c.Bool("start-containerd") {
 		// In a session of its own (as ctrd starts it): the terminal's Ctrl-C is for
