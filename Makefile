@@ -20,7 +20,8 @@ all: build
 build:
 	GO=$(GO) VERSION=$(VERSION) ./hack/build.sh $(BIN)
 
-# deps installs containerd, runc and busybox-static through apt when they are missing.
+# deps installs containerd, runc, busybox-static (when /bin/busybox is not static) and the
+# CNI plugins through apt when they are missing.
 deps:
 	./hack/deps.sh
 

@@ -35,6 +35,7 @@ var rules = map[string][]string{
 	"once":                         {"cli", "api/client", "containerdrt", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd"},
 	"e2e":                          nil, // its tests import what they test
 	"internal/ctrd":                nil,
+	"internal/dirlock":             nil, // main's lock of the root and pod log dirs
 	"internal/pause":               nil,
 	"internal/systemd":             nil,
 	"internal/helper":              nil, // it embeds the helper program's bytes, not its packages

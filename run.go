@@ -21,6 +21,7 @@ import (
 	"github.com/staticpod/staticpod/containerdrt"
 	"github.com/staticpod/staticpod/httpsource"
 	"github.com/staticpod/staticpod/internal/ctrd"
+	"github.com/staticpod/staticpod/internal/dirlock"
 	"github.com/staticpod/staticpod/internal/helper"
 	"github.com/staticpod/staticpod/runner"
 	"github.com/staticpod/staticpod/watcher"
@@ -90,6 +91,11 @@ func runDaemon(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(err.Error(), spcli.ExitUsage)
 	}
+	lock, err := lockDirs(c)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	d := &daemon{c: c, log: log, node: node, root: c.String("root-dir"), headers: headers, restrict: restrict, grace: grace}
@@ -118,6 +124,23 @@ func runDaemon(c *cli.Context) error {
 		log.Info("staticpod stopped; its pods keep running")
 	}
 	return err
+}
+
+// lockDirs takes the root dir's and the pod log dir's locks, before anything (a
+// private containerd, the runtime, a relist that removes the data of pods it does not
+// know) touches them: a second staticpod on either, whatever its containerd namespace,
+// stops here and touches nothing.
+func lockDirs(c *cli.Context) (*dirlock.Lock, error) {
+	dirs := []string{c.String("root-dir")}
+	if logDir := c.String("pod-log-dir"); logDir != "" {
+		dirs = append(dirs, logDir)
+	}
+	lock, err := dirlock.Acquire(dirs...)
+	var held *dirlock.HeldError
+	if errors.As(err, &held) {
+		return nil, cli.Exit(fmt.Sprintf("%v; this one stops, touching nothing: give it a --root-dir and a --pod-log-dir of its own", err), spcli.ExitUsage)
+	}
+	return lock, err
 }
 
 // setup connects to containerd (starting one with --start-containerd) and makes the

@@ -73,10 +73,10 @@ func describePod(out io.Writer, pod *corev1.Pod, events []runner.Record, eventsE
 	describeMeta(p, pod)
 	if len(pod.Spec.InitContainers) > 0 {
 		p.write(0, "Init Containers:\n")
-		describeContainers(p, pod.Spec.InitContainers, pod.Status.InitContainerStatuses)
+		describeContainers(p, pod.Spec.InitContainers, pod.Status.InitContainerStatuses, pod.Spec.Volumes)
 	}
 	p.write(0, "Containers:\n")
-	describeContainers(p, pod.Spec.Containers, pod.Status.ContainerStatuses)
+	describeContainers(p, pod.Spec.Containers, pod.Status.ContainerStatuses, pod.Spec.Volumes)
 	describeConditions(p, pod.Status.Conditions)
 	describeVolumes(p, pod.Spec.Volumes)
 	p.write(0, "QoS Class:\t%s\n", pod.Status.QOSClass)
@@ -125,7 +125,7 @@ func describeMeta(p prefixWriter, pod *corev1.Pod) {
 	p.write(0, "Source:\t%s\n", orNone(podSource(pod)))
 }
 
-func describeContainers(p prefixWriter, containers []corev1.Container, statuses []corev1.ContainerStatus) {
+func describeContainers(p prefixWriter, containers []corev1.Container, statuses []corev1.ContainerStatus, volumes []corev1.Volume) {
 	for _, c := range containers {
 		var status *corev1.ContainerStatus
 		for i := range statuses {
@@ -133,11 +133,11 @@ func describeContainers(p prefixWriter, containers []corev1.Container, statuses 
 				status = &statuses[i]
 			}
 		}
-		describeContainer(p, c, status)
+		describeContainer(p, c, status, volumes)
 	}
 }
 
-func describeContainer(p prefixWriter, c corev1.Container, status *corev1.ContainerStatus) {
+func describeContainer(p prefixWriter, c corev1.Container, status *corev1.ContainerStatus, volumes []corev1.Volume) {
 	p.write(1, "%s:\n", c.Name)
 	if status != nil && status.ContainerID != "" {
 		p.write(2, "Container ID:\t%s\n", status.ContainerID)
@@ -168,7 +168,7 @@ func describeContainer(p prefixWriter, c corev1.Container, status *corev1.Contai
 		}
 	}
 	describeEnv(p, c.Env)
-	describeMounts(p, c.VolumeMounts)
+	describeMounts(p, c.VolumeMounts, volumes)
 }
 
 func describePorts(p prefixWriter, ports []corev1.ContainerPort) {
@@ -293,13 +293,21 @@ func describeEnv(p prefixWriter, env []corev1.EnvVar) {
 			p.write(3, "%s:\t (%s:%s)\n", e.Name, from.FieldRef.APIVersion, from.FieldRef.FieldPath)
 		case from.ResourceFieldRef != nil:
 			p.write(3, "%s:\t (%s)\n", e.Name, from.ResourceFieldRef.Resource)
+		case from.SecretKeyRef != nil:
+			p.write(3, "%s:\t<set to the key '%s' in secret '%s'>\tOptional: %t\n", e.Name, from.SecretKeyRef.Key, from.SecretKeyRef.Name, optional(from.SecretKeyRef.Optional))
+		case from.ConfigMapKeyRef != nil:
+			p.write(3, "%s:\t<set to the key '%s' of config map '%s'>\tOptional: %t\n", e.Name, from.ConfigMapKeyRef.Key, from.ConfigMapKeyRef.Name, optional(from.ConfigMapKeyRef.Optional))
 		default:
 			p.write(3, "%s:\t<set from a source staticpod does not resolve>\n", e.Name)
 		}
 	}
 }
 
-func describeMounts(p prefixWriter, mounts []corev1.VolumeMount) {
+// describeMounts lists a container's mounts as kubectl does, (ro) or (rw), except that
+// a mount of a volume that is read-only whatever the mount says is (ro): kubectl
+// echoes the spec's readOnly, while the container gets what the kubelet (and
+// staticpod's runtime) mounts.
+func describeMounts(p prefixWriter, mounts []corev1.VolumeMount, volumes []corev1.Volume) {
 	if len(mounts) == 0 {
 		p.write(2, "Mounts:\t<none>\n")
 		return
@@ -309,7 +317,7 @@ func describeMounts(p prefixWriter, mounts []corev1.VolumeMount) {
 	p.write(2, "Mounts:\n")
 	for _, m := range sorted {
 		flags := []string{"rw"}
-		if m.ReadOnly {
+		if m.ReadOnly || readOnlyVolume(volumes, m.Name) {
 			flags[0] = "ro"
 		}
 		if m.SubPath != "" {
@@ -317,6 +325,18 @@ func describeMounts(p prefixWriter, mounts []corev1.VolumeMount) {
 		}
 		p.write(3, "%s from %s (%s)\n", m.MountPath, m.Name, strings.Join(flags, ","))
 	}
+}
+
+// readOnlyVolume reports whether the volume called name is mounted read-only whatever
+// its mounts say: downwardAPI, configMap, secret and projected volumes are, on a kubelet
+// as in staticpod's runtime (containerdrt's volumeSource).
+func readOnlyVolume(volumes []corev1.Volume, name string) bool {
+	for _, v := range volumes {
+		if v.Name == name {
+			return v.DownwardAPI != nil || v.ConfigMap != nil || v.Secret != nil || v.Projected != nil
+		}
+	}
+	return false
 }
 
 func describeConditions(p prefixWriter, conditions []corev1.PodCondition) {

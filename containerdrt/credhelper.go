@@ -1,15 +1,15 @@
 package containerdrt
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os/exec"
 	"strings"
 	"time"
 
-	"github.com/docker/docker-credential-helpers/client"
 	"github.com/docker/docker-credential-helpers/credentials"
 )
 
@@ -29,24 +29,40 @@ const identityTokenUser = "<token>"
 // for the credentials of the registry at host, as docker does (`get`, the server URL on
 // stdin, JSON on stdout). found is false when the helper has none for host. An identity
 // token comes back with an empty user, which containerd's authorizer takes as an OAuth
-// refresh token.
+// refresh token. A helper that fails is described by its exit status and the size of
+// what it printed, never by its output: that may hold the very secret it guards.
 func helperCredentials(ctx context.Context, helper, host string) (user, secret string, found bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, credentialExecTimeout)
 	defer cancel()
 	program := "docker-credential-" + helper
-	creds, err := client.Get(func(args ...string) client.Program {
-		return &helperProgram{cmd: exec.CommandContext(ctx, program, args...)}
-	}, helperServerURL(host))
+	server := helperServerURL(host)
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, program, credentials.ActionGet)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(server), &stdout, &stderr
+	err = cmd.Run()
 	switch {
-	case credentials.IsErrCredentialsNotFound(err):
+	case err != nil && credentials.IsErrCredentialsNotFoundMessage(stdout.String()):
 		return "", "", false, nil
+	case errors.Is(err, exec.ErrNotFound):
+		return "", "", false, fmt.Errorf("%s get %s: %w (it must be in PATH)", program, server, err)
 	case err != nil:
-		return "", "", false, fmt.Errorf("%s get %s: %w", program, helperServerURL(host), err)
+		return "", "", false, fmt.Errorf("%s get %s: %w (%s)", program, server, err, withheld(stdout.Len(), stderr.Len()))
+	}
+	var creds credentials.Credentials
+	if err := json.Unmarshal(stdout.Bytes(), &creds); err != nil {
+		// Not wrapped: the message could quote the credentials.
+		return "", "", false, fmt.Errorf("%s get %s: its answer does not decode (%s)", program, server, withheld(stdout.Len(), stderr.Len()))
 	}
 	if creds.Username == identityTokenUser {
 		return "", creds.Secret, true, nil
 	}
 	return creds.Username, creds.Secret, true, nil
+}
+
+// withheld describes what a credential helper or provider plugin printed without
+// showing it: it may hold a secret.
+func withheld(stdout, stderr int) string {
+	return fmt.Sprintf("output withheld, it may hold a secret: %d bytes on stdout, %d on stderr", stdout, stderr)
 }
 
 // helperServerURL is the server URL a helper is asked about for host: docker's spelling,
@@ -56,25 +72,4 @@ func helperServerURL(host string) string {
 		return dockerHubServerURL
 	}
 	return host
-}
-
-// helperProgram runs a credential helper for client.Get. Its stderr is kept and added to
-// a failure's error, where the daemon's own log reports it.
-type helperProgram struct {
-	cmd    *exec.Cmd
-	stderr strings.Builder
-}
-
-func (p *helperProgram) Input(in io.Reader) { p.cmd.Stdin = in }
-
-func (p *helperProgram) Output() ([]byte, error) {
-	p.cmd.Stderr = &p.stderr
-	out, err := p.cmd.Output()
-	if msg := strings.TrimSpace(p.stderr.String()); err != nil && msg != "" {
-		err = fmt.Errorf("%w: %s", err, msg)
-	}
-	if errors.Is(err, exec.ErrNotFound) {
-		err = fmt.Errorf("%w (it must be in PATH)", err)
-	}
-	return out, err
 }

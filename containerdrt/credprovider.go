@@ -339,7 +339,7 @@ func (p *credentialProvider) run(ctx context.Context, repo string) (*providerRes
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(req), &stdout, &stderr
 	cmd.Env = append(os.Environ(), p.env...)
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("run %s for %s: %w: %s", p.path, repo, err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("run %s for %s: %w (%s)", p.path, repo, err, withheld(stdout.Len(), stderr.Len()))
 	}
 	var resp providerResponse
 	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil {

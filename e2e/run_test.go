@@ -185,8 +185,8 @@ func TestRunAdoptsAfterKill9(t *testing.T) {
 	}
 }
 
-// A second daemon started by mistake on the same node fails (the first one answers on
-// its API socket) before it acts on anything, and on its way out it never stops the
+// A second daemon started by mistake on the same node fails (the first one holds the
+// root dir's lock) before it acts on anything, and on its way out it never stops the
 // first one's pods, even with --stop-pods-on-exit.
 func TestASecondDaemonLeavesThePodsAlone(t *testing.T) {
 	n := newNode(t)
@@ -199,13 +199,13 @@ func TestASecondDaemonLeavesThePodsAlone(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the second daemon still runs beside the first")
 	}
-	if !strings.Contains(second.out.String(), "is staticpod already running?") {
+	if !strings.Contains(second.out.String(), "is another staticpod running on it?") {
 		t.Errorf("the second daemon did not say why it stopped:\n%s", second.out)
 	}
 	if after := n.containers()["etcd-node1/main/0"]; after.State != runner.StateRunning || after.PID != before.PID {
 		t.Errorf("etcd after the second daemon: %s, pid %d -> %d; it must run on untouched", after.State, before.PID, after.PID)
 	}
 	if strings.Contains(second.out.String(), "staticpod started") {
-		t.Errorf("the second daemon started before it found the socket taken:\n%s", second.out)
+		t.Errorf("the second daemon started before it found the root dir taken:\n%s", second.out)
 	}
 }

@@ -2,20 +2,70 @@
 # Installs what staticpod needs on a Debian machine, through apt, when it is missing:
 # containerd and runc to run containers, busybox-static for the example and test images,
 # containernetworking-plugins for pod networks (CNI plugins, in /usr/lib/cni).
+#
+# busybox must be static: the images are busybox alone, with no libc beside it. Debian's
+# busybox package (which initramfs-tools pulls in on most machines) is dynamic;
+# busybox-static replaces it.
 set -euo pipefail
-missing=()
-command -v containerd >/dev/null || missing+=(containerd)
-command -v runc >/dev/null || missing+=(runc)
-[ -x /bin/busybox ] && /bin/busybox --list >/dev/null 2>&1 || missing+=(busybox-static)
-[ -x /usr/lib/cni/bridge ] || [ -x /opt/cni/bin/bridge ] || missing+=(containernetworking-plugins)
-if [ ${#missing[@]} -eq 0 ]; then
-	exit 0
+
+# elf_uint FILE OFFSET SIZE BIG: the unsigned integer of SIZE bytes at OFFSET of FILE,
+# big-endian when BIG is 2 (ELF's EI_DATA), else little-endian.
+elf_uint() {
+	local bytes value=0 b
+	read -r -a bytes <<<"$(od -An -tu1 -v -j "$2" -N "$3" "$1")"
+	[ "${#bytes[@]}" -eq "$3" ] || return 1
+	if [ "$4" = 2 ]; then
+		for b in "${bytes[@]}"; do value=$((value * 256 + b)); done
+	else
+		for ((b = ${#bytes[@]} - 1; b >= 0; b--)); do value=$((value * 256 + bytes[b])); done
+	fi
+	echo "$value"
+}
+
+# static_elf FILE succeeds when FILE is an ELF executable without a program interpreter
+# (PT_INTERP): one that runs with no dynamic loader and no libc beside it.
+static_elf() {
+	local f=$1 ident class data phoff phentsize phnum i
+	[ -f "$f" ] && [ -r "$f" ] || return 1
+	read -r -a ident <<<"$(od -An -tu1 -v -N 6 "$f")"
+	[ "${#ident[@]}" -eq 6 ] && [ "${ident[*]:0:4}" = "127 69 76 70" ] || return 1 # \x7fELF
+	class=${ident[4]} data=${ident[5]}
+	if [ "$class" = 2 ]; then # 64-bit
+		phoff=$(elf_uint "$f" 32 8 "$data") && phentsize=$(elf_uint "$f" 54 2 "$data") && phnum=$(elf_uint "$f" 56 2 "$data") || return 1
+	elif [ "$class" = 1 ]; then
+		phoff=$(elf_uint "$f" 28 4 "$data") && phentsize=$(elf_uint "$f" 42 2 "$data") && phnum=$(elf_uint "$f" 44 2 "$data") || return 1
+	else
+		return 1
+	fi
+	for ((i = 0; i < phnum; i++)); do
+		[ "$(elf_uint "$f" $((phoff + i * phentsize)) 4 "$data")" != 3 ] || return 1 # PT_INTERP
+	done
+}
+
+main() {
+	local missing=()
+	command -v containerd >/dev/null || missing+=(containerd)
+	command -v runc >/dev/null || missing+=(runc)
+	static_elf /bin/busybox || missing+=(busybox-static)
+	[ -x /usr/lib/cni/bridge ] || [ -x /opt/cni/bin/bridge ] || missing+=(containernetworking-plugins)
+	if [ ${#missing[@]} -eq 0 ]; then
+		exit 0
+	fi
+	if [ "$(id -u)" != 0 ]; then
+		echo "staticpod needs ${missing[*]}; run as root, or: sudo apt-get install -y ${missing[*]}" >&2
+		exit 1
+	fi
+	echo "installing ${missing[*]} with apt-get"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq "${missing[@]}"
+	if ! static_elf /bin/busybox; then
+		echo "/bin/busybox is still not a static binary after installing busybox-static" >&2
+		exit 1
+	fi
+}
+
+# Sourced (by the tests), it only defines its functions.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	main "$@"
 fi
-if [ "$(id -u)" != 0 ]; then
-	echo "staticpod needs ${missing[*]}; run as root, or: sudo apt-get install -y ${missing[*]}" >&2
-	exit 1
-fi
-echo "installing ${missing[*]} with apt-get"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq "${missing[@]}"

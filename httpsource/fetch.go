@@ -87,8 +87,8 @@ func rootsWith(caFile string) (*x509.CertPool, error) {
 	return roots, nil
 }
 
-// fetch makes one conditional GET of rawURL. Errors never hold header values, and name
-// the URL without its password.
+// fetch makes one conditional GET of rawURL. Errors never hold header values nor the
+// URL (see cleanError): the source names its URL itself, as publicURL writes it.
 func fetch(ctx context.Context, c *http.Client, rawURL string, headers http.Header, v validators, maxBytes int64) (response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
@@ -160,16 +160,39 @@ func cleanError(err error) error {
 	return err
 }
 
-// publicURL is the URL as logged and as the pods' source location: without its user
-// information, which may hold a password or a token. A URL without any is kept as
+// publicURL is the URL as logged and as the pods' source location (the
+// staticpod.io/config.location annotation, so /pods, ps and describe): without its user
+// information, and with the value of every query parameter replaced by redacted (the keys
+// kept), for either may hold a password or a token. A URL with neither is kept as
 // written, so that its pods' UIDs (which hash the location) are the URL's own.
 func publicURL(u *url.URL, raw string) string {
-	if u.User == nil {
+	query, redactedQuery := redactQuery(u.RawQuery)
+	if u.User == nil && !redactedQuery {
 		return raw
 	}
 	c := *u
 	c.User = nil
+	c.RawQuery = query
 	return c.String()
+}
+
+// redacted stands for a value kept out of logs and locations.
+const redacted = "REDACTED"
+
+// redactQuery replaces the value of each parameter of a raw query with redacted,
+// keeping the keys, their order, and parameters without a value; changed says whether
+// any value was replaced.
+func redactQuery(raw string) (query string, changed bool) {
+	if raw == "" {
+		return raw, false
+	}
+	params := strings.Split(raw, "&")
+	for i, p := range params {
+		if key, value, ok := strings.Cut(p, "="); ok && value != "" {
+			params[i], changed = key+"="+redacted, true
+		}
+	}
+	return strings.Join(params, "&"), changed
 }
 
 // ParseHeaders turns --manifest-url-header flags, each "Key:Value", into a header. A

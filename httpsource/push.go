@@ -65,6 +65,7 @@ type Push struct {
 	mu      sync.Mutex
 	entries map[string]entry
 	refused []manifests.Failure // pushes refused for their errors since the last snapshot
+	wakes   int                 // times notify was called: tests count what woke Run
 }
 
 // NewPush opens the store in dir (created 0700 if needed) and loads every manifest
@@ -247,7 +248,9 @@ func (p *Push) objectsWith(name string, res manifests.Result) manifests.Objects 
 	return objs
 }
 
+// notify wakes Run to send a snapshot. Callers hold mu.
 func (p *Push) notify() {
+	p.wakes++
 	select {
 	case p.changed <- struct{}{}:
 	default: // a wake-up is pending already

@@ -61,15 +61,28 @@ func (ps *pushing) awaitUpdate(t *testing.T, what string) manifests.Update {
 	return awaitUpdate(t, ps.updates, what)
 }
 
-// noUpdate asserts that nothing has been sent. Put and Delete wake Run before they
-// return, so a snapshot they caused is on its way already; it is given a short while.
-func (ps *pushing) noUpdate(t *testing.T, what string) {
+// noUpdate runs act and asserts that it sent nothing. Run sends a snapshot for each
+// wake-up, and Put and Delete wake it, or not, before they return: an act that sends
+// nothing leaves the count of wake-ups as it was, and leaves nothing on its way.
+func (ps *pushing) noUpdate(t *testing.T, what string, act func()) {
 	t.Helper()
+	before := ps.woken()
+	act()
+	if after := ps.woken(); after != before {
+		t.Fatalf("%s woke the push source %d times, want none: it sends a snapshot for each", what, after-before)
+	}
 	select {
 	case u := <-ps.updates:
 		t.Fatalf("unexpected snapshot after %s: %v", what, podNames(u))
-	case <-time.After(5 * period):
+	default:
 	}
+}
+
+// woken is how many times Put and Delete have woken Run.
+func (ps *pushing) woken() int {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.wakes
 }
 
 func (ps *pushing) mustPut(t *testing.T, name, data string) manifests.Result {
@@ -130,8 +143,7 @@ func TestPushStoresAValidManifest(t *testing.T) {
 	if diff := cmp.Diff(Manifest{Name: "web", Pods: []string{"default/web-node1"}}, list[0], cmpIgnoreTime); diff != "" {
 		t.Errorf("List()[0] (-want +got):\n%s", diff)
 	}
-	ps.mustPut(t, "web", data)
-	ps.noUpdate(t, "the same content pushed again")
+	ps.noUpdate(t, "the same content pushed again", func() { ps.mustPut(t, "web", data) })
 }
 
 var cmpIgnoreTime = cmp.Comparer(func(a, b time.Time) bool { return true })
@@ -171,24 +183,25 @@ func TestPushRefusesAnInvalidManifest(t *testing.T) {
 func TestPushRefusesBadNames(t *testing.T) {
 	dir := t.TempDir()
 	ps, _ := mustRunPush(t, dir)
-	for _, name := range []string{"../x", "A", "a/b", "", ".", "..", "a.b", "-a", "a-", "web.yaml", strings.Repeat("a", 64)} {
-		if _, err := ps.Put(name, []byte(pod("web", "busybox:1"))); !errors.Is(err, ErrInvalidName) {
-			t.Errorf("Put(%q) = %v, want ErrInvalidName", name, err)
+	ps.noUpdate(t, "bad names", func() {
+		for _, name := range []string{"../x", "A", "a/b", "", ".", "..", "a.b", "-a", "a-", "web.yaml", strings.Repeat("a", 64)} {
+			if _, err := ps.Put(name, []byte(pod("web", "busybox:1"))); !errors.Is(err, ErrInvalidName) {
+				t.Errorf("Put(%q) = %v, want ErrInvalidName", name, err)
+			}
+			if err := ps.Delete(name); !errors.Is(err, ErrInvalidName) {
+				t.Errorf("Delete(%q) = %v, want ErrInvalidName", name, err)
+			}
+			if _, err := ps.Get(name); !errors.Is(err, ErrInvalidName) {
+				t.Errorf("Get(%q) = %v, want ErrInvalidName", name, err)
+			}
 		}
-		if err := ps.Delete(name); !errors.Is(err, ErrInvalidName) {
-			t.Errorf("Delete(%q) = %v, want ErrInvalidName", name, err)
-		}
-		if _, err := ps.Get(name); !errors.Is(err, ErrInvalidName) {
-			t.Errorf("Get(%q) = %v, want ErrInvalidName", name, err)
-		}
-	}
+	})
 	if got := files(t, dir); len(got) != 0 {
 		t.Errorf("files = %v, want none", got)
 	}
 	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "x.yaml")); err == nil {
 		t.Errorf("a file was written outside the store")
 	}
-	ps.noUpdate(t, "bad names")
 }
 
 func TestPushRefusesAPodOfAnotherManifest(t *testing.T) {

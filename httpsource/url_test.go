@@ -8,6 +8,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -342,6 +343,55 @@ func TestURLKeepsCredentialsOutOfLogsAndPods(t *testing.T) {
 	r.awaitFreshPoll(t)
 	if log := r.logs.String(); strings.Contains(log, "s3cret") || strings.Contains(log, "fleet") || !strings.Contains(log, srv.URL) {
 		t.Errorf("the log should name %s without credentials:\n%s", srv.URL, log)
+	}
+}
+
+// A token in the URL's query (?token=...) is sent, and never shown: the pods' location,
+// the log and the failures the source reports have every query value redacted, the keys
+// kept.
+func TestURLKeepsQueryTokensOutOfLogsAndPods(t *testing.T) {
+	s := newSite(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("token") != "s3cret" {
+			http.Error(w, "who are you", http.StatusUnauthorized)
+			return
+		}
+		fmt.Fprint(w, pod("web", "busybox:1"))
+	})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	r := runSource(t, &URLSource{URL: srv.URL + "/pods?node=n1&token=s3cret&debug"})
+	u := r.awaitUpdate(t, "start")
+	want := srv.URL + "/pods?node=REDACTED&token=REDACTED&debug"
+	if got := u.Pods[0].Annotations[manifests.AnnotationLocation]; got != want {
+		t.Errorf("location = %q, want %q", got, want)
+	}
+	s.set(status(http.StatusForbidden))
+	calls := r.awaitCalls(t, 1)
+	if log := r.logs.String(); strings.Contains(log, "s3cret") || !strings.Contains(log, want) {
+		t.Errorf("the log should name %s, without the token:\n%s", want, log)
+	}
+	if len(calls) != 1 || strings.Contains(calls[0].Error(), "s3cret") {
+		t.Errorf("failure reports = %v, want one, without the token", calls)
+	}
+}
+
+func TestPublicURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://h/pods":                          "https://h/pods",
+		"https://h/pods?":                         "https://h/pods?",
+		"https://h/pods?debug":                    "https://h/pods?debug",
+		"https://h/pods?token=":                   "https://h/pods?token=",
+		"https://h/p%20ods?token=a%26b&x=1#frag":  "https://h/p%20ods?token=REDACTED&x=REDACTED#frag",
+		"https://u:pw@h/pods":                     "https://h/pods",
+		"https://u:pw@h/pods?sig=abc&sig=def&n=2": "https://h/pods?sig=REDACTED&sig=REDACTED&n=REDACTED",
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := publicURL(u, raw); got != want {
+			t.Errorf("publicURL(%s) = %s, want %s", raw, got, want)
+		}
 	}
 }
 

@@ -47,7 +47,20 @@ type Watcher struct {
 	reported map[string]string        // path -> problems last logged, to log on change only
 	last     string                   // fingerprint of the last snapshot sent
 	loads    *loads                   // what each file held at the last scan
+
+	// Tests: called on Run's goroutine for every file event taken (its path; from
+	// fsnotify or from completions, as source says; whether a burst is settling once it
+	// is taken) and after every scan, so that a test can tell that the watcher has seen
+	// a change and done what it would do about it.
+	afterEvent func(source, path string, settling bool)
+	afterScan  func()
 }
+
+// Sources of file events, for Watcher.afterEvent.
+const (
+	eventFsnotify   = "fsnotify"
+	eventCompletion = "completion"
+)
 
 // Run watches until ctx is done and sends each new snapshot to emit. The first
 // snapshot is sent at once, even when the path does not exist (an empty source is a
@@ -96,6 +109,9 @@ func (w *Watcher) Run(ctx context.Context, emit func(context.Context, manifests.
 		if err != nil {
 			return nil // ctx done while sending
 		}
+		if w.afterScan != nil {
+			w.afterScan()
+		}
 		if taken {
 			wholeSince = map[string]bool{}
 		}
@@ -108,11 +124,14 @@ func (w *Watcher) Run(ctx context.Context, emit func(context.Context, manifests.
 				if w.relevant(ev.Name) {
 					settleC = time.After(w.Settle)
 				}
+				w.tookEvent(eventFsnotify, ev.Name, settleC != nil)
 			case c := <-whole:
-				if name := filepath.Join(filepath.Clean(w.Path), c.name); w.relevant(name) {
+				name := filepath.Join(filepath.Clean(w.Path), c.name)
+				if w.relevant(name) {
 					wholeSince[name] = !c.gone
 					quick, waiting = true, false
 				}
+				w.tookEvent(eventCompletion, name, settleC != nil)
 			case err := <-fsw.Errors:
 				w.Log.Warn("file watch error; the periodic rescan goes on", "path", w.Path, "err", err)
 			case <-settleC:
@@ -121,6 +140,13 @@ func (w *Watcher) Run(ctx context.Context, emit func(context.Context, manifests.
 				waiting = false
 			}
 		}
+	}
+}
+
+// tookEvent tells a test's afterEvent of an event taken.
+func (w *Watcher) tookEvent(source, path string, settling bool) {
+	if w.afterEvent != nil {
+		w.afterEvent(source, path, settling)
 	}
 }
 

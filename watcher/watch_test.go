@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,10 +17,30 @@ import (
 // runWatcher runs a Watcher on path and returns a channel of its snapshots.
 func runWatcher(t *testing.T, path string, period time.Duration) <-chan manifests.Update {
 	t.Helper()
+	updates, _ := startWatcher(t, &Watcher{Path: path, Node: "n", Period: period})
+	return updates
+}
+
+// startWatcher runs w until the test ends and returns a channel of its snapshots, and a
+// probe of what it does.
+func startWatcher(t *testing.T, w *Watcher) (<-chan manifests.Update, *probe) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	updates := make(chan manifests.Update, 16)
+	p := &probe{dir: w.Path, settles: w.Settle < time.Minute, events: make(chan probed, 10000), scans: make(chan struct{}, 10000)}
+	w.afterEvent = func(source, path string, settling bool) {
+		select {
+		case p.events <- probed{source, path, settling}:
+		default:
+		}
+	}
+	w.afterScan = func() {
+		select {
+		case p.scans <- struct{}{}:
+		default:
+		}
+	}
 	done := make(chan error)
-	w := &Watcher{Path: path, Node: "n", Period: period}
 	go func() {
 		done <- w.Run(ctx, func(ctx context.Context, u manifests.Update) error {
 			select {
@@ -36,7 +57,23 @@ func runWatcher(t *testing.T, path string, period time.Duration) <-chan manifest
 			t.Errorf("Run = %v, want nil on cancel", err)
 		}
 	})
-	return updates
+	return updates, p
+}
+
+// probe follows a running Watcher through its test hooks: the file events it took and
+// its scans.
+type probe struct {
+	dir     string // the watched directory
+	settles bool   // its bursts settle within the test (else only quick scans send)
+	events  chan probed
+	scans   chan struct{}
+	marks   int // marker files written
+}
+
+// probed is a file event the watcher took.
+type probed struct {
+	source, path string
+	settling     bool // a burst was settling once it was taken
 }
 
 // awaitUpdate returns the next snapshot, failing after a deadline.
@@ -51,13 +88,50 @@ func awaitUpdate(t *testing.T, updates <-chan manifests.Update, what string) man
 	}
 }
 
-// noUpdate asserts that no snapshot comes within a short while.
-func noUpdate(t *testing.T, updates <-chan manifests.Update, what string) {
+// noUpdate asserts that the changes made so far send no snapshot. It proves that the
+// watcher has taken them all, and done what it would do about them, rather than
+// waiting a while: it writes an ignored marker file and waits until the watcher has
+// taken the marker's events (fsnotify's and the completion's, each stream in order,
+// so every earlier event was taken before, and every quick scan they caused is done),
+// then, if a burst was settling and the watcher's bursts settle, for the scan after
+// it. Anything those scans meant to send has been sent by then.
+func noUpdate(t *testing.T, updates <-chan manifests.Update, p *probe, what string) {
 	t.Helper()
+	p.marks++
+	mark := filepath.Join(p.dir, fmt.Sprintf(".nothing-happened-%d", p.marks))
+	if err := os.WriteFile(mark, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(10 * time.Second)
+	seen, settling := map[string]bool{}, false
+	for !seen[eventFsnotify] || !seen[eventCompletion] {
+		select {
+		case e := <-p.events:
+			if e.path == mark {
+				seen[e.source], settling = true, e.settling
+			}
+		case <-deadline:
+			t.Fatalf("the watcher did not take the events of %s within 10s (saw %v)", mark, seen)
+		}
+	}
+	if settling && p.settles {
+		for drained := false; !drained; {
+			select {
+			case <-p.scans:
+			default:
+				drained = true
+			}
+		}
+		select {
+		case <-p.scans:
+		case <-deadline:
+			t.Fatalf("the watcher did not scan after the burst of %s settled", what)
+		}
+	}
 	select {
 	case u := <-updates:
 		t.Fatalf("unexpected snapshot after %s: %v", what, names(u))
-	case <-time.After(3 * settle):
+	default:
 	}
 }
 
@@ -88,7 +162,7 @@ func pod(name, image string) string {
 
 func TestWatcherFollowsTheDirectory(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"web.yaml": pod("web", "busybox:1")})
-	updates := runWatcher(t, dir, time.Hour)
+	updates, p := startWatcher(t, &Watcher{Path: dir, Node: "n", Period: time.Hour})
 	first := awaitUpdate(t, updates, "start")
 	if got := names(first); len(got) != 1 || got[0] != "web-n" {
 		t.Fatalf("first snapshot = %v, want web-n", got)
@@ -105,7 +179,7 @@ func TestWatcherFollowsTheDirectory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	noUpdate(t, updates, "swap and backup files")
+	noUpdate(t, updates, p, "swap and backup files")
 
 	saveAtomically(t, filepath.Join(dir, "web.yaml"), strings.Replace(pod("web", "busybox:3"), "containers:", "containerz:", 1))
 	broken := awaitUpdate(t, updates, "a broken edit")
@@ -180,33 +254,18 @@ func TestWatcherPeriodicRescan(t *testing.T) {
 
 // runQuickWatcher runs a Watcher whose bursts never settle: only its quick scans of
 // whole files send anything after the first snapshot.
-func runQuickWatcher(t *testing.T, dir string) <-chan manifests.Update {
+func runQuickWatcher(t *testing.T, dir string) (<-chan manifests.Update, *probe) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	updates := make(chan manifests.Update, 16)
-	done := make(chan struct{})
-	w := &Watcher{Path: dir, Node: "n", Period: time.Hour, Settle: time.Hour}
-	go func() {
-		defer close(done)
-		w.Run(ctx, func(ctx context.Context, u manifests.Update) error {
-			select {
-			case updates <- u:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	updates, p := startWatcher(t, &Watcher{Path: dir, Node: "n", Period: time.Hour, Settle: time.Hour})
 	awaitUpdate(t, updates, "start")
-	return updates
+	return updates, p
 }
 
 // A file renamed into place, or written and closed, is sent at once, before its burst
 // of events settles.
 func TestWatcherSendsWholeFilesAtOnce(t *testing.T) {
 	dir := t.TempDir()
-	updates := runQuickWatcher(t, dir)
+	updates, _ := runQuickWatcher(t, dir)
 	saveAtomically(t, filepath.Join(dir, "web.yaml"), pod("web", "busybox:1"))
 	if got := names(awaitUpdate(t, updates, "a rename into place")); len(got) != 1 || got[0] != "web-n" {
 		t.Fatalf("after a rename into place: %v, want web-n", got)
@@ -224,7 +283,7 @@ func TestWatcherSendsWholeFilesAtOnce(t *testing.T) {
 // removal; a file caught half written is not sent until it is whole.
 func TestWatcherQuickScanSendsNoPassingState(t *testing.T) {
 	dir := t.TempDir()
-	updates := runQuickWatcher(t, dir)
+	updates, p := runQuickWatcher(t, dir)
 	web := filepath.Join(dir, "web.yaml")
 	saveAtomically(t, web, pod("web", "busybox:1"))
 	awaitUpdate(t, updates, "the first save")
@@ -232,7 +291,7 @@ func TestWatcherQuickScanSendsNoPassingState(t *testing.T) {
 	if err := os.Rename(web, web+"~"); err != nil {
 		t.Fatal(err)
 	}
-	noUpdate(t, updates, "the file moved away")
+	noUpdate(t, updates, p, "the file moved away")
 	if err := os.WriteFile(web, []byte(pod("web", "busybox:2")), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +310,7 @@ func TestWatcherQuickScanSendsNoPassingState(t *testing.T) {
 		t.Fatal(err)
 	}
 	saveAtomically(t, filepath.Join(dir, "other.yaml"), pod("other", "busybox:1"))
-	noUpdate(t, updates, "a whole file while another is half written")
+	noUpdate(t, updates, p, "a whole file while another is half written")
 	if _, err := half.WriteString(full[cut:]); err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +333,7 @@ func TestWatcherQuickScanSendsNoPassingState(t *testing.T) {
 // back.
 func TestWatcherSendsDeletionsAtOnce(t *testing.T) {
 	dir := t.TempDir()
-	updates := runQuickWatcher(t, dir)
+	updates, p := runQuickWatcher(t, dir)
 	for _, name := range []string{"web", "db", "cache"} {
 		saveAtomically(t, filepath.Join(dir, name+".yaml"), pod(name, "busybox:1"))
 		awaitUpdate(t, updates, "the save of "+name)
@@ -288,5 +347,5 @@ func TestWatcherSendsDeletionsAtOnce(t *testing.T) {
 	if err := os.Rename(filepath.Join(dir, "cache.yaml"), filepath.Join(t.TempDir(), "cache.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	noUpdate(t, updates, "a file renamed away")
+	noUpdate(t, updates, p, "a file renamed away")
 }

@@ -79,17 +79,20 @@ func readBusybox(p string) (binary []byte, applets []string, err error) {
 	return binary, applets, nil
 }
 
-// requireStatic fails for a dynamically linked binary, which could not run in an image that
-// holds no libc.
+// requireStatic fails for a binary that is not a static ELF executable (one with a
+// program interpreter, PT_INTERP, needs a dynamic loader and a libc), which could not run
+// in an image that holds no libc. hack/deps.sh's static_elf asks the same question.
 func requireStatic(p string) error {
 	f, err := elf.Open(p)
 	if err != nil {
-		return fmt.Errorf("open busybox %s: %w", p, err)
+		return fmt.Errorf("busybox %s is not an ELF executable (%w); install busybox-static or set %s: %w", p, err, busyboxEnv, ErrUnavailable)
 	}
 	defer f.Close()
 	for _, prog := range f.Progs {
 		if prog.Type == elf.PT_INTERP {
-			return fmt.Errorf("busybox %s is dynamically linked; install busybox-static: %w", p, ErrUnavailable)
+			return fmt.Errorf("busybox %s is dynamically linked, and the test images hold no libc: install busybox-static "+
+				"(apt-get install busybox-static replaces Debian's dynamic busybox, which initramfs-tools pulls in), or set %s to a static busybox: %w",
+				p, busyboxEnv, ErrUnavailable)
 		}
 	}
 	return nil

@@ -1,0 +1,154 @@
+package dirlock
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// holdEnv makes the test binary a process that locks the directory it names, says
+// "locked" and holds the lock until its stdin closes.
+const holdEnv = "DIRLOCK_TEST_HOLD"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(holdEnv); dir != "" {
+		if _, err := Acquire(dir); err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		fmt.Println("locked")
+		bufio.NewReader(os.Stdin).ReadString('\n') // until stdin closes
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// holder is another process holding a directory's lock.
+type holder struct {
+	cmd  *exec.Cmd
+	stop func() // closes its stdin: it exits
+}
+
+// mustHold starts a process that locks dir, and returns once it holds the lock.
+func mustHold(t *testing.T, dir string) *holder {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), holdEnv+"="+dir)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &holder{cmd: cmd, stop: func() { stdin.Close(); cmd.Wait() }}
+	t.Cleanup(h.stop)
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if line != "locked\n" {
+		t.Fatalf("the holding process said %q, want locked", line)
+	}
+	return h
+}
+
+func mustAcquire(t *testing.T, dirs ...string) *Lock {
+	t.Helper()
+	l, err := Acquire(dirs...)
+	if err != nil {
+		t.Fatalf("Acquire(%v) = %v", dirs, err)
+	}
+	t.Cleanup(func() { l.Release() })
+	return l
+}
+
+// TestHeldLockNamesItsHolder: a directory another process holds is refused with that
+// process's PID and the lock file; once the holder is gone, the lock is free.
+func TestHeldLockNamesItsHolder(t *testing.T) {
+	root, logs := t.TempDir(), t.TempDir()
+	h := mustHold(t, logs)
+	_, err := Acquire(root, logs)
+	var held *HeldError
+	if !errors.As(err, &held) {
+		t.Fatalf("Acquire of a held directory = %v, want a HeldError", err)
+	}
+	want := &HeldError{Dir: logs, File: filepath.Join(logs, FileName), PID: h.cmd.Process.Pid}
+	if *held != *want {
+		t.Errorf("Acquire of a held directory = %+v, want %+v", held, want)
+	}
+	for _, part := range []string{fmt.Sprint(want.PID), want.File} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("error %q does not name %s", err, part)
+		}
+	}
+	// The first directory, taken before the held one was found, was released.
+	mustAcquire(t, root).Release()
+
+	h.stop()
+	mustAcquire(t, root, logs)
+	if data, _ := os.ReadFile(filepath.Join(logs, FileName)); string(data) != fmt.Sprintf("%d\n", os.Getpid()) {
+		t.Errorf("lock file holds %q, want this process's PID", data)
+	}
+}
+
+// TestHolderKilledFreesTheLock: the lock goes with its process, however it ends.
+func TestHolderKilledFreesTheLock(t *testing.T) {
+	dir := t.TempDir()
+	h := mustHold(t, dir)
+	if err := h.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	h.cmd.Wait()
+	mustAcquire(t, dir)
+}
+
+// TestLockIsNotInherited: a child started while the lock is held (a container's shim, a
+// containerd) does not hold it: once released, the lock is free though the child runs.
+func TestLockIsNotInherited(t *testing.T) {
+	dir := t.TempDir()
+	l := mustAcquire(t, dir)
+	child := mustHold(t, t.TempDir()) // any child that keeps running
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", child.cmd.Process.Pid))
+	for _, fd := range fds {
+		if target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", child.cmd.Process.Pid, fd.Name())); target == filepath.Join(dir, FileName) {
+			t.Errorf("the child has the lock file open as fd %s", fd.Name())
+		}
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, dir)
+}
+
+// TestSameDirectoryTwice: a root dir that is also the pod log dir, under its name or
+// another, is locked once, not refused as held by this very process.
+func TestSameDirectoryTwice(t *testing.T) {
+	dir := t.TempDir()
+	alias := filepath.Join(t.TempDir(), "alias")
+	if err := os.Symlink(dir, alias); err != nil {
+		t.Fatal(err)
+	}
+	l := mustAcquire(t, dir, dir, alias)
+	if len(l.files) != 1 {
+		t.Errorf("Acquire of one directory under 3 names holds %d files, want 1", len(l.files))
+	}
+	if _, err := Acquire(alias); !errors.As(err, new(*HeldError)) {
+		t.Errorf("Acquire(alias) while held = %v, want a HeldError", err)
+	}
+}
+
+// TestMissingDirectoryIsMade: the lock comes before anything else makes the directory.
+func TestMissingDirectoryIsMade(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a", "b")
+	mustAcquire(t, dir)
+	if _, err := os.Stat(filepath.Join(dir, FileName)); err != nil {
+		t.Errorf("lock file: %v", err)
+	}
+}
