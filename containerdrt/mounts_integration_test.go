@@ -102,22 +102,9 @@ func (e *mountsEnv) runTask(c client.Container) (string, uint32) {
 	if err != nil {
 		t.Fatalf("create task %s: %v", c.ID(), err)
 	}
-	exited, err := task.Wait(e.ctx)
+	status, err := testenv.RunTask(e.ctx, task)
 	if err != nil {
-		t.Fatalf("wait task %s: %v", c.ID(), err)
-	}
-	if err := task.Start(e.ctx); err != nil {
-		task.Delete(e.ctx, client.WithProcessKill)
-		t.Fatalf("start task %s: %v", c.ID(), err)
-	}
-	var status client.ExitStatus
-	select {
-	case status = <-exited:
-	case <-e.ctx.Done():
-		t.Fatalf("await exit of %s: %v", c.ID(), e.ctx.Err())
-	}
-	if _, err := task.Delete(e.ctx); err != nil { // waits for the output to be copied
-		t.Fatalf("delete task %s: %v", c.ID(), err)
+		t.Fatal(err)
 	}
 	return out.String(), status.ExitCode()
 }
