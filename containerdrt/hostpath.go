@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,63 +124,6 @@ func createMissingFile(path string) error {
 		return fmt.Errorf("create hostPath file %s: %w", path, err)
 	}
 	return f.Close()
-}
-
-// resolveSubPath returns the host path of subPath inside the volume at volumePath, with
-// every symlink resolved, creating it as a directory when missing (as the kubelet does,
-// with the mode of the volume's root). It refuses a subPath that is absolute, contains
-// '..', or resolves outside the volume through a symlink.
-//
-// The kubelet closes the window between this check and the bind mount by binding the
-// resolved file descriptor to a private path first (subpath.PrepareSafeSubpath); here a
-// container that swaps a directory of its volume for a symlink in that window could
-// still redirect the bind. Static pods are written by the machine's administrator, so
-// the check guards against mistakes rather than a hostile pod.
-func resolveSubPath(volumePath, subPath string) (string, error) {
-	if filepath.IsAbs(subPath) || slices.Contains(strings.Split(subPath, "/"), "..") {
-		return "", fmt.Errorf("subPath %q must be a relative path without '..'", subPath)
-	}
-	root, err := filepath.EvalSymlinks(volumePath)
-	if err != nil {
-		return "", fmt.Errorf("resolve volume path %s: %w", volumePath, err)
-	}
-	if err := createSubPath(root, subPath); err != nil {
-		return "", err
-	}
-	resolved, err := filepath.EvalSymlinks(filepath.Join(root, subPath))
-	if err != nil {
-		return "", fmt.Errorf("resolve subPath %q: %w", subPath, err)
-	}
-	if !within(root, resolved) {
-		return "", fmt.Errorf("subPath %q resolves to %s, outside the volume", subPath, resolved)
-	}
-	return resolved, nil
-}
-
-// createSubPath makes subPath under root when it does not exist. os.Root refuses to
-// follow a symlink out of root, so nothing is ever created outside the volume; an
-// escaping subPath is left for the caller's check to report.
-func createSubPath(root, subPath string) error {
-	r, err := os.OpenRoot(root)
-	if err != nil {
-		return fmt.Errorf("open volume %s: %w", root, err)
-	}
-	defer r.Close()
-	if _, err := r.Stat(subPath); !errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	fi, err := r.Stat(".")
-	if err != nil {
-		return fmt.Errorf("stat volume %s: %w", root, err)
-	}
-	perm := fi.Mode().Perm()
-	if err := r.MkdirAll(subPath, perm); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("create subPath %q: %w", subPath, err)
-	}
-	if err := r.Chmod(subPath, perm); err != nil { // MkdirAll's mode is cut by the umask
-		return fmt.Errorf("chmod subPath %q: %w", subPath, err)
-	}
-	return nil
 }
 
 // within reports whether path is root or below it; both are clean and absolute.

@@ -479,20 +479,8 @@ func mustRunImage(t *testing.T, ctx context.Context, d *testenv.Daemon, ref stri
 	if err != nil {
 		t.Fatalf("create task: %v", err)
 	}
-	exited, err := task.Wait(ctx)
-	if err != nil {
-		t.Fatalf("wait task: %v", err)
-	}
-	if err := task.Start(ctx); err != nil {
-		t.Fatalf("start task: %v", err)
-	}
-	select {
-	case <-exited:
-	case <-ctx.Done():
-		t.Fatalf("await exit: %v", ctx.Err())
-	}
-	if _, err := task.Delete(ctx); err != nil { // waits for the output to be copied
-		t.Fatalf("delete task: %v", err)
+	if _, err := testenv.RunTask(ctx, task); err != nil {
+		t.Fatal(err)
 	}
 	return out.String()
 }

@@ -60,8 +60,8 @@ const (
 // carry yet: see terminationMount.
 func mountOpts(in specInput) ([]oci.SpecOpts, error) {
 	var mounts []specs.Mount
-	for _, vm := range in.Container.VolumeMounts {
-		m, err := volumeMount(in, vm)
+	for i, vm := range in.Container.VolumeMounts {
+		m, err := volumeMount(in, i, vm)
 		if err != nil {
 			return nil, err
 		}
@@ -79,16 +79,22 @@ func configError(in specInput, volume string, err error) error {
 	return fmt.Errorf("%w: container %q: volume %q: %w", runner.ErrCreateConfig, in.Container.Name, volume, err)
 }
 
-func volumeMount(in specInput, vm corev1.VolumeMount) (specs.Mount, error) {
-	m, err := bindVolume(in, vm)
-	if err != nil {
+// volumeMount is the bind mount of the container's volumeMount at index. A subPath
+// that cannot be mounted is reported in the kubelet's words.
+func volumeMount(in specInput, index int, vm corev1.VolumeMount) (specs.Mount, error) {
+	m, err := bindVolume(in, index, vm)
+	var sub *subPathError
+	switch {
+	case errors.As(err, &sub):
+		return specs.Mount{}, fmt.Errorf("%w: %w", runner.ErrCreateConfig, err)
+	case err != nil:
 		return specs.Mount{}, configError(in, vm.Name, err)
 	}
 	return m, nil
 }
 
 // bindVolume is the bind mount of one volumeMount, with the host side prepared.
-func bindVolume(in specInput, vm corev1.VolumeMount) (specs.Mount, error) {
+func bindVolume(in specInput, index int, vm corev1.VolumeMount) (specs.Mount, error) {
 	i := slices.IndexFunc(in.Pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == vm.Name })
 	if i < 0 {
 		return specs.Mount{}, errors.New("the pod has no such volume")
@@ -97,7 +103,7 @@ func bindVolume(in specInput, vm corev1.VolumeMount) (specs.Mount, error) {
 	if err != nil {
 		return specs.Mount{}, err
 	}
-	if src, err = mountSource(in, vm, src); err != nil {
+	if src, err = mountSource(in, index, vm, src); err != nil {
 		return specs.Mount{}, err
 	}
 	propagation, err := mountPropagation(in.Container, vm)
@@ -131,10 +137,10 @@ func volumeSource(podDir string, vol *corev1.Volume) (string, bool, error) {
 	return "", false, errors.New("unsupported volume source")
 }
 
-// mountSource resolves the bind source: the volume's subPath (or expanded
-// subPathExpr) within it, or the volume itself with its symlinks resolved, as
-// containerd's CRI resolves every bind source.
-func mountSource(in specInput, vm corev1.VolumeMount, src string) (string, error) {
+// mountSource resolves the bind source: the mount point of the volume's subPath (or
+// expanded subPathExpr) in the pod's dir (prepareSubPath), or the volume itself with
+// its symlinks resolved, as containerd's CRI resolves every bind source.
+func mountSource(in specInput, index int, vm corev1.VolumeMount, src string) (string, error) {
 	sub := vm.SubPath
 	if vm.SubPathExpr != "" {
 		env, err := containerEnv(in)
@@ -146,7 +152,11 @@ func mountSource(in specInput, vm corev1.VolumeMount, src string) (string, error
 		}
 	}
 	if sub != "" {
-		return resolveSubPath(src, sub)
+		target, err := prepareSubPath(in.PodDir, vm.Name, in.Container.Name, index, src, sub)
+		if err != nil {
+			return "", &subPathError{volume: vm.Name, container: in.Container.Name, err: err}
+		}
+		return target, nil
 	}
 	resolved, err := filepath.EvalSymlinks(src)
 	if err != nil {

@@ -67,19 +67,32 @@ func (e *mountsEnv) mustPrepare(pod *corev1.Pod, podIP string) string {
 func (e *mountsEnv) mustRun(pod *corev1.Pod, podDir, container, script string, extra ...oci.SpecOpts) (string, uint32) {
 	t := e.t
 	t.Helper()
+	opts, err := e.mountOpts(pod, podDir, container)
+	if err != nil {
+		t.Fatalf("mountOpts(%s): %v", container, err)
+	}
+	id := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())) + "-" + pod.Name + "-" + container
+	return e.run(id, script, append(opts, extra...)...)
+}
+
+// mountOpts are the options mountOpts gives the pod's container named container.
+func (e *mountsEnv) mountOpts(pod *corev1.Pod, podDir, container string) ([]oci.SpecOpts, error) {
 	in := specInput{Pod: pod, PodDir: podDir, PodIP: "127.0.0.1", HostIP: "192.0.2.10"}
 	for i := range pod.Spec.Containers {
 		if pod.Spec.Containers[i].Name == container {
 			in.Container = &pod.Spec.Containers[i]
 		}
 	}
-	opts, err := mountOpts(in)
-	if err != nil {
-		t.Fatalf("mountOpts(%s): %v", container, err)
-	}
-	opts = append([]oci.SpecOpts{oci.WithImageConfig(e.img), oci.WithProcessArgs("sh", "-c", script), oci.WithHostNamespace(specs.NetworkNamespace)},
-		append(opts, extra...)...)
-	id := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())) + "-" + pod.Name + "-" + container
+	return mountOpts(in)
+}
+
+// run runs script with sh in a container id made with opts on the host's network, to
+// its exit, and deletes the container and its snapshot. It returns the output and exit
+// code.
+func (e *mountsEnv) run(id, script string, opts ...oci.SpecOpts) (string, uint32) {
+	t := e.t
+	t.Helper()
+	opts = append([]oci.SpecOpts{oci.WithImageConfig(e.img), oci.WithProcessArgs("sh", "-c", script), oci.WithHostNamespace(specs.NetworkNamespace)}, opts...)
 	c, err := e.d.Client.NewContainer(e.ctx, id, client.WithImage(e.img), client.WithNewSnapshot(id+"-snap", e.img), client.WithNewSpec(opts...))
 	if err != nil {
 		t.Fatalf("create container %s: %v", id, err)
@@ -102,22 +115,9 @@ func (e *mountsEnv) runTask(c client.Container) (string, uint32) {
 	if err != nil {
 		t.Fatalf("create task %s: %v", c.ID(), err)
 	}
-	exited, err := task.Wait(e.ctx)
+	status, err := testenv.RunTask(e.ctx, task)
 	if err != nil {
-		t.Fatalf("wait task %s: %v", c.ID(), err)
-	}
-	if err := task.Start(e.ctx); err != nil {
-		task.Delete(e.ctx, client.WithProcessKill)
-		t.Fatalf("start task %s: %v", c.ID(), err)
-	}
-	var status client.ExitStatus
-	select {
-	case status = <-exited:
-	case <-e.ctx.Done():
-		t.Fatalf("await exit of %s: %v", c.ID(), e.ctx.Err())
-	}
-	if _, err := task.Delete(e.ctx); err != nil { // waits for the output to be copied
-		t.Fatalf("delete task %s: %v", c.ID(), err)
+		t.Fatal(err)
 	}
 	return out.String(), status.ExitCode()
 }

@@ -290,7 +290,7 @@ func TestSubPath(t *testing.T) {
 		{"new/dir", vol + "/new/dir", ""},
 		{"../etc", "", `subPath "../etc" must be a relative path without '..'`},
 		{"/etc", "", `subPath "/etc" must be a relative path without '..'`},
-		{"escape", "", `subPath "escape" resolves to ` + outside + `, outside the volume`},
+		{"escape", "", `failed to prepare subPath for volumeMount "vol" of container "app": subPath "escape" leads outside the volume`},
 		{"escape/new", "", `subPath "escape/new"`},
 		{"up/x", "", `subPath "up/x"`},
 	}
@@ -308,8 +308,8 @@ func TestSubPath(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m := mountAt(spec, "/vol"); m == nil || m.Source != tt.wantSource {
-				t.Errorf("mount at /vol = %+v, want source %s", m, tt.wantSource)
+			if m := mountAt(spec, "/vol"); m == nil || !sameFile(m.Source, tt.wantSource) || !strings.Contains(m.Source, "/"+volumeSubpathsDir+"/vol/app/0") {
+				t.Errorf("mount at /vol = %+v, want a source in the pod's %s that holds %s", m, volumeSubpathsDir, tt.wantSource)
 			}
 		})
 	}
@@ -337,8 +337,8 @@ func TestSubPathExpr(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := mountAt(spec, "/vol"); m == nil || m.Source != vol+"/logs-web/$x" {
-		t.Errorf("mount at /vol = %+v, want source %s", m, vol+"/logs-web/$x")
+	if m := mountAt(spec, "/vol"); m == nil || !sameFile(m.Source, vol+"/logs-web/$x") {
+		t.Errorf("mount at /vol = %+v, want a source that holds %s", m, vol+"/logs-web/$x")
 	}
 	in.Container.VolumeMounts[0].SubPathExpr = "$(NOPE)"
 	if _, err := applyMounts(t, in); !errors.Is(err, runner.ErrCreateConfig) || !strings.Contains(err.Error(), "missing value for NOPE") {

@@ -129,15 +129,19 @@ func writeFileAtomic(path string, content []byte, mode fs.FileMode) error {
 	return nil
 }
 
-// removePod unmounts every mount under podDir (tmpfs emptyDirs, the pod's /dev/shm),
-// deepest first and lazily (MNT_DETACH: a container that still runs keeps its view),
-// then removes the directory. A missing directory is not an error.
+// removePod unmounts every mount under podDir (subPath binds first, then tmpfs
+// emptyDirs, the pod's /dev/shm), deepest first and lazily (MNT_DETACH: a container
+// that still runs keeps its view), then removes the directory. A missing directory is
+// not an error.
 func removePod(podDir string) error {
 	dir, err := filepath.EvalSymlinks(podDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
+		return fmt.Errorf("remove pod dir %s: %w", podDir, err)
+	}
+	if err := cleanSubPaths(dir); err != nil {
 		return fmt.Errorf("remove pod dir %s: %w", podDir, err)
 	}
 	if err := unmountUnder(dir); err != nil {

@@ -2,10 +2,13 @@ package containerdrt
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+
+	"github.com/staticpod/staticpod/internal/testenv"
 )
 
 // A relist lists the container records again only when they may have changed: after a
@@ -75,31 +78,36 @@ func TestListReusesRecordsUntilTheyChange(t *testing.T) {
 	}
 }
 
-// The exit watch reports changes of container records made by anyone.
+// The exit watch reports changes of container records made by anyone. The watch starts
+// once the Runtime's own writes are done, so that only events of the other client's
+// writes can count: until the watch has subscribed they are lost, so the other client
+// writes again at every poll.
 func TestWatchExitsReportsRecordChanges(t *testing.T) {
 	r := newTestRuntime(t)
-	ctx, cancel := context.WithCancel(r.ctx)
-	defer cancel()
-	go r.WatchExits(ctx, func() {})
-	time.Sleep(200 * time.Millisecond) // subscribed
-	before := r.records.changes.Load()
-	d := ctd.Daemon(t)
 	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: watched}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
 	cs := r.mustRunPod(t, pod)
-	counted := r.records.changes.Load() // the Runtime's own writes, and their events
+	ctx, cancel := context.WithCancel(r.ctx)
+	defer cancel()
+	watched := make(chan error, 1)
+	go func() { watched <- r.WatchExits(ctx, func() {}) }()
+	defer func() {
+		cancel()
+		if err := <-watched; err != nil {
+			t.Errorf("WatchExits: %v", err)
+		}
+	}()
+	before := r.records.changes.Load()
 	cctx := namespaces.WithNamespace(context.Background(), r.cfg.Namespace)
-	c, err := d.Client.LoadContainer(cctx, cs["c"].ID)
+	c, err := ctd.Daemon(t).Client.LoadContainer(cctx, cs["c"].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.SetLabels(cctx, map[string]string{labelMessage: "theirs"}); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for r.records.changes.Load() == counted {
-		if time.Now().After(deadline) {
-			t.Fatalf("another client's write was not reported (changes %d before the pod, %d after)", before, counted)
+	writes := 0
+	testenv.Await(t, "another client's write to be reported", 10*time.Second, func() bool {
+		writes++
+		if _, err := c.SetLabels(cctx, map[string]string{labelMessage: "theirs-" + strconv.Itoa(writes)}); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return r.records.changes.Load() > before
+	})
 }

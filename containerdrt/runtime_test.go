@@ -427,7 +427,7 @@ spec:
   - name: c
     image: `+testImage+`
     command: ["sh", "-c", "echo hi; sleep 3600"]
-    volumeMounts: [{name: scratch, mountPath: /scratch}]
+    volumeMounts: [{name: scratch, mountPath: /scratch}, {name: scratch, mountPath: /sub, subPath: sub}]
   volumes:
   - name: scratch
     emptyDir: {medium: Memory}
@@ -439,6 +439,9 @@ spec:
 	all, err := r.List(r.ctx)
 	if err != nil || len(all) != 0 {
 		t.Errorf("List after removal = %v, %v; want nothing", all, err)
+	}
+	if m := mountsAt(t, r.cfg.RootDir); len(m) > 0 {
+		t.Errorf("mounts left under the root dir: %v", describeMounts(m))
 	}
 	for _, dir := range []string{r.podDir(pod.UID), filepath.Join(r.cfg.PodLogDir, "default_gone-node1_"+string(pod.UID))} {
 		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {

@@ -38,10 +38,11 @@ type cgroupHost struct {
 // size themselves from their cgroup (the JVM, Go's GOMAXPROCS) then see their limits:
 // containerd's default spec leaves /sys/fs/cgroup an empty directory. On cgroup v1
 // the CRI keeps the host's namespace, and so does staticpod: runc mounts the
-// container's own directory of each hierarchy at /sys/fs/cgroup/<hierarchy>.
+// container's own directory of each hierarchy at /sys/fs/cgroup/<hierarchy>, on a
+// tmpfs that is read-only too unless the container is privileged.
 //
-// The mount is added as a default one, so that a volume mounted at /sys/fs/cgroup
-// replaces it (withMounts).
+// The mounts are added as default ones, so that a volume mounted at /sys/fs/cgroup
+// replaces them (withMounts).
 func cgroupOpts(in specInput, host cgroupHost) []oci.SpecOpts {
 	privileged := isPrivileged(in.Container)
 	options := append(slices.Clone(cgroupMountOptions), rwOption(!privileged))
@@ -49,13 +50,30 @@ func cgroupOpts(in specInput, host cgroupHost) []oci.SpecOpts {
 	if !ownNamespace {
 		options = append(options, host.keep...)
 	}
-	opts := []oci.SpecOpts{oci.WithMounts([]specs.Mount{{
-		Destination: cgroupRoot, Type: cgroupMountType, Source: cgroupMountSource, Options: options,
-	}})}
+	var mounts []specs.Mount
+	if !host.unified && !privileged {
+		mounts = append(mounts, readOnlyCgroupV1Tmpfs())
+	}
+	mounts = append(mounts, specs.Mount{Destination: cgroupRoot, Type: cgroupMountType, Source: cgroupMountSource, Options: options})
+	opts := []oci.SpecOpts{oci.WithMounts(mounts)}
 	if ownNamespace {
 		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.CgroupNamespace}))
 	}
 	return opts
+}
+
+// readOnlyCgroupV1Tmpfs makes the tmpfs at /sys/fs/cgroup of a container that is not
+// privileged read-only on cgroup v1, as Docker and containerd's CRI meant to: both ask
+// for a read-only cgroup mount, but runc (since 1.0) makes only the hierarchies'
+// binds read-only and leaves the tmpfs under them writable. runc remounts every
+// read-only tmpfs of the spec read-only once all mounts are made, at its path, where
+// the mount on top is the tmpfs of the cgroup mount that follows: a read-only tmpfs
+// mounted there first makes runc's remount hit it. The one below stays hidden.
+func readOnlyCgroupV1Tmpfs() specs.Mount {
+	return specs.Mount{
+		Destination: cgroupRoot, Type: "tmpfs", Source: "tmpfs",
+		Options: append(slices.Clone(cgroupMountOptions), "mode=755", optReadOnly), // runc's tmpfs, read-only
+	}
 }
 
 // hostCgroups reads the host's cgroup setup, once: it does not change while staticpod

@@ -10,9 +10,11 @@ import (
 )
 
 // cgroupView is what cgroupOpts decides: the options of the mount at /sys/fs/cgroup
-// (nil without one) and whether the container has a cgroup namespace of its own.
+// (nil without one), those of a tmpfs mounted there before it (nil without one), and
+// whether the container has a cgroup namespace of its own.
 type cgroupView struct {
 	Options      []string
+	Tmpfs        []string
 	OwnNamespace bool
 }
 
@@ -21,6 +23,10 @@ func cgroupViewOf(t *testing.T, s *specs.Spec) cgroupView {
 	var v cgroupView
 	for _, m := range s.Mounts {
 		if m.Destination != cgroupRoot {
+			continue
+		}
+		if m.Type == "tmpfs" && m.Source == "tmpfs" && v.Options == nil && v.Tmpfs == nil {
+			v.Tmpfs = m.Options
 			continue
 		}
 		if m.Type != cgroupMountType || m.Source != cgroupMountSource {
@@ -47,8 +53,8 @@ func TestCgroupOpts(t *testing.T) {
 		privileged bool
 		want       cgroupView
 	}{
-		{name: "v1", host: cgroupHost{},
-			want: cgroupView{Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}}},
+		{name: "v1: under a read-only tmpfs", host: cgroupHost{},
+			want: cgroupView{Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}, Tmpfs: []string{"nosuid", "noexec", "nodev", "relatime", "mode=755", "ro"}}},
 		{name: "v1 privileged: rw", host: cgroupHost{}, privileged: true,
 			want: cgroupView{Options: []string{"nosuid", "noexec", "nodev", "relatime", "rw"}}},
 		{name: "v2: own namespace, host options not repeated", host: cgroupHost{unified: true, keep: delegating},

@@ -431,17 +431,22 @@ func TestSpecOOMScoreInContainer(t *testing.T) {
 
 // specCgroupfsScript prints the container's memory limit as its cgroupfs shows it, the
 // mounts under /sys/fs/cgroup, and tries to write the limit. On cgroup v1 runc mounts
-// the container's own directory of each hierarchy; on v2 the container's cgroup is
-// the root of its own namespace, or (privileged) its path in the host's.
+// the container's own directory of each hierarchy on a tmpfs, in which the script
+// also tries to make a directory; on v2 the container's cgroup is the root of its own
+// namespace, or (privileged) its path in the host's.
 const specCgroupfsScript = `f=/sys/fs/cgroup/memory/memory.limit_in_bytes
 [ -f /sys/fs/cgroup/cgroup.controllers ] && f=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)/memory.max
 echo "limit=$(cat $f)"
 grep ' /sys/fs/cgroup' /proc/mounts
 if err=$(cat $f 2>&1 > $f); then echo write=ok; else echo "write=refused: $err"; fi
+if grep -q '^tmpfs /sys/fs/cgroup ' /proc/mounts; then
+	if err=$(mkdir /sys/fs/cgroup/probe 2>&1); then echo mkdir=ok; rmdir /sys/fs/cgroup/probe; else echo "mkdir=refused: $err"; fi
+fi
 exit 0`
 
 // A container sees its own cgroups at /sys/fs/cgroup, read-only unless privileged,
-// so that runtimes that size themselves from their cgroup see their limits.
+// so that runtimes that size themselves from their cgroup see their limits. On cgroup
+// v1 the tmpfs that holds the hierarchies is read-only too unless privileged.
 func TestSpecCgroupfsInContainer(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -465,10 +470,13 @@ func TestSpecCgroupfsInContainer(t *testing.T) {
 			if !strings.HasPrefix(kv["write"], tc.write) || tc.write != "ok" && !strings.Contains(kv["write"], "Read-only file system") {
 				t.Errorf("write to the memory limit: %q, want %q; output:\n%s", kv["write"], tc.write, out)
 			}
-			mode, mounts := rwOption(!tc.privileged), 0
+			mode, mounts, tmpfs := rwOption(!tc.privileged), 0, ""
 			for line := range strings.Lines(out) {
 				// /proc/mounts: source, mount point, type, options
 				f := strings.Fields(line)
+				if len(f) >= 4 && f[1] == cgroupRoot && f[2] == "tmpfs" {
+					tmpfs = line // the last one: stacked mounts are listed bottom up
+				}
 				if len(f) < 4 || !strings.HasPrefix(f[1], cgroupRoot) || (f[2] != "cgroup" && f[2] != "cgroup2") {
 					continue
 				}
@@ -479,6 +487,15 @@ func TestSpecCgroupfsInContainer(t *testing.T) {
 			}
 			if mounts == 0 {
 				t.Errorf("no cgroup mount under /sys/fs/cgroup; output:\n%s", out)
+			}
+			if hostCgroups().unified {
+				return
+			}
+			if f := strings.Fields(tmpfs); len(f) < 4 || !slices.Contains(strings.Split(f[3], ","), mode) {
+				t.Errorf("tmpfs at /sys/fs/cgroup %q, want it %s; output:\n%s", strings.TrimSpace(tmpfs), mode, out)
+			}
+			if !strings.HasPrefix(kv["mkdir"], tc.write) || tc.write != "ok" && !strings.Contains(kv["mkdir"], "Read-only file system") {
+				t.Errorf("mkdir in /sys/fs/cgroup: %q, want %q; output:\n%s", kv["mkdir"], tc.write, out)
 			}
 		})
 	}

@@ -83,21 +83,9 @@ func mustRunToExit(t *testing.T, ctx context.Context, d *testenv.Daemon, image c
 	t.Helper()
 	var out testenv.Buffer
 	task := mustStartTask(t, ctx, d, image, id, &out, opts...)
-	exited, err := task.Wait(ctx)
+	status, err := testenv.RunTask(ctx, task)
 	if err != nil {
-		t.Fatalf("wait task %s: %v", id, err)
-	}
-	if err := task.Start(ctx); err != nil {
-		t.Fatalf("start task %s: %v", id, err)
-	}
-	var status client.ExitStatus
-	select {
-	case status = <-exited:
-	case <-ctx.Done():
-		t.Fatalf("await exit of %s: %v", id, ctx.Err())
-	}
-	if _, err := task.Delete(ctx); err != nil { // waits for the output to be copied
-		t.Fatalf("delete task %s: %v", id, err)
+		t.Fatal(err)
 	}
 	if err := status.Error(); err != nil {
 		t.Fatalf("exit status of %s: %v", id, err)
@@ -108,6 +96,12 @@ func mustRunToExit(t *testing.T, ctx context.Context, d *testenv.Daemon, image c
 // mustStartTask creates a container from image and its task, not yet started, with stdout
 // and stderr going to out. The container is deleted when t ends.
 func mustStartTask(t *testing.T, ctx context.Context, d *testenv.Daemon, image client.Image, id string, out *testenv.Buffer, opts ...oci.SpecOpts) client.Task {
+	t.Helper()
+	return mustCreateTask(t, ctx, d, image, id, cio.NewCreator(cio.WithStreams(nil, out, out), cio.WithFIFODir(d.FIFODir())), opts...)
+}
+
+// mustCreateTask is mustStartTask with the task's I/O made by creator.
+func mustCreateTask(t *testing.T, ctx context.Context, d *testenv.Daemon, image client.Image, id string, creator cio.Creator, opts ...oci.SpecOpts) client.Task {
 	t.Helper()
 	c, err := d.Client.NewContainer(ctx, id,
 		client.WithNewSnapshot(id+"-rootfs", image),
@@ -120,7 +114,7 @@ func mustStartTask(t *testing.T, ctx context.Context, d *testenv.Daemon, image c
 		defer cancel()
 		c.Delete(ctx, client.WithSnapshotCleanup) // gone already if the test purged or stopped
 	})
-	task, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, out, out), cio.WithFIFODir(d.FIFODir())))
+	task, err := c.NewTask(ctx, creator)
 	if err != nil {
 		t.Fatalf("create task %s: %v", id, err)
 	}
