@@ -10,17 +10,6 @@ import (
 	"github.com/moby/sys/mountinfo"
 )
 
-// sameFile reports whether paths a and b name the same file (a mount point holding b,
-// say).
-func sameFile(a, b string) bool {
-	fa, err := os.Stat(a)
-	if err != nil {
-		return false
-	}
-	fb, err := os.Stat(b)
-	return err == nil && os.SameFile(fa, fb)
-}
-
 // beneathTree makes a volume with a directory, a file and symlinks of every kind, and
 // a directory outside it, and returns both.
 func beneathTree(t *testing.T) (vol, outside string) {
