@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -44,7 +45,8 @@ func Load(data []byte, opts Options) Result {
 	dec := Decode(data)
 	res := Result{Warnings: dec.Warnings, Errors: dec.Errors, location: opts.Source.Location, docs: dec.Documents, where: map[*corev1.Pod]Decoded{}}
 	res.loadObjects(dec.Objects)
-	seen := map[string]bool{} // namespace/name of the pods already loaded
+	seen := map[string]bool{}       // namespace/name of the pods already loaded
+	seenUID := map[types.UID]bool{} // the UIDs they were given
 	for _, d := range dec.Pods {
 		pod := d.Pod
 		Default(pod)
@@ -54,6 +56,10 @@ func Load(data []byte, opts Options) Result {
 		if len(verrs) == 0 && seen[key] {
 			verrs = append(verrs, field.Duplicate(field.NewPath("metadata", "name"), pod.Name))
 		}
+		if len(verrs) == 0 && pod.UID != "" && seenUID[pod.UID] {
+			// Two pods of one UID would share its directory, logs and cgroup.
+			verrs = append(verrs, field.Duplicate(field.NewPath("metadata", "uid"), string(pod.UID)))
+		}
 		if len(verrs) > 0 {
 			res.Errors = append(res.Errors, fromFieldErrors(verrs, d)...)
 			res.invalid = append(res.invalid, pod)
@@ -61,6 +67,9 @@ func Load(data []byte, opts Options) Result {
 			continue
 		}
 		seen[key] = true
+		if pod.UID != "" {
+			seenUID[pod.UID] = true
+		}
 		Identify(pod, opts.NodeName, opts.Source)
 		res.Pods = append(res.Pods, pod)
 		res.where[pod] = d
