@@ -45,8 +45,8 @@ func Load(data []byte, opts Options) Result {
 	dec := Decode(data)
 	res := Result{Warnings: dec.Warnings, Errors: dec.Errors, location: opts.Source.Location, docs: dec.Documents, where: map[*corev1.Pod]Decoded{}}
 	res.loadObjects(dec.Objects)
-	seen := map[string]bool{}       // namespace/name of the pods already loaded
-	seenUID := map[types.UID]bool{} // the UIDs they were given
+	seen := map[string]bool{}         // namespace/name of the pods already loaded
+	seenUID := map[types.UID]string{} // the UIDs they were given -> namespace/name
 	for _, d := range dec.Pods {
 		pod := d.Pod
 		Default(pod)
@@ -56,9 +56,8 @@ func Load(data []byte, opts Options) Result {
 		if len(verrs) == 0 && seen[key] {
 			verrs = append(verrs, field.Duplicate(field.NewPath("metadata", "name"), pod.Name))
 		}
-		if len(verrs) == 0 && pod.UID != "" && seenUID[pod.UID] {
-			// Two pods of one UID would share its directory, logs and cgroup.
-			verrs = append(verrs, field.Duplicate(field.NewPath("metadata", "uid"), string(pod.UID)))
+		if holder, ok := seenUID[pod.UID]; len(verrs) == 0 && pod.UID != "" && ok {
+			verrs = append(verrs, UIDTaken(pod.UID, "pod "+holder+" in this manifest"))
 		}
 		if len(verrs) > 0 {
 			res.Errors = append(res.Errors, fromFieldErrors(verrs, d)...)
@@ -68,7 +67,7 @@ func Load(data []byte, opts Options) Result {
 		}
 		seen[key] = true
 		if pod.UID != "" {
-			seenUID[pod.UID] = true
+			seenUID[pod.UID] = key
 		}
 		Identify(pod, opts.NodeName, opts.Source)
 		res.Pods = append(res.Pods, pod)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -53,4 +54,28 @@ func truncate(s string) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// UIDTaken is the error of a pod refused because another pod has its UID already: two
+// pods of one UID would share its directory, logs and cgroup, and removing either would
+// remove the other's. holder names that pod and where it comes from (see Origin).
+func UIDTaken(uid types.UID, holder string) *field.Error {
+	e := field.Duplicate(field.NewPath("metadata", "uid"), string(uid))
+	e.Detail = "already the UID of " + holder + ", which keeps it; this pod is ignored (give each pod its own metadata.uid, or none)"
+	return e
+}
+
+// Origin names a pod and where it comes from, for a message: `pod kube-system/etcd-n
+// from file /etc/kubernetes/manifests/etcd.yaml`.
+func Origin(pod *corev1.Pod) string {
+	where := pod.Annotations[AnnotationLocation]
+	switch pod.Annotations[AnnotationSource] {
+	case SourceFile:
+		where = "file " + where
+	case SourceHTTP:
+		where = "URL " + where
+	case SourceAPI:
+		where = fmt.Sprintf("pushed manifest %q", where)
+	}
+	return "pod " + Key(pod) + " from " + where
 }
