@@ -91,9 +91,11 @@ func runValidate(c *cli.Context) error {
 	for _, snap := range snaps {
 		snap.Resolve(objs)
 		report.add(snap, c.Bool("strict"))
+		var own []*corev1.Pod
 		for _, f := range snap.Files {
-			pods = append(pods, f.Result.Pods...)
+			own = append(own, f.Result.Pods...)
 		}
+		pods = append(pods, report.merge(own)...)
 	}
 	report.admit(pods, restrict)
 	if format == "json" {
@@ -146,6 +148,29 @@ func (v *Validation) add(snap watcher.Snapshot, strict bool) {
 			v.Valid = false
 		}
 	}
+}
+
+// merge reports the pods of one path that the daemon would refuse for a UID that
+// another pod has (runner.Config), each on the file of the refused pod, and returns
+// the others. Pods that share a name across files are reported already (watcher.Read
+// drops them).
+func (v *Validation) merge(pods []*corev1.Pod) []*corev1.Pod {
+	desired, conflicts := runner.NewConfig().Apply(manifests.Update{Source: manifests.SourceFile, Pods: pods})
+	for _, c := range conflicts {
+		for i := range v.Files {
+			if v.Files[i].Path == c.Location {
+				v.Files[i].Errors = append(v.Files[i].Errors, Problem{Field: c.Err.Field, Message: c.Err.ErrorBody(), Text: c.Error()})
+				v.Valid = false
+			}
+		}
+	}
+	kept := pods[:0:0]
+	for _, p := range pods {
+		if desired[p.UID] == p {
+			kept = append(kept, p)
+		}
+	}
+	return kept
 }
 
 // admit reports the pods the daemon would refuse (runner.Admit): those the restriction

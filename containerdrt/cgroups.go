@@ -2,6 +2,7 @@ package containerdrt
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -126,8 +127,13 @@ func (c podCgroups) pod(pod *corev1.Pod) string {
 
 // podIn is the cgroup of the pod with the UID uid in the cgroup of a QoS class. A
 // systemd slice name nests by dashes, so the UID's dashes become underscores, as the
-// kubelet escapes them.
+// kubelet escapes them. The runtime never gets a UID that is not a plain token
+// (manifests.CheckUID: podDir and List refuse them); should one come all the same, its
+// hex encoding names the cgroup, which stays one entry of the QoS class's cgroup.
 func (c podCgroups) podIn(qos string, uid types.UID) string {
+	if manifests.CheckUID(uid) != nil {
+		uid = types.UID(hex.EncodeToString([]byte(uid)))
+	}
 	name := "pod" + string(uid)
 	if c.driver == CgroupDriverCgroupfs {
 		return path.Join(c.root, qos, name)
@@ -215,6 +221,9 @@ func (c podCgroups) opts(pod *corev1.Pod, id string, grace int64) ([]oci.SpecOpt
 // each is tried. A pod cgroup that still holds a process is left alone: stopping a
 // slice would kill what runs in it, and rmdir fails (EBUSY) on it anyway.
 func (r *Runtime) removePodCgroup(ctx context.Context, uid types.UID) error {
+	if err := manifests.CheckUID(uid); err != nil {
+		return fmt.Errorf("remove the cgroup of a pod: %w", err)
+	}
 	c := r.cgroup
 	if c.driver == CgroupDriverSystemd {
 		bus, err := systemd.Connect(ctx)

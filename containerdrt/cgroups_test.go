@@ -67,6 +67,30 @@ func TestPodCgroupsLayout(t *testing.T) {
 	}
 }
 
+// A UID that is not a plain token never names a cgroup outside the QoS class's: the
+// runtime refuses such pods before, and the name stays one entry all the same.
+func TestPodCgroupOfAForgedUIDStaysInside(t *testing.T) {
+	for _, driver := range []CgroupDriver{CgroupDriverCgroupfs, CgroupDriverSystemd} {
+		c, err := newPodCgroups(CgroupConfig{Driver: driver})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, uid := range []types.UID{"a/../../../../tmp/x", "*", "", ".."} {
+			got := c.podIn("burstable", uid)
+			dir := cgroupDir(got + ":staticpod:id")
+			if driver == CgroupDriverCgroupfs {
+				dir = got
+			}
+			if strings.Contains(got, "/..") || strings.Contains(got, "*") || !strings.HasPrefix(path.Clean(dir), "/staticpod") {
+				t.Errorf("%s: podIn(burstable, %q) = %q (%s), outside /staticpod", driver, uid, got, dir)
+			}
+			if err := (&Runtime{cgroup: c}).removePodCgroup(t.Context(), uid); err == nil {
+				t.Errorf("%s: removePodCgroup(%q) = nil, want an error", driver, uid)
+			}
+		}
+	}
+}
+
 func TestPodCgroupsRefusesAMismatchedRoot(t *testing.T) {
 	for _, cfg := range []CgroupConfig{
 		{Driver: CgroupDriverCgroupfs, Root: "staticpod"},

@@ -47,7 +47,10 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: image config: %w", id, convertErr(err))
 	}
-	podDir := r.podDir(pod.UID)
+	podDir, err := r.podDir(pod.UID)
+	if err != nil {
+		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
+	}
 	if err := preparePod(pod, podDir, r.cfg.HostIP, r.podIP(pod, req.Sandbox), req.Objects); err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
@@ -329,7 +332,11 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 // RemovePodData deletes the pod's directory (unmounting its tmpfs volumes), its cgroup
 // and its log directory.
 func (r *Runtime) RemovePodData(ctx context.Context, uid types.UID) error {
-	if err := removePod(r.podDir(uid)); err != nil {
+	dir, err := r.podDir(uid)
+	if err != nil {
+		return fmt.Errorf("remove pod data: %w", err)
+	}
+	if err := removePod(dir); err != nil {
 		return fmt.Errorf("remove pod data %s: %w", uid, err)
 	}
 	if err := r.removePodCgroup(ctx, uid); err != nil {

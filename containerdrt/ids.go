@@ -75,7 +75,11 @@ func fromLabels(c *runner.Container, labels map[string]string) error {
 		return fmt.Errorf("container %s has no %s label", c.ID, LabelKind)
 	}
 	c.Kind = kind
-	c.PodUID = types.UID(labels[LabelPodUID])
+	uid, err := podUIDOf(labels)
+	if err != nil {
+		return fmt.Errorf("container %s: %w", c.ID, err)
+	}
+	c.PodUID = uid
 	c.PodName = labels[LabelPodName]
 	c.PodNamespace = labels[LabelPodNamespace]
 	c.Name = labels[LabelContainer]

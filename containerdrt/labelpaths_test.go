@@ -8,6 +8,7 @@ import (
 
 	"github.com/containerd/containerd/v2/core/containers"
 
+	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -69,14 +70,14 @@ func TestSandboxPinsFromHostileLabel(t *testing.T) {
 
 func TestFromLabelsOutOfRange(t *testing.T) {
 	var c runner.Container
-	err := fromLabels(&c, map[string]string{LabelKind: string(runner.KindContainer), LabelAttempt: "-3", LabelPodGrace: "9223372036854775807"})
+	err := fromLabels(&c, map[string]string{LabelKind: string(runner.KindContainer), LabelPodUID: "u1", LabelAttempt: "-3", LabelPodGrace: "9223372036854775807"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Attempt != 0 || c.PodGrace != nil {
 		t.Errorf("attempt %d, grace %v; want 0 and none", c.Attempt, c.PodGrace)
 	}
-	if err := fromLabels(&c, map[string]string{LabelKind: string(runner.KindContainer), LabelPodGrace: "-1"}); err != nil || c.PodGrace != nil {
+	if err := fromLabels(&c, map[string]string{LabelKind: string(runner.KindContainer), LabelPodUID: "u1", LabelPodGrace: "-1"}); err != nil || c.PodGrace != nil {
 		t.Errorf("a negative grace: %v, %v; want none", err, c.PodGrace)
 	}
 }
@@ -106,6 +107,9 @@ func FuzzLabels(f *testing.F) {
 		if err == nil {
 			if c.Kind != runner.KindSandbox && c.Kind != runner.KindContainer {
 				t.Errorf("kind %q decoded", c.Kind)
+			}
+			if err := manifests.CheckUID(c.PodUID); err != nil {
+				t.Errorf("pod UID decoded: %v", err)
 			}
 			if c.Attempt < 0 {
 				t.Errorf("attempt %d decoded from %q", c.Attempt, attempt)

@@ -75,6 +75,10 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 		if _, ours := info.Labels[LabelKind]; !ours {
 			continue
 		}
+		if _, err := podUIDOf(info.Labels); err != nil {
+			r.forged.warn(r.log, info.ID, err)
+			continue
+		}
 		proc := procs[info.ID]
 		if !r.cfg.Observe {
 			info, proc = r.settle(ctx, info, proc)

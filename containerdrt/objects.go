@@ -239,7 +239,10 @@ func keyRefValue(in specInput, src *corev1.EnvVarSource) (string, bool, error) {
 // a tmpfs volume whose tmpfs is gone (the machine restarted): the next container of
 // the pod makes it again, and a running container still sees what it had.
 func (r *Runtime) SyncVolumes(ctx context.Context, pod *corev1.Pod, objs manifests.Objects) error {
-	podDir := r.podDir(pod.UID)
+	podDir, err := r.podDir(pod.UID)
+	if err != nil {
+		return fmt.Errorf("sync volumes: %w", err)
+	}
 	in := specInput{Pod: pod, Container: &corev1.Container{}, PodDir: podDir, HostIP: r.cfg.HostIP, Objects: objs}
 	var errs []error
 	for i := range pod.Spec.Volumes {

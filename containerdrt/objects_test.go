@@ -227,8 +227,8 @@ func TestObjectVolumesInPodDir(t *testing.T) {
 		t.Errorf("secret volume file password = %q", got)
 	}
 	r := &Runtime{cfg: Config{RootDir: root}, log: slog.New(slog.DiscardHandler)}
-	if r.podDir(pod.UID) != podDir {
-		t.Fatalf("podDir = %s, want %s", r.podDir(pod.UID), podDir)
+	if got, err := r.podDir(pod.UID); got != podDir {
+		t.Fatalf("podDir = %s, %v; want %s", got, err, podDir)
 	}
 	if err := r.SyncVolumes(t.Context(), pod, testObjects("slow")); err != nil {
 		t.Fatal(err)

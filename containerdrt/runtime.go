@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -75,6 +76,8 @@ type Runtime struct {
 	records *records // the container records of the last List
 
 	lost *lostShims // shims serving containers containerd lost track of
+
+	forged forgedUIDs // containers whose UID label List ignores, warned about once
 
 	started time.Time // when New ran: leases older than this are not this Runtime's
 	sweep   sync.Once // sweepCreations and sweepPodData, at the first List
@@ -224,8 +227,13 @@ func (r *Runtime) call(ctx context.Context) (context.Context, context.CancelFunc
 	return context.WithTimeout(namespaces.WithNamespace(ctx, r.cfg.Namespace), r.cfg.CallTimeout)
 }
 
-func (r *Runtime) podDir(uid types.UID) string {
-	return filepath.Join(r.cfg.RootDir, podsDir, string(uid))
+// podDir is the directory of the pod with the UID uid, <root>/pods/<uid>. A UID that is
+// not a plain token (manifests.CheckUID) is refused: it could name any directory.
+func (r *Runtime) podDir(uid types.UID) (string, error) {
+	if err := manifests.CheckUID(uid); err != nil {
+		return "", fmt.Errorf("pod directory: %w", err)
+	}
+	return filepath.Join(r.cfg.RootDir, podsDir, string(uid)), nil
 }
 
 // primaryIP is the first global unicast IPv4 address of the host (IPv6 if there is no

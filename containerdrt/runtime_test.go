@@ -443,7 +443,7 @@ spec:
 	if m := mountsAt(t, r.cfg.RootDir); len(m) > 0 {
 		t.Errorf("mounts left under the root dir: %v", describeMounts(m))
 	}
-	for _, dir := range []string{r.podDir(pod.UID), filepath.Join(r.cfg.PodLogDir, "default_gone-node1_"+string(pod.UID))} {
+	for _, dir := range []string{filepath.Join(r.cfg.RootDir, podsDir, string(pod.UID)), filepath.Join(r.cfg.PodLogDir, "default_gone-node1_"+string(pod.UID))} {
 		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s still exists after removal (%v)", dir, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/staticpod/staticpod/manifests"
@@ -56,6 +57,10 @@ type Push struct {
 	dir  string
 	node string
 	log  *slog.Logger
+
+	// Holder, when set, returns the pod another source runs under a UID (the runner's
+	// UIDHolder): Put refuses a pod that would take it. Set it before the first Put.
+	Holder func(types.UID) (*corev1.Pod, bool)
 
 	// changed wakes Run after a Put or Delete; one slot, since every snapshot is full.
 	changed chan struct{}
@@ -287,8 +292,34 @@ func (p *Push) conflicts(name string, res manifests.Result) []manifests.Problem 
 			detail := fmt.Sprintf("pod %s/%s is already defined by pushed manifest %q; change or delete that one", pod.Namespace, pod.Name, owner)
 			out = append(out, manifests.Problem{Location: name, Err: field.Invalid(field.NewPath("metadata", "name"), pod.Name, detail)})
 		}
+		if holder, ok := p.uidHolder(pod.UID, name); ok {
+			out = append(out, manifests.Problem{Location: name, Err: manifests.UIDTaken(pod.UID, holder)})
+		}
 	}
 	return out
+}
+
+// uidHolder names the pod, of another stored manifest than except or of another source,
+// that has uid. Callers hold mu.
+func (p *Push) uidHolder(uid types.UID, except string) (string, bool) {
+	for name, e := range p.entries {
+		if name == except {
+			continue
+		}
+		for _, have := range e.pods {
+			if have.UID == uid {
+				return manifests.Origin(have), true
+			}
+		}
+	}
+	if p.Holder == nil {
+		return "", false
+	}
+	// Pushed pods are the store's to know: the runner may not have merged its latest.
+	if have, ok := p.Holder(uid); ok && have.Annotations[manifests.AnnotationSource] != manifests.SourceAPI {
+		return manifests.Origin(have), true
+	}
+	return "", false
 }
 
 func objectConflict(name, kind, namespace, objName string) manifests.Problem {

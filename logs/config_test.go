@@ -88,6 +88,8 @@ func TestPaths(t *testing.T) {
 	tests := []struct{ got, want string }{
 		{PodDir("/var/log/pods", "kube-system", "etcd-n1", "u1"), "/var/log/pods/kube-system_etcd-n1_u1"},
 		{ContainerPath("/var/log/pods", "kube-system", "etcd-n1", "u1", "etcd", 3), "/var/log/pods/kube-system_etcd-n1_u1/etcd/3.log"},
+		{PodDir("/var/log/pods", "ns", "p", "a/../../../etc"), "/var/log/pods/ns_p_a%2F..%2F..%2F..%2Fetc"},
+		{PodDir("/var/log/pods", "ns", "p", "a%2Fb\x00"), "/var/log/pods/ns_p_a%252Fb%00"},
 		{SymlinkPath("/var/log/containers", "etcd-n1", "kube-system", "etcd", "abc123"), "/var/log/containers/etcd-n1_kube-system_etcd-abc123.log"},
 	}
 	for _, tt := range tests {

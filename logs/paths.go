@@ -40,10 +40,16 @@ const (
 	fileMode = 0o640 // as containerd CRI creates container logs
 )
 
-// PodDir returns the directory of a pod's logs: <root>/<namespace>_<name>_<uid>.
+// PodDir returns the directory of a pod's logs: <root>/<namespace>_<name>_<uid>. It is
+// always one entry of root: valid namespaces, names and UIDs hold no '/' (the caller
+// checks them), and should one hold a '/' or a NUL all the same, it is written %2F or
+// %00 ('%' itself %25), never followed.
 func PodDir(root, namespace, name, uid string) string {
-	return filepath.Join(root, namespace+"_"+name+"_"+uid)
+	return filepath.Join(root, pathPart.Replace(namespace+"_"+name+"_"+uid))
 }
+
+// pathPart escapes what would make a string more, or less, than one path element.
+var pathPart = strings.NewReplacer("%", "%25", "/", "%2F", "\x00", "%00")
 
 // ContainerPath returns the log file of one attempt (restart count) of a container:
 // <root>/<namespace>_<name>_<uid>/<container>/<attempt>.log.

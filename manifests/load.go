@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -44,7 +45,8 @@ func Load(data []byte, opts Options) Result {
 	dec := Decode(data)
 	res := Result{Warnings: dec.Warnings, Errors: dec.Errors, location: opts.Source.Location, docs: dec.Documents, where: map[*corev1.Pod]Decoded{}}
 	res.loadObjects(dec.Objects)
-	seen := map[string]bool{} // namespace/name of the pods already loaded
+	seen := map[string]bool{}         // namespace/name of the pods already loaded
+	seenUID := map[types.UID]string{} // the UIDs they were given -> namespace/name
 	for _, d := range dec.Pods {
 		pod := d.Pod
 		Default(pod)
@@ -54,6 +56,9 @@ func Load(data []byte, opts Options) Result {
 		if len(verrs) == 0 && seen[key] {
 			verrs = append(verrs, field.Duplicate(field.NewPath("metadata", "name"), pod.Name))
 		}
+		if holder, ok := seenUID[pod.UID]; len(verrs) == 0 && pod.UID != "" && ok {
+			verrs = append(verrs, UIDTaken(pod.UID, "pod "+holder+" in this manifest"))
+		}
 		if len(verrs) > 0 {
 			res.Errors = append(res.Errors, fromFieldErrors(verrs, d)...)
 			res.invalid = append(res.invalid, pod)
@@ -61,6 +66,9 @@ func Load(data []byte, opts Options) Result {
 			continue
 		}
 		seen[key] = true
+		if pod.UID != "" {
+			seenUID[pod.UID] = key
+		}
 		Identify(pod, opts.NodeName, opts.Source)
 		res.Pods = append(res.Pods, pod)
 		res.where[pod] = d

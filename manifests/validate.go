@@ -65,6 +65,7 @@ func validateMeta(meta *metav1.ObjectMeta, fld *field.Path) field.ErrorList {
 		errs = append(errs, invalidMsgs(fld.Child("name"), meta.Name, validation.IsDNS1123Subdomain(meta.Name))...)
 	}
 	errs = append(errs, dnsLabel(fld.Child("namespace"), meta.Namespace, true)...)
+	errs = append(errs, validateUID(meta.UID, fld.Child("uid"))...)
 	errs = append(errs, metavalidation.ValidateLabels(meta.Labels, fld.Child("labels"))...)
 	errs = append(errs, apivalidation.ValidateAnnotations(meta.Annotations, fld.Child("annotations"))...)
 	return errs

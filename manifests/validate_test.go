@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -236,6 +237,10 @@ func TestValidateMetadata(t *testing.T) {
 			errAt(tInvalid, "metadata.labels"), errAt(tInvalid, "metadata.labels"),
 		}},
 		{"bad annotation key", func(p *corev1.Pod) { p.Annotations = map[string]string{"example.com/a/b": "x"} }, []fieldErr{errAt(tInvalid, "metadata.annotations")}},
+		{"uid a UUID", func(p *corev1.Pod) { p.UID = "3f5b3a0e-8a3c-4f57-9d7e-2b8e0c1d9a11" }, nil},
+		{"uid climbing out of the pods dir", func(p *corev1.Pod) { p.UID = "aaaaaaaa/../../../../../etc" }, []fieldErr{errAt(tInvalid, "metadata.uid")}},
+		{"uid a glob", func(p *corev1.Pod) { p.UID = "*" }, []fieldErr{errAt(tInvalid, "metadata.uid")}},
+		{"uid too long", func(p *corev1.Pod) { p.UID = types.UID(strings.Repeat("a", MaxUIDLength+1)) }, []fieldErr{errAt(tTooLong, "metadata.uid")}},
 	})
 }
 

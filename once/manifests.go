@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/manifests"
@@ -20,7 +21,8 @@ import (
 func loadPods(errOut io.Writer, paths []string, node string) ([]*corev1.Pod, manifests.Objects, error) {
 	var pods []*corev1.Pod
 	var problems []string
-	owner := map[string]string{} // namespace/name -> the file that defines it
+	owner := map[string]string{}        // namespace/name -> the file that defines it
+	uids := map[types.UID]*corev1.Pod{} // the pod that has each UID
 	var snaps []watcher.Snapshot
 	objs := manifests.NewObjects()
 	for _, path := range paths {
@@ -56,7 +58,12 @@ func loadPods(errOut io.Writer, paths []string, node string) ([]*corev1.Pod, man
 					problems = append(problems, fmt.Sprintf("%s: pod %s is already defined in %s", f.Path, key, first))
 					continue
 				}
+				if holder, ok := uids[pod.UID]; ok {
+					problems = append(problems, f.Path+": "+manifests.UIDTaken(pod.UID, manifests.Origin(holder)).Error())
+					continue
+				}
 				owner[key] = f.Path
+				uids[pod.UID] = pod
 				pods = append(pods, pod)
 			}
 		}

@@ -1,39 +1,47 @@
 package runner
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/staticpod/staticpod/manifests"
 )
 
-// sourceOrder decides conflicts between sources for one full pod name: the earlier
-// source wins, as the file source comes first on the kubelet.
+// sourceOrder decides conflicts between sources: the earlier source wins, as the file
+// source comes first on the kubelet.
 var sourceOrder = map[string]int{"file": 0, "http": 1, "api": 2}
 
-// Conflict is a pod refused because another pod with the same namespace/name is
-// already wanted.
+// Conflict is a pod refused because another pod already has its namespace/name, or its
+// UID (two pods of one UID would share its directory, logs and cgroup).
 type Conflict struct {
-	Pod      string // namespace/name
+	Pod      string // namespace/name of the refused pod
 	Kept     types.UID
-	Dropped  types.UID
-	Source   string // the source of the dropped pod
-	Location string // the dropped pod's file, URL or pushed name
+	Dropped  types.UID // the refused pod's; Kept too when the two share a UID
+	Source   string    // the source of the refused pod
+	Location string    // the refused pod's file, URL or pushed name
+	Holder   string    // the pod kept, and where it comes from (manifests.Origin)
+	Err      *field.Error
 }
 
-func (c Conflict) Error() string {
-	return fmt.Sprintf("pod %s from %s is already defined by another manifest; this definition is ignored", c.Pod, c.Location)
-}
+func (c Conflict) Error() string { return c.Location + ": " + c.Err.Error() }
 
 // Config merges the snapshots of every source into one set of desired pods, the way the
-// kubelet's podStorage does: a source's snapshot replaces its previous one, a full name
-// wanted twice runs once (the pod already wanted keeps running; otherwise the earlier
-// source, then the first in the source's own order), and a source counts as ready once
-// it has delivered one snapshot.
+// kubelet's podStorage does: a source's snapshot replaces its previous one, and a full
+// name or a UID wanted by two pods goes to one of them. The pod already wanted keeps it
+// (or, once Running says so, the pod whose containers run under the UID); otherwise
+// the earlier source, then the first in the source's own order (a directory's files
+// in name order). A source counts as ready once it has delivered one snapshot.
 type Config struct {
+	// Running, when set, names the pod (namespace/name) whose containers the runtime
+	// holds under uid: after a restart of staticpod, that pod keeps its name and UID
+	// against any other, as it would have had staticpod kept running.
+	Running func(uid types.UID) (pod string, ok bool)
+
 	sources map[string][]*corev1.Pod
 	ready   map[string]bool
 	desired map[types.UID]*corev1.Pod
@@ -52,53 +60,90 @@ func (c *Config) Apply(u manifests.Update) (map[types.UID]*corev1.Pod, []Conflic
 	return c.merge()
 }
 
+// Merge merges the last snapshots again, for Running to decide what it could not before
+// the runtime was first listed.
+func (c *Config) Merge() (map[types.UID]*corev1.Pod, []Conflict) { return c.merge() }
+
 // Ready reports whether source has delivered a snapshot.
 func (c *Config) Ready(source string) bool { return c.ready[source] }
 
 func (c *Config) merge() (map[types.UID]*corev1.Pod, []Conflict) {
 	type candidate struct {
-		pod   *corev1.Pod
-		order int
-		index int
-		kept  bool
+		pod    *corev1.Pod
+		source string
+		order  int
+		index  int
+		rank   int // holdRank: higher goes first
 	}
-	byName := map[string][]candidate{}
+	var all []candidate
 	for src, pods := range c.sources {
 		for i, pod := range pods {
-			_, kept := c.desired[pod.UID]
-			key := manifests.Key(pod)
-			byName[key] = append(byName[key], candidate{pod, sourceOrder[src], i, kept})
+			all = append(all, candidate{pod, src, sourceOrder[src], i, c.holdRank(pod)})
 		}
 	}
+	slices.SortFunc(all, func(a, b candidate) int {
+		return cmp.Or(cmp.Compare(b.rank, a.rank), cmp.Compare(a.order, b.order), cmp.Compare(a.source, b.source), cmp.Compare(a.index, b.index))
+	})
 	desired := map[types.UID]*corev1.Pod{}
+	names := map[string]*corev1.Pod{} // namespace/name -> the pod that has it
 	var conflicts []Conflict
-	for name, cands := range byName {
-		sort.SliceStable(cands, func(i, j int) bool {
-			a, b := cands[i], cands[j]
-			if a.kept != b.kept {
-				return a.kept
-			}
-			if a.order != b.order {
-				return a.order < b.order
-			}
-			return a.index < b.index
-		})
-		win := cands[0].pod
-		desired[win.UID] = win
-		for _, lost := range cands[1:] {
-			if lost.pod.UID == win.UID {
-				continue // the same pod from two sources (or twice): nothing to report
-			}
+	for _, cand := range all {
+		pod, key := cand.pod, manifests.Key(cand.pod)
+		refuse := func(holder *corev1.Pod, err *field.Error) {
 			conflicts = append(conflicts, Conflict{
-				Pod: name, Kept: win.UID, Dropped: lost.pod.UID,
-				Source: sourceOf(lost.pod), Location: locationOf(lost.pod),
+				Pod: key, Kept: holder.UID, Dropped: pod.UID, Source: sourceOf(pod), Location: locationOf(pod),
+				Holder: manifests.Origin(holder), Err: err,
 			})
 		}
+		if holder := desired[pod.UID]; holder != nil {
+			if !sameDefinition(holder, pod) {
+				refuse(holder, manifests.UIDTaken(pod.UID, manifests.Origin(holder)))
+			}
+			continue
+		}
+		if holder := names[key]; holder != nil {
+			err := field.Duplicate(field.NewPath("metadata", "name"), pod.Name)
+			err.Detail = "pod " + key + " is already defined by " + manifests.Origin(holder) + "; this definition is ignored"
+			refuse(holder, err)
+			continue
+		}
+		desired[pod.UID] = pod
+		names[key] = pod
 	}
-	sort.Slice(conflicts, func(i, j int) bool { return conflicts[i].Pod < conflicts[j].Pod })
+	slices.SortFunc(conflicts, func(a, b Conflict) int {
+		return cmp.Or(cmp.Compare(a.Pod, b.Pod), cmp.Compare(a.Location, b.Location))
+	})
 	c.desired = desired
 	return desired, conflicts
 }
 
+// holdRank says how firmly pod holds its UID and name: 2 when the runtime runs it under
+// that UID (Running: what runs decides, also before the first listing had a say), plus
+// 1 when it was wanted under that UID from the same place at the last merge.
+func (c *Config) holdRank(pod *corev1.Pod) int {
+	rank := 0
+	if c.Running != nil {
+		if name, ok := c.Running(pod.UID); ok && name == manifests.Key(pod) {
+			rank += 2
+		}
+	}
+	if have := c.desired[pod.UID]; have != nil && sameDefinition(have, pod) {
+		rank++
+	}
+	return rank
+}
+
+// sameDefinition reports whether two pods of one UID are one definition: from the same
+// source and location (the same file, URL or pushed manifest), perhaps edited.
+func sameDefinition(a, b *corev1.Pod) bool {
+	return sourceOf(a) == sourceOf(b) && locationOf(a) == locationOf(b)
+}
+
 func sourceOf(pod *corev1.Pod) string   { return pod.Annotations[manifests.AnnotationSource] }
 func locationOf(pod *corev1.Pod) string { return pod.Annotations[manifests.AnnotationLocation] }
+
+// conflictKey identifies a conflict for reporting it once: the refused pod, where it
+// comes from, and what it shares.
+func (c Conflict) key() string {
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%s", c.Source, c.Location, c.Dropped, c.Err.Field)
+}

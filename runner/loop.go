@@ -30,7 +30,8 @@ type loop struct {
 	// show their removed containers, and a worker planning from it would count on them.
 	gone map[types.UID]uint64
 
-	conflicts map[types.UID]bool // pods refused for their name, logged once
+	conflicts map[string]bool    // pods refused for their name or UID (Conflict.key), logged once
+	remerged  bool               // the sources were merged again once the runtime was listed
 	rejected  map[types.UID]bool // pods refused by Admit: restrictions, host ports
 	failures  failures           // what each source could not use at its last update
 }
@@ -43,6 +44,7 @@ func newLoop(r *Runner, wg *sync.WaitGroup) *loop {
 	}
 	l.failures = failures{r: r, last: map[string]map[string]manifests.Failure{}}
 	l.spawn = l.runWorker
+	l.config.Running = l.runningAs
 	return l
 }
 
@@ -135,11 +137,20 @@ func (l *loop) apply(ctx context.Context, u manifests.Update) {
 		return
 	}
 	desired, conflicts := l.config.Apply(u)
-	rejected := l.admit(desired)
 	l.r.mu.Lock()
 	l.r.ready[u.Source] = true
 	l.r.objects[u.Source] = u.Objects
 	l.r.objectsGen++
+	l.r.mu.Unlock()
+	l.enact(ctx, desired, conflicts)
+}
+
+// enact starts, updates or stops workers to match a merge of the sources, and reports
+// its conflicts.
+func (l *loop) enact(ctx context.Context, desired map[types.UID]*corev1.Pod, conflicts []Conflict) {
+	rejected := l.admit(desired)
+	l.r.mu.Lock()
+	l.r.desired = desired
 	l.r.wantedImages = podImages(desired)
 	now := l.r.now()
 	for uid := range desired {
@@ -154,11 +165,12 @@ func (l *loop) apply(ctx context.Context, u manifests.Update) {
 		}
 	}
 	l.r.mu.Unlock()
-	reported := map[types.UID]bool{}
+	reported := map[string]bool{}
 	for _, c := range conflicts {
-		reported[c.Dropped] = true
-		if !l.conflicts[c.Dropped] {
-			l.r.log.Warn("pod defined twice; the first definition runs", "pod", c.Pod, "ignored", c.Location, "source", c.Source)
+		reported[c.key()] = true
+		if !l.conflicts[c.key()] {
+			l.r.log.Warn("pod defined twice; the first definition runs", "pod", c.Pod, "uid", c.Dropped, "ignored", c.Location,
+				"source", c.Source, "field", c.Err.Field, "kept", c.Holder, "err", c.Err.ErrorBody())
 		}
 		l.r.events.Add(Record{Type: EventWarning, Reason: "PodConflict", Message: c.Error(), Source: c.Source})
 	}
@@ -170,7 +182,9 @@ func (l *loop) apply(ctx context.Context, u manifests.Update) {
 		}
 	}
 	for name, pod := range l.pending {
-		if desired[pod.UID] == nil || rejected[pod.UID].Pod != nil {
+		// A pod no longer desired as it is (gone, refused, or its UID given to another
+		// pod) waits no more; one still wanted is made to wait again below.
+		if desired[pod.UID] != pod || rejected[pod.UID].Pod != nil {
 			delete(l.pending, name)
 		}
 	}
@@ -240,6 +254,21 @@ func (l *loop) reject(desired map[types.UID]*corev1.Pod, rejected map[types.UID]
 	for uid := range rejected {
 		l.rejected[uid] = true
 	}
+}
+
+// runningAs is the namespace/name of the pod the runtime holds containers of under uid
+// (Config.Running), as the last relist saw them.
+func (l *loop) runningAs(uid types.UID) (string, bool) {
+	pr, gen := l.r.pleg.Pod(uid)
+	if gen == 0 {
+		return "", false
+	}
+	for _, c := range append(append([]Container{}, pr.Sandboxes...), pr.Containers...) {
+		if c.PodName != "" {
+			return c.PodNamespace + "/" + c.PodName, true
+		}
+	}
+	return "", false
 }
 
 // podName is the namespace/name of a wanted pod, "" for one not wanted.
@@ -358,6 +387,17 @@ func (l *loop) relisted(ctx context.Context, res relistDone) {
 	if l.plegErr != "" {
 		l.r.log.Info("relist works again")
 		l.plegErr = ""
+	}
+	if !l.remerged {
+		// The first relist tells what runs: a pod that ran under a name or UID before
+		// staticpod restarted keeps it against another manifest that claims it. Until
+		// now no worker started (want waits for this relist), so nothing changes but
+		// what starts.
+		l.remerged = true
+		if len(l.conflicts) > 0 {
+			desired, conflicts := l.config.Merge()
+			l.enact(ctx, desired, conflicts)
+		}
 	}
 	wake := l.r.awaited()
 	for _, ev := range res.events {

@@ -71,8 +71,9 @@ type Runner struct {
 	arrived  chan func(string) bool // images that came without a pull, see ImagesArrived
 	relists  atomic.Uint64          // relists handed to the loop, see Relists
 
-	mu           sync.RWMutex // guards statuses, ready, objects, objectsGen, seen and wantedImages
+	mu           sync.RWMutex // guards statuses, ready, objects, objectsGen, seen, desired and wantedImages
 	statuses     map[types.UID]*corev1.Pod
+	desired      map[types.UID]*corev1.Pod    // the merge of the sources; never changed, only replaced
 	ready        map[string]bool              // sources that delivered a snapshot
 	objects      map[string]manifests.Objects // each source's ConfigMaps and Secrets
 	objectsGen   uint64                       // counts the updates that set objects
@@ -211,6 +212,19 @@ func (r *Runner) Pods() []*corev1.Pod {
 		return out[i].Name < out[j].Name
 	})
 	return out
+}
+
+// UIDHolder returns the pod that has uid in the last merge of the sources (its metadata
+// only), and whether there is one: for a source to refuse, as it is given, a pod that
+// would take another's UID (Config gives it to one pod in any case).
+func (r *Runner) UIDHolder(uid types.UID) (*corev1.Pod, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	have := r.desired[uid]
+	if have == nil {
+		return nil, false
+	}
+	return &corev1.Pod{ObjectMeta: *have.ObjectMeta.DeepCopy()}, true
 }
 
 func (r *Runner) publish(uid types.UID, pod *corev1.Pod) {
