@@ -164,7 +164,7 @@ func cleanError(err error) error {
 // staticpod.io/config.location annotation, so /pods, ps and describe): without its user
 // information, and with the value of every query parameter replaced by redacted (the keys
 // kept), for either may hold a password or a token. A URL with neither is kept as
-// written, so that its pods' UIDs (which hash the location) are the URL's own.
+// written.
 func publicURL(u *url.URL, raw string) string {
 	query, redactedQuery := redactQuery(u.RawQuery)
 	if u.User == nil && !redactedQuery {
@@ -173,6 +173,19 @@ func publicURL(u *url.URL, raw string) string {
 	c := *u
 	c.User = nil
 	c.RawQuery = query
+	return c.String()
+}
+
+// identityURL is what the UIDs of the URL's pods hash (manifests.Source.Key): the URL
+// without its user information, as staticpod has always hashed it, but with its query
+// as written, so that redacting the query where the URL is shown gave no pod a new UID
+// (and a restart) on an upgrade.
+func identityURL(u *url.URL, raw string) string {
+	if u.User == nil {
+		return raw
+	}
+	c := *u
+	c.User = nil
 	return c.String()
 }
 

@@ -56,7 +56,8 @@ type poller struct {
 	src     *URLSource
 	client  *http.Client
 	log     *slog.Logger
-	where   string     // the URL without credentials: for logs and pods' location
+	where   string     // the URL without credentials or query values: for logs and pods' location
+	key     string     // what the pods' UIDs hash: see identityURL
 	good    []byte     // the last body accepted; nil before the first
 	sent    bool       // a snapshot has been sent
 	pods    string     // fingerprint of the pods last sent
@@ -119,7 +120,7 @@ func (s *URLSource) newPoller() (*poller, error) {
 	if u.Scheme == "http" {
 		log.Warn("the manifest URL is plain http: anyone on the network path can change the pods it runs; use https (--manifest-url-ca-file for a private CA)")
 	}
-	return &poller{src: s, client: client, log: log, where: where}, nil
+	return &poller{src: s, client: client, log: log, where: where, key: identityURL(u, s.URL)}, nil
 }
 
 func (s *URLSource) period() time.Duration {
@@ -161,7 +162,7 @@ func (p *poller) poll(ctx context.Context, emit func(context.Context, manifests.
 	}
 	res := manifests.Load(resp.Body, manifests.Options{
 		NodeName: p.src.Node,
-		Source:   manifests.Source{Kind: manifests.SourceHTTP, Location: p.where},
+		Source:   manifests.Source{Kind: manifests.SourceHTTP, Location: p.where, Key: p.key},
 	})
 	objs := res.Objects()
 	res.CheckReferences(objs) // the body is the whole source: its pods read its objects

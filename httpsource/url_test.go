@@ -359,11 +359,21 @@ func TestURLKeepsQueryTokensOutOfLogsAndPods(t *testing.T) {
 	})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
-	r := runSource(t, &URLSource{URL: srv.URL + "/pods?node=n1&token=s3cret&debug"})
+	raw := srv.URL + "/pods?node=n1&token=s3cret&debug"
+	r := runSource(t, &URLSource{URL: raw})
 	u := r.awaitUpdate(t, "start")
 	want := srv.URL + "/pods?node=REDACTED&token=REDACTED&debug"
 	if got := u.Pods[0].Annotations[manifests.AnnotationLocation]; got != want {
 		t.Errorf("location = %q, want %q", got, want)
+	}
+	// The UID is the one the URL as written gives, as before the query was redacted:
+	// an upgrade restarts no pod.
+	asWritten := manifests.Load([]byte(pod("web", "busybox:1")), manifests.Options{NodeName: "node1", Source: manifests.Source{Kind: manifests.SourceHTTP, Location: raw}})
+	if len(asWritten.Pods) != 1 {
+		t.Fatalf("loading the pod: %v", asWritten.Errors)
+	}
+	if got, want := u.Pods[0].UID, asWritten.Pods[0].UID; got != want {
+		t.Errorf("UID = %s, want %s, the UID of the URL as written", got, want)
 	}
 	s.set(status(http.StatusForbidden))
 	calls := r.awaitCalls(t, 1)

@@ -38,7 +38,11 @@ const (
 // Source is where a manifest came from.
 type Source struct {
 	Kind     string // SourceFile, SourceHTTP or SourceAPI
-	Location string // file path, URL, or the name a manifest was pushed under
+	Location string // file path, URL, or the name a manifest was pushed under, as shown
+	// Key is what UIDs hash in place of Location when Location is not the source's
+	// own spelling: a URL shown with its query values redacted hashes the URL as
+	// written, so that redacting changed no pod's UID. Empty means Location.
+	Key string
 }
 
 func (s Source) String() string { return s.Kind + ":" + s.Location }
@@ -50,10 +54,14 @@ func (s Source) String() string { return s.Kind + ":" + s.Location }
 func UID(pod *corev1.Pod, node string, src Source) types.UID {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n", uidScheme)
+	key := src.Location
+	if src.Key != "" {
+		key = src.Key
+	}
 	if src.Kind == SourceHTTP {
-		fmt.Fprintf(h, "url:%s\n", src.Location)
+		fmt.Fprintf(h, "url:%s\n", key)
 	} else {
-		fmt.Fprintf(h, "host:%s\n%s:%s\n", node, src.Kind, src.Location)
+		fmt.Fprintf(h, "host:%s\n%s:%s\n", node, src.Kind, key)
 	}
 	writeJSON(h, pod)
 	return types.UID(hex.EncodeToString(h.Sum(nil))[:32])

@@ -27,10 +27,12 @@ func TestUIDPinned(t *testing.T) {
 		src  Source
 		want types.UID
 	}{
-		{"node1", Source{SourceFile, "/etc/kubernetes/manifests/web.yaml"}, "2cc5cb6cba33d482e63037b663799c17"},
-		{"node2", Source{SourceFile, "/etc/kubernetes/manifests/web.yaml"}, "ce38214699790d1ec8178266f2631001"},
-		{"node1", Source{SourceHTTP, "http://config/pods"}, "1fa73a08b3edea28a97770225c11b0bb"},
-		{"node2", Source{SourceHTTP, "http://config/pods"}, "1fa73a08b3edea28a97770225c11b0bb"},
+		{"node1", Source{Kind: SourceFile, Location: "/etc/kubernetes/manifests/web.yaml"}, "2cc5cb6cba33d482e63037b663799c17"},
+		{"node2", Source{Kind: SourceFile, Location: "/etc/kubernetes/manifests/web.yaml"}, "ce38214699790d1ec8178266f2631001"},
+		{"node1", Source{Kind: SourceHTTP, Location: "http://config/pods"}, "1fa73a08b3edea28a97770225c11b0bb"},
+		{"node2", Source{Kind: SourceHTTP, Location: "http://config/pods"}, "1fa73a08b3edea28a97770225c11b0bb"},
+		// A URL shown with its query redacted hashes the URL as written (its Key).
+		{"node1", Source{Kind: SourceHTTP, Location: "http://config/pods?t=REDACTED", Key: "http://config/pods"}, "1fa73a08b3edea28a97770225c11b0bb"},
 	}
 	for _, tt := range tests {
 		if got := UID(identityPod(), tt.node, tt.src); got != tt.want {
@@ -40,7 +42,7 @@ func TestUIDPinned(t *testing.T) {
 }
 
 func TestUIDChangesWithContent(t *testing.T) {
-	src := Source{SourceFile, "/m/web.yaml"}
+	src := Source{Kind: SourceFile, Location: "/m/web.yaml"}
 	a, b := identityPod(), identityPod()
 	b.Spec.Containers[0].Image = "busybox:1.37"
 	if UID(a, "n", src) == UID(b, "n", src) {
@@ -49,15 +51,15 @@ func TestUIDChangesWithContent(t *testing.T) {
 	if UID(a, "n", src) != UID(identityPod(), "n", src) {
 		t.Error("UID differs for equal pods")
 	}
-	if UID(a, "n", src) == UID(a, "n", Source{SourceFile, "/m/other.yaml"}) {
+	if UID(a, "n", src) == UID(a, "n", Source{Kind: SourceFile, Location: "/m/other.yaml"}) {
 		t.Error("UID did not change with the file path")
 	}
 }
 
 func TestIdentify(t *testing.T) {
 	pod := identityPod()
-	uid := UID(pod, "Node-A", Source{SourceFile, "/m/web.yaml"})
-	Identify(pod, "Node-A", Source{SourceFile, "/m/web.yaml"})
+	uid := UID(pod, "Node-A", Source{Kind: SourceFile, Location: "/m/web.yaml"})
+	Identify(pod, "Node-A", Source{Kind: SourceFile, Location: "/m/web.yaml"})
 	if pod.Name != "web-node-a" {
 		t.Errorf("name = %q, want web-node-a", pod.Name)
 	}
@@ -73,7 +75,7 @@ func TestIdentify(t *testing.T) {
 
 	given := identityPod()
 	given.UID = "fixed"
-	Identify(given, "n", Source{SourceHTTP, "http://x"})
+	Identify(given, "n", Source{Kind: SourceHTTP, Location: "http://x"})
 	if given.UID != "fixed" || len(given.Spec.Tolerations) != 0 {
 		t.Errorf("uid = %q, tolerations %v: want the manifest's uid kept and no toleration for http pods", given.UID, given.Spec.Tolerations)
 	}
