@@ -26,7 +26,7 @@ func TestStopLabelsRoundTrip(t *testing.T) {
 			PreStop:   &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/drain", Port: intstr.FromString("http")}},
 		},
 	}
-	labels := map[string]string{LabelKind: string(runner.KindContainer)}
+	labels := map[string]string{LabelKind: string(runner.KindContainer), LabelPodUID: "0123abcd"}
 	stopLabels(labels, pod, c)
 	deadline := time.Date(2026, 11, 24, 12, 0, 0, 123, time.UTC)
 	labels[labelStopDeadline] = deadline.Format(time.RFC3339Nano)
