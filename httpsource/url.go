@@ -3,9 +3,6 @@ package httpsource
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -193,16 +190,16 @@ func (p *poller) accepted(resp response, res manifests.Result, fp string) {
 	}
 }
 
-// fingerprint identifies a list of pods by their JSON, so that a body that changed only
-// in comments or layout is not sent again. (Not by UIDs alone: a manifest may set
-// metadata.uid, and then its UID stays while its spec changes.)
+// fingerprint identifies a list of pods by their content (manifests.Fingerprint), so
+// that a body that changed only in comments or layout is not sent again. (Not by UIDs
+// alone: a manifest may set metadata.uid, and then its UID stays while its spec
+// changes.)
 func fingerprint(pods []*corev1.Pod) string {
-	js, err := json.Marshal(pods)
-	if err != nil {
-		return "" // API types always encode; "" only makes the snapshot be sent
+	parts := []string{"pods"}
+	for _, p := range pods {
+		parts = append(parts, manifests.Fingerprint(p))
 	}
-	sum := sha256.Sum256(js)
-	return hex.EncodeToString(sum[:])
+	return strings.Join(parts, " ")
 }
 
 // report tells of the source's state when it changes (ok -> failing, failing

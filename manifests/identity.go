@@ -67,6 +67,17 @@ func UID(pod *corev1.Pod, node string, src Source) types.UID {
 	return types.UID(hex.EncodeToString(h.Sum(nil))[:32])
 }
 
+// Fingerprint identifies a loaded pod by its content: its canonical v1 JSON, metadata
+// (UID, labels, annotations) and spec alike. Two loads of one manifest have equal
+// fingerprints, and any change of what the manifest says changes the fingerprint. Ask
+// it, never the UID, whether a pod changed: a UID given in the manifest stays while
+// the spec under it is edited (a derived UID would change too, see UID).
+func Fingerprint(pod *corev1.Pod) string {
+	h := sha256.New()
+	writeJSON(h, pod)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // StaticName is the name a static pod runs under on node, as the kubelet names it.
 func StaticName(name, node string) string {
 	return name + "-" + strings.ToLower(node)

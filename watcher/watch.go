@@ -268,14 +268,14 @@ func (w *Watcher) onlyWholeChanged(snap Snapshot, whole map[string]bool) bool {
 	return true
 }
 
-// samePods reports whether two lists hold the same pods, by UID (a UID hashes the
-// whole spec).
+// samePods reports whether two lists hold the same pods, by content (never by UID
+// alone: a manifest may give its UID, which then stays while the spec changes).
 func samePods(a, b []*corev1.Pod) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		if a[i].UID != b[i].UID {
+		if manifests.Fingerprint(a[i]) != manifests.Fingerprint(b[i]) {
 			return false
 		}
 	}
@@ -339,12 +339,12 @@ func uidsOf(pods []*corev1.Pod) []types.UID {
 	return out
 }
 
-// fingerprint identifies a snapshot: its pods' UIDs (a UID hashes the whole spec), its
-// objects and its failures.
+// fingerprint identifies a snapshot: its pods' contents (see samePods), its objects
+// and its failures.
 func fingerprint(u manifests.Update) string {
 	parts := []string{"objects " + u.Objects.Fingerprint()}
 	for _, p := range u.Pods {
-		parts = append(parts, string(p.UID))
+		parts = append(parts, manifests.Fingerprint(p))
 	}
 	sort.Strings(parts)
 	for _, f := range u.Failures {
