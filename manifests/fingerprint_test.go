@@ -13,7 +13,7 @@ func TestFingerprintChangesWithContentUnderAGivenUID(t *testing.T) {
 		pod := identityPod()
 		pod.UID = "5b9a2f0e-1c1d-4c8e-9a53-0e2c1b7d9f11"
 		edit(pod)
-		Identify(pod, "node1", Source{SourceFile, "/etc/kubernetes/manifests/web.yaml"})
+		Identify(pod, "node1", Source{Kind: SourceFile, Location: "/etc/kubernetes/manifests/web.yaml"})
 		return pod
 	}
 	base := Fingerprint(loaded(func(*corev1.Pod) {}))
