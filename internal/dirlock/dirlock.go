@@ -66,8 +66,15 @@ func (l *Lock) add(dir string) error {
 		return fmt.Errorf("lock %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
+	// The lock is held on a read-only descriptor: one open for writing would keep the
+	// file system from being remounted read-only (EBUSY) for as long as staticpod runs.
 	// os.OpenFile opens close-on-exec: no child ever holds the lock.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o644)
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|unix.O_NOFOLLOW, 0o644)
+	if errors.Is(err, unix.EROFS) {
+		// A read-only directory with no lock file yet: nothing can be removed from
+		// it, by this process or another, so there is nothing to guard.
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("lock %s: %w", dir, err)
 	}
@@ -90,7 +97,7 @@ func (l *Lock) add(dir string) error {
 		f.Close()
 		return fmt.Errorf("lock %s: %w", path, err)
 	}
-	if err := writePID(f); err != nil {
+	if err := writePID(path); err != nil && !errors.Is(err, unix.EROFS) { // read-only: the holder goes unnamed
 		f.Close()
 		return fmt.Errorf("lock %s: %w", path, err)
 	}
@@ -118,13 +125,16 @@ func flock(f *os.File) error {
 	}
 }
 
-// writePID replaces f's content with this process's PID.
-func writePID(f *os.File) error {
-	if err := f.Truncate(0); err != nil {
+// writePID replaces the lock file's content with this process's PID, through a
+// descriptor of its own: closing it leaves the lock, which belongs to the descriptor
+// that took it (flock locks go with the open file description).
+func writePID(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC|unix.O_NOFOLLOW, 0)
+	if err != nil {
 		return err
 	}
-	_, err := f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	return err
+	_, err = f.Write([]byte(strconv.Itoa(os.Getpid()) + "\n"))
+	return errors.Join(err, f.Close())
 }
 
 // readPID reads the PID the holder of f's lock wrote into it; 0 when there is none yet.

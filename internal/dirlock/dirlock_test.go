@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // holdEnv makes the test binary a process that locks the directory it names, says
@@ -150,5 +152,37 @@ func TestMissingDirectoryIsMade(t *testing.T) {
 	mustAcquire(t, dir)
 	if _, err := os.Stat(filepath.Join(dir, FileName)); err != nil {
 		t.Errorf("lock file: %v", err)
+	}
+}
+
+// TestLockLetsTheFileSystemBeRemountedReadOnly: the lock is held without a descriptor
+// open for writing, so a root dir's file system can still be remounted read-only (an
+// operator protecting it, or the disk failing); a staticpod started on it then takes
+// the lock that is there, and one with no lock file to take has nothing to guard.
+func TestLockLetsTheFileSystemBeRemountedReadOnly(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("mounts a tmpfs: needs root")
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	root, empty := filepath.Join(dir, "root"), filepath.Join(dir, "empty")
+	l := mustAcquire(t, root)
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		t.Fatalf("remount read-only with the lock held: %v", err)
+	}
+	var held *HeldError
+	if _, err := Acquire(root); !errors.As(err, &held) || held.PID != os.Getpid() {
+		t.Errorf("Acquire on the read-only file system while held = %v, want a HeldError naming %d", err, os.Getpid())
+	}
+	l.Release()
+	mustAcquire(t, root, empty).Release()
+	if _, err := os.Stat(filepath.Join(empty, FileName)); !os.IsNotExist(err) {
+		t.Errorf("a lock file appeared on a read-only file system (%v)", err)
 	}
 }
