@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/staticpod/staticpod/internal/dirlock"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -27,7 +26,7 @@ func withFlag(args []string, flag, value string) []string {
 // A second staticpod on the root dir or the pod log dir of a running one, with a
 // containerd namespace of its own (a typo, a test instance), would remove the first
 // one's pod directories and logs as those of pods that are gone. It stops at once,
-// naming the first one's PID and lock file, and touches nothing: the first one's
+// naming the directory and the first one's PID, and touches nothing: the first one's
 // emptyDir data and logs stay, and its pod runs on, never restarted.
 func TestASecondDaemonOnTheSameDirectoriesTouchesNothing(t *testing.T) {
 	n := newNode(t)
@@ -42,14 +41,14 @@ func TestASecondDaemonOnTheSameDirectoriesTouchesNothing(t *testing.T) {
 	awaitFile(t, log, "logged")
 
 	for _, tc := range []struct {
-		name     string
-		root     string
-		logs     string
-		lockFile string
+		name   string
+		root   string
+		logs   string
+		locked string // the directory the second daemon finds locked
 	}{
-		{"same root dir and log dir", n.path("root"), n.path("log/pods"), n.path("root/" + dirlock.FileName)},
-		{"same root dir, another log dir", n.path("root"), n.path("other/log/pods"), n.path("root/" + dirlock.FileName)},
-		{"another root dir, same log dir", n.path("other/root"), n.path("log/pods"), n.path("log/pods/" + dirlock.FileName)},
+		{"same root dir and log dir", n.path("root"), n.path("log/pods"), n.path("root")},
+		{"same root dir, another log dir", n.path("root"), n.path("other/log/pods"), n.path("root")},
+		{"another root dir, same log dir", n.path("other/root"), n.path("log/pods"), n.path("log/pods")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := n.runArgs()
@@ -70,7 +69,7 @@ func TestASecondDaemonOnTheSameDirectoriesTouchesNothing(t *testing.T) {
 			if code := second.cmd.ProcessState.ExitCode(); code == 0 {
 				t.Errorf("the second daemon exited 0, want a failure")
 			}
-			for _, want := range []string{fmt.Sprintf("process %d holds the lock %s", first.cmd.Process.Pid, tc.lockFile)} {
+			for _, want := range []string{fmt.Sprintf("%s is in use: process %d holds its lock", tc.locked, first.cmd.Process.Pid)} {
 				if !strings.Contains(out, want) {
 					t.Errorf("the second daemon's output does not say %q:\n%s", want, out)
 				}

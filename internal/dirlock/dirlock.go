@@ -1,36 +1,41 @@
-// Package dirlock gives one process the use of directories: an exclusive flock(2) on a
-// lock file in each, holding the holder's PID, taken without waiting. A second staticpod
-// on the same root dir or pod log dir finds the lock held and stops before it touches
-// anything: its first relist would otherwise remove, as the data of pods that are gone,
-// every pod directory and log directory of the first one's pods.
+// Package dirlock gives one process the use of directories: an exclusive flock(2) on
+// each directory itself, taken without waiting. A second staticpod on the same root dir
+// or pod log dir finds the lock held and stops before it touches anything: its first
+// relist would otherwise remove, as the data of pods that are gone, every pod directory
+// and log directory of the first one's pods.
+//
+// The directory itself is locked, not a file in it: the pod log dir holds only pods'
+// directories, as log shippers expect of /var/log/pods, and nothing is written, so a
+// read-only file system can be locked and can still be remounted read-only while the
+// lock is held (a descriptor open for writing would make that fail). The holder's PID
+// is found in /proc/locks.
 //
 // The lock is the kernel's: it goes with the process, however it ends (kill -9 too), and
-// it is not inherited across exec (the file is opened close-on-exec), so neither a
-// container nor a containerd started by the holder keeps it. The file stays when the
-// lock is released; its PID means something only while it is locked.
+// it is not inherited across exec (the directory is opened close-on-exec), so neither a
+// container nor a containerd started by the holder keeps it.
 //
 // It imports nothing of staticpod's.
 package dirlock
 
 import (
-	"bytes"
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// FileName is the lock file's name in each locked directory.
-const FileName = "staticpod.lock"
+// procLocks lists the kernel's file locks and their holders.
+const procLocks = "/proc/locks"
 
 // HeldError is a directory whose lock another process holds.
 type HeldError struct {
-	Dir  string
-	File string // the lock file
-	PID  int    // the holder, as it wrote itself into File; 0 when not yet written
+	Dir string
+	PID int // the holder, from /proc/locks; 0 when it cannot be told
 }
 
 func (e *HeldError) Error() string {
@@ -38,12 +43,12 @@ func (e *HeldError) Error() string {
 	if e.PID > 0 {
 		holder = "process " + strconv.Itoa(e.PID)
 	}
-	return fmt.Sprintf("%s is in use: %s holds the lock %s (is another staticpod running on it?)", e.Dir, holder, e.File)
+	return fmt.Sprintf("%s is in use: %s holds its lock (is another staticpod running on it?)", e.Dir, holder)
 }
 
 // Lock is the locks of a set of directories, held until Release or the process's end.
 type Lock struct {
-	files []*os.File
+	dirs []*os.File
 }
 
 // Acquire locks dirs, in order, making each that is missing (mode 0755). A directory
@@ -60,21 +65,13 @@ func Acquire(dirs ...string) (*Lock, error) {
 	return l, nil
 }
 
-// add locks dir, unless l holds its lock file already.
+// add locks dir, unless l holds its lock already.
 func (l *Lock) add(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("lock %s: %w", dir, err)
 	}
-	path := filepath.Join(dir, FileName)
-	// The lock is held on a read-only descriptor: one open for writing would keep the
-	// file system from being remounted read-only (EBUSY) for as long as staticpod runs.
-	// os.OpenFile opens close-on-exec: no child ever holds the lock.
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|unix.O_NOFOLLOW, 0o644)
-	if errors.Is(err, unix.EROFS) {
-		// A read-only directory with no lock file yet: nothing can be removed from
-		// it, by this process or another, so there is nothing to guard.
-		return nil
-	}
+	// os.Open opens read-only and close-on-exec: no child ever holds the lock.
+	f, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("lock %s: %w", dir, err)
 	}
@@ -83,35 +80,30 @@ func (l *Lock) add(dir string) error {
 		f.Close()
 		return fmt.Errorf("lock %s: %w", dir, err)
 	}
-	for _, held := range l.files {
+	for _, held := range l.dirs {
 		if other, err := held.Stat(); err == nil && os.SameFile(info, other) {
-			f.Close() // a second flock of the same file would find it taken, by us
+			f.Close() // a second flock of the same directory would find it taken, by us
 			return nil
 		}
 	}
 	if err := flock(f); errors.Is(err, unix.EWOULDBLOCK) {
-		pid := readPID(f)
 		f.Close()
-		return &HeldError{Dir: dir, File: path, PID: pid}
+		return &HeldError{Dir: dir, PID: holder(procLocks, info)}
 	} else if err != nil {
 		f.Close()
-		return fmt.Errorf("lock %s: %w", path, err)
+		return fmt.Errorf("lock %s: %w", dir, err)
 	}
-	if err := writePID(path); err != nil && !errors.Is(err, unix.EROFS) { // read-only: the holder goes unnamed
-		f.Close()
-		return fmt.Errorf("lock %s: %w", path, err)
-	}
-	l.files = append(l.files, f)
+	l.dirs = append(l.dirs, f)
 	return nil
 }
 
-// Release unlocks every directory. The files stay.
+// Release unlocks every directory.
 func (l *Lock) Release() error {
 	var errs []error
-	for _, f := range l.files {
+	for _, f := range l.dirs {
 		errs = append(errs, f.Close()) // closing the only descriptor drops the flock
 	}
-	l.files = nil
+	l.dirs = nil
 	return errors.Join(errs...)
 }
 
@@ -125,25 +117,30 @@ func flock(f *os.File) error {
 	}
 }
 
-// writePID replaces the lock file's content with this process's PID, through a
-// descriptor of its own: closing it leaves the lock, which belongs to the descriptor
-// that took it (flock locks go with the open file description).
-func writePID(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return err
+// holder returns the PID of the process holding a flock on the file of info, as the
+// kernel lists it in the file at path (/proc/locks), or 0. Its lines read
+// "1: FLOCK  ADVISORY  WRITE 4675 fd:01:1183041 0 EOF": the device's major and minor
+// numbers in hex, the inode in decimal.
+func holder(path string, info os.FileInfo) int {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0
 	}
-	_, err = f.Write([]byte(strconv.Itoa(os.Getpid()) + "\n"))
-	return errors.Join(err, f.Close())
-}
-
-// readPID reads the PID the holder of f's lock wrote into it; 0 when there is none yet.
-func readPID(f *os.File) int {
-	buf := make([]byte, 32)
-	n, _ := f.ReadAt(buf, 0)
-	pid, err := strconv.Atoi(string(bytes.TrimSpace(buf[:n])))
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
+	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}
-	return pid
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 6 || fields[1] != "FLOCK" || fields[5] != want {
+			continue // also the "->" lines of waiters, which have another layout
+		}
+		if pid, err := strconv.Atoi(fields[4]); err == nil {
+			return pid
+		}
+	}
+	return 0
 }

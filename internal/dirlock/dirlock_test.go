@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -30,14 +31,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// holder is another process holding a directory's lock.
-type holder struct {
+// holding is another process holding a directory's lock.
+type holding struct {
 	cmd  *exec.Cmd
 	stop func() // closes its stdin: it exits
 }
 
 // mustHold starts a process that locks dir, and returns once it holds the lock.
-func mustHold(t *testing.T, dir string) *holder {
+func mustHold(t *testing.T, dir string) *holding {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), holdEnv+"="+dir)
@@ -52,7 +53,7 @@ func mustHold(t *testing.T, dir string) *holder {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	h := &holder{cmd: cmd, stop: func() { stdin.Close(); cmd.Wait() }}
+	h := &holding{cmd: cmd, stop: func() { stdin.Close(); cmd.Wait() }}
 	t.Cleanup(h.stop)
 	line, _ := bufio.NewReader(stdout).ReadString('\n')
 	if line != "locked\n" {
@@ -81,11 +82,11 @@ func TestHeldLockNamesItsHolder(t *testing.T) {
 	if !errors.As(err, &held) {
 		t.Fatalf("Acquire of a held directory = %v, want a HeldError", err)
 	}
-	want := &HeldError{Dir: logs, File: filepath.Join(logs, FileName), PID: h.cmd.Process.Pid}
+	want := &HeldError{Dir: logs, PID: h.cmd.Process.Pid}
 	if *held != *want {
 		t.Errorf("Acquire of a held directory = %+v, want %+v", held, want)
 	}
-	for _, part := range []string{fmt.Sprint(want.PID), want.File} {
+	for _, part := range []string{fmt.Sprint(want.PID), want.Dir} {
 		if !strings.Contains(err.Error(), part) {
 			t.Errorf("error %q does not name %s", err, part)
 		}
@@ -95,8 +96,8 @@ func TestHeldLockNamesItsHolder(t *testing.T) {
 
 	h.stop()
 	mustAcquire(t, root, logs)
-	if data, _ := os.ReadFile(filepath.Join(logs, FileName)); string(data) != fmt.Sprintf("%d\n", os.Getpid()) {
-		t.Errorf("lock file holds %q, want this process's PID", data)
+	if entries, _ := os.ReadDir(logs); len(entries) > 0 {
+		t.Errorf("the lock left %d entries in the directory, first %s", len(entries), entries[0].Name())
 	}
 }
 
@@ -119,8 +120,8 @@ func TestLockIsNotInherited(t *testing.T) {
 	child := mustHold(t, t.TempDir()) // any child that keeps running
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", child.cmd.Process.Pid))
 	for _, fd := range fds {
-		if target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", child.cmd.Process.Pid, fd.Name())); target == filepath.Join(dir, FileName) {
-			t.Errorf("the child has the lock file open as fd %s", fd.Name())
+		if target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", child.cmd.Process.Pid, fd.Name())); target == dir {
+			t.Errorf("the child has the locked directory open as fd %s", fd.Name())
 		}
 	}
 	if err := l.Release(); err != nil {
@@ -138,8 +139,8 @@ func TestSameDirectoryTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := mustAcquire(t, dir, dir, alias)
-	if len(l.files) != 1 {
-		t.Errorf("Acquire of one directory under 3 names holds %d files, want 1", len(l.files))
+	if len(l.dirs) != 1 {
+		t.Errorf("Acquire of one directory under 3 names holds %d directories, want 1", len(l.dirs))
 	}
 	if _, err := Acquire(alias); !errors.As(err, new(*HeldError)) {
 		t.Errorf("Acquire(alias) while held = %v, want a HeldError", err)
@@ -150,15 +151,41 @@ func TestSameDirectoryTwice(t *testing.T) {
 func TestMissingDirectoryIsMade(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "a", "b")
 	mustAcquire(t, dir)
-	if _, err := os.Stat(filepath.Join(dir, FileName)); err != nil {
-		t.Errorf("lock file: %v", err)
+	if _, err := os.Stat(dir); err != nil {
+		t.Errorf("locked directory: %v", err)
 	}
 }
 
-// TestLockLetsTheFileSystemBeRemountedReadOnly: the lock is held without a descriptor
-// open for writing, so a root dir's file system can still be remounted read-only (an
-// operator protecting it, or the disk failing); a staticpod started on it then takes
-// the lock that is there, and one with no lock file to take has nothing to guard.
+// TestHolderFromProcLocks reads the holder of a flock from the kernel's list.
+func TestHolderFromProcLocks(t *testing.T) {
+	dir := t.TempDir()
+	info, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := info.Sys().(*syscall.Stat_t)
+	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
+	locks := filepath.Join(t.TempDir(), "locks")
+	if err := os.WriteFile(locks, []byte(strings.Join([]string{
+		"1: POSIX  ADVISORY  WRITE 11 " + id + " 0 EOF",
+		"2: FLOCK  ADVISORY  WRITE 22 fd:01:1 0 EOF",
+		"3: FLOCK  ADVISORY  WRITE 4675 " + id + " 0 EOF",
+		"3: -> FLOCK  ADVISORY  WRITE 33 " + id + " 0 EOF",
+	}, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := holder(locks, info); got != 4675 {
+		t.Errorf("holder = %d, want 4675", got)
+	}
+	if got := holder(filepath.Join(t.TempDir(), "none"), info); got != 0 {
+		t.Errorf("holder without a list = %d, want 0", got)
+	}
+}
+
+// TestLockLetsTheFileSystemBeRemountedReadOnly: the lock writes nothing and holds no
+// descriptor open for writing, so a root dir's file system can still be remounted
+// read-only (an operator protecting it, or the disk failing), and a staticpod started
+// on a read-only one takes its lock.
 func TestLockLetsTheFileSystemBeRemountedReadOnly(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("mounts a tmpfs: needs root")
@@ -168,11 +195,8 @@ func TestLockLetsTheFileSystemBeRemountedReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
-	root, empty := filepath.Join(dir, "root"), filepath.Join(dir, "empty")
+	root := filepath.Join(dir, "root")
 	l := mustAcquire(t, root)
-	if err := os.Mkdir(empty, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
 		t.Fatalf("remount read-only with the lock held: %v", err)
 	}
@@ -181,8 +205,5 @@ func TestLockLetsTheFileSystemBeRemountedReadOnly(t *testing.T) {
 		t.Errorf("Acquire on the read-only file system while held = %v, want a HeldError naming %d", err, os.Getpid())
 	}
 	l.Release()
-	mustAcquire(t, root, empty).Release()
-	if _, err := os.Stat(filepath.Join(empty, FileName)); !os.IsNotExist(err) {
-		t.Errorf("a lock file appeared on a read-only file system (%v)", err)
-	}
+	mustAcquire(t, root).Release()
 }
