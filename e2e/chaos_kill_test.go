@@ -322,7 +322,7 @@ func (n *node) awaitNoLeaks(want map[string]string) {
 	await("pod directories", func() []string {
 		var out []string
 		for _, dir := range []string{n.path("root/pods"), n.path("log/pods")} {
-			entries, _ := os.ReadDir(dir)
+			entries := podEntries(dir)
 			for _, e := range entries {
 				if !uids[e.Name()] && !uids[e.Name()[strings.LastIndexByte(e.Name(), '_')+1:]] {
 					out = append(out, filepath.Join(dir, e.Name()))

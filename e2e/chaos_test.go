@@ -85,8 +85,7 @@ func TestChaosManifestDirectoryMovedAwayAndBack(t *testing.T) {
 	n.await("every pod gone", time.Minute, func(cs map[string]runner.Container) bool { return len(cs) == 0 })
 	for _, dir := range []string{n.path("root/pods"), n.path("root/namespaces"), n.path("log/pods")} {
 		testenv.Await(t, dir+" empty", 10*time.Second, func() bool {
-			entries, _ := os.ReadDir(dir)
-			return len(entries) == 0
+			return len(podEntries(dir)) == 0
 		})
 	}
 	if err := os.Rename(away, n.manifests); err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/staticpod/staticpod/internal/dirlock"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -69,7 +70,7 @@ func TestASecondDaemonOnTheSameDirectoriesTouchesNothing(t *testing.T) {
 			if code := second.cmd.ProcessState.ExitCode(); code == 0 {
 				t.Errorf("the second daemon exited 0, want a failure")
 			}
-			for _, want := range []string{fmt.Sprintf("%s is in use: process %d holds its lock", tc.locked, first.cmd.Process.Pid)} {
+			for _, want := range []string{fmt.Sprintf("%s is in use: process %d holds its lock %s", tc.locked, first.cmd.Process.Pid, filepath.Join(tc.locked, dirlock.FileName))} {
 				if !strings.Contains(out, want) {
 					t.Errorf("the second daemon's output does not say %q:\n%s", want, out)
 				}
@@ -91,4 +92,11 @@ func TestASecondDaemonOnTheSameDirectoriesTouchesNothing(t *testing.T) {
 	if after := cs["keeper-node1/main/0"]; after.State != runner.StateRunning || after.PID != before.PID || len(cs) != 1 {
 		t.Errorf("the first daemon's pod after the second daemons: %v, pid %d -> %d; it must run on untouched", summary(cs), before.PID, after.PID)
 	}
+}
+
+// podEntries lists the entries of a root dir's or pod log dir's directory but the lock
+// staticpod holds there.
+func podEntries(dir string) []os.DirEntry {
+	entries, _ := os.ReadDir(dir)
+	return slices.DeleteFunc(entries, func(e os.DirEntry) bool { return e.Name() == dirlock.FileName })
 }

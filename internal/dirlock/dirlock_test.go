@@ -18,6 +18,10 @@ import (
 // "locked" and holds the lock until its stdin closes.
 const holdEnv = "DIRLOCK_TEST_HOLD"
 
+// flockEnv makes the test binary a process that opens the file it names and flocks it,
+// as any user's flock(1) would, and says what came of it.
+const flockEnv = "DIRLOCK_TEST_FLOCK"
+
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(holdEnv); dir != "" {
 		if _, err := Acquire(dir); err != nil {
@@ -26,6 +30,18 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Println("locked")
 		bufio.NewReader(os.Stdin).ReadString('\n') // until stdin closes
+		os.Exit(0)
+	}
+	if path := os.Getenv(flockEnv); path != "" {
+		f, err := os.Open(path)
+		if err == nil {
+			err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		}
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		fmt.Println("locked")
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -96,8 +112,8 @@ func TestHeldLockNamesItsHolder(t *testing.T) {
 
 	h.stop()
 	mustAcquire(t, root, logs)
-	if entries, _ := os.ReadDir(logs); len(entries) > 0 {
-		t.Errorf("the lock left %d entries in the directory, first %s", len(entries), entries[0].Name())
+	if data, _ := os.ReadFile(filepath.Join(logs, FileName)); string(data) != fmt.Sprintf("%d\n", os.Getpid()) {
+		t.Errorf("lock file holds %q, want this process's PID", data)
 	}
 }
 
@@ -120,8 +136,8 @@ func TestLockIsNotInherited(t *testing.T) {
 	child := mustHold(t, t.TempDir()) // any child that keeps running
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", child.cmd.Process.Pid))
 	for _, fd := range fds {
-		if target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", child.cmd.Process.Pid, fd.Name())); target == dir {
-			t.Errorf("the child has the locked directory open as fd %s", fd.Name())
+		if target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", child.cmd.Process.Pid, fd.Name())); target == filepath.Join(dir, FileName) {
+			t.Errorf("the child has the lock file open as fd %s", fd.Name())
 		}
 	}
 	if err := l.Release(); err != nil {
@@ -139,8 +155,8 @@ func TestSameDirectoryTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := mustAcquire(t, dir, dir, alias)
-	if len(l.dirs) != 1 {
-		t.Errorf("Acquire of one directory under 3 names holds %d directories, want 1", len(l.dirs))
+	if len(l.files) != 1 {
+		t.Errorf("Acquire of one directory under 3 names holds %d files, want 1", len(l.files))
 	}
 	if _, err := Acquire(alias); !errors.As(err, new(*HeldError)) {
 		t.Errorf("Acquire(alias) while held = %v, want a HeldError", err)
@@ -151,8 +167,8 @@ func TestSameDirectoryTwice(t *testing.T) {
 func TestMissingDirectoryIsMade(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "a", "b")
 	mustAcquire(t, dir)
-	if _, err := os.Stat(dir); err != nil {
-		t.Errorf("locked directory: %v", err)
+	if _, err := os.Stat(filepath.Join(dir, FileName)); err != nil {
+		t.Errorf("lock file: %v", err)
 	}
 }
 
@@ -195,8 +211,11 @@ func TestLockLetsTheFileSystemBeRemountedReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
-	root := filepath.Join(dir, "root")
+	root, empty := filepath.Join(dir, "root"), filepath.Join(dir, "empty")
 	l := mustAcquire(t, root)
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
 		t.Fatalf("remount read-only with the lock held: %v", err)
 	}
@@ -205,5 +224,52 @@ func TestLockLetsTheFileSystemBeRemountedReadOnly(t *testing.T) {
 		t.Errorf("Acquire on the read-only file system while held = %v, want a HeldError naming %d", err, os.Getpid())
 	}
 	l.Release()
-	mustAcquire(t, root).Release()
+	mustAcquire(t, root, empty).Release()
+	if _, err := os.Stat(filepath.Join(empty, FileName)); !os.IsNotExist(err) {
+		t.Errorf("a lock file appeared on a read-only file system (%v)", err)
+	}
+}
+
+// TestAnotherUserCannotTakeTheLock: flock needs only a descriptor open for reading, so
+// a lock file any user can read would let any user take the lock and keep staticpod
+// from starting. The file is root's alone; one that is not is refused, never locked.
+func TestAnotherUserCannotTakeTheLock(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("runs a process as nobody: needs root")
+	}
+	// A directory nobody may enter (t.TempDir's parent is root's alone), holding the
+	// locked directory and the test binary, where nobody may run it.
+	open, err := os.MkdirTemp("", "dirlock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(open) })
+	if err := os.Chmod(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, bin := filepath.Join(open, "root"), filepath.Join(open, "flocker")
+	mustAcquire(t, dir).Release()
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	flocker := exec.Command(bin, "-test.run=^$")
+	flocker.Env = append(os.Environ(), flockEnv+"="+filepath.Join(dir, FileName))
+	flocker.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := flocker.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "permission denied") {
+		t.Fatalf("nobody's flock of the lock file: %v, %s; want permission denied", err, out)
+	}
+	mustAcquire(t, dir).Release()
+
+	// A lock file others may read (left by hand, or by a careless copy) is refused.
+	if err := os.Chmod(filepath.Join(dir, FileName), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Acquire(dir); err == nil || !strings.Contains(err.Error(), "only it may read") {
+		t.Errorf("Acquire with a lock file of mode 0644 = %v, want a refusal", err)
+	}
 }
