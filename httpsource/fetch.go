@@ -162,17 +162,20 @@ func cleanError(err error) error {
 
 // publicURL is the URL as logged and as the pods' source location (the
 // staticpod.io/config.location annotation, so /pods, ps and describe): without its user
-// information, and with the value of every query parameter replaced by redacted (the keys
-// kept), for either may hold a password or a token. A URL with neither is kept as
-// written.
+// information, with every query parameter's value (or a bare parameter, `?s3cret`)
+// replaced by redacted, the keys kept, and with its fragment redacted too, for any of
+// them may hold a password or a token. A URL with none of them is kept as written.
 func publicURL(u *url.URL, raw string) string {
 	query, redactedQuery := redactQuery(u.RawQuery)
-	if u.User == nil && !redactedQuery {
+	if u.User == nil && !redactedQuery && u.Fragment == "" {
 		return raw
 	}
 	c := *u
 	c.User = nil
 	c.RawQuery = query
+	if c.Fragment != "" {
+		c.Fragment, c.RawFragment = redacted, ""
+	}
 	return c.String()
 }
 
@@ -192,17 +195,21 @@ func identityURL(u *url.URL, raw string) string {
 // redacted stands for a value kept out of logs and locations.
 const redacted = "REDACTED"
 
-// redactQuery replaces the value of each parameter of a raw query with redacted,
-// keeping the keys, their order, and parameters without a value; changed says whether
-// any value was replaced.
+// redactQuery replaces the value of each parameter of a raw query with redacted, and a
+// parameter without '=' (which may be a token itself) likewise, keeping the keys, their
+// order and empty values; changed says whether anything was replaced.
 func redactQuery(raw string) (query string, changed bool) {
 	if raw == "" {
 		return raw, false
 	}
 	params := strings.Split(raw, "&")
 	for i, p := range params {
-		if key, value, ok := strings.Cut(p, "="); ok && value != "" {
+		key, value, ok := strings.Cut(p, "=")
+		switch {
+		case ok && value != "":
 			params[i], changed = key+"="+redacted, true
+		case !ok && p != "":
+			params[i], changed = redacted, true
 		}
 	}
 	return strings.Join(params, "&"), changed

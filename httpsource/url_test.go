@@ -362,7 +362,7 @@ func TestURLKeepsQueryTokensOutOfLogsAndPods(t *testing.T) {
 	raw := srv.URL + "/pods?node=n1&token=s3cret&debug"
 	r := runSource(t, &URLSource{URL: raw})
 	u := r.awaitUpdate(t, "start")
-	want := srv.URL + "/pods?node=REDACTED&token=REDACTED&debug"
+	want := srv.URL + "/pods?node=REDACTED&token=REDACTED&REDACTED"
 	if got := u.Pods[0].Annotations[manifests.AnnotationLocation]; got != want {
 		t.Errorf("location = %q, want %q", got, want)
 	}
@@ -389,9 +389,11 @@ func TestPublicURL(t *testing.T) {
 	for raw, want := range map[string]string{
 		"https://h/pods":                          "https://h/pods",
 		"https://h/pods?":                         "https://h/pods?",
-		"https://h/pods?debug":                    "https://h/pods?debug",
+		"https://h/pods?debug":                    "https://h/pods?REDACTED",
+		"https://h/m.yaml?s3cr3t":                 "https://h/m.yaml?REDACTED",
+		"https://h/pods#s3cr3t":                   "https://h/pods#REDACTED",
 		"https://h/pods?token=":                   "https://h/pods?token=",
-		"https://h/p%20ods?token=a%26b&x=1#frag":  "https://h/p%20ods?token=REDACTED&x=REDACTED#frag",
+		"https://h/p%20ods?token=a%26b&x=1#frag":  "https://h/p%20ods?token=REDACTED&x=REDACTED#REDACTED",
 		"https://u:pw@h/pods":                     "https://h/pods",
 		"https://u:pw@h/pods?sig=abc&sig=def&n=2": "https://h/pods?sig=REDACTED&sig=REDACTED&n=REDACTED",
 	} {
