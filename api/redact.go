@@ -1,16 +1,14 @@
 package api
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // secretMask replaces each value of a Secret the API serves, as `kubectl diff` masks
@@ -31,12 +29,9 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // an error, never returned unredacted.
 func redactSecrets(manifest []byte) ([]byte, error) {
 	isJSON := bytes.HasPrefix(bytes.TrimLeft(manifest, " \t\r\n"), []byte("{"))
-	docs := [][]byte{manifest} // one JSON object; "---" cannot separate JSON
-	if !isJSON {
-		var err error
-		if docs, err = splitYAML(manifest); err != nil {
-			return nil, err
-		}
+	docs, err := manifests.SplitDocuments(manifest)
+	if err != nil {
+		return nil, fmt.Errorf("redact: %w", err)
 	}
 	changed := false
 	for i, doc := range docs {
@@ -82,22 +77,6 @@ func redactSecrets(manifest []byte) ([]byte, error) {
 		}
 	}
 	return out.Bytes(), nil
-}
-
-// splitYAML returns the YAML documents of data, as manifests.Decode splits them.
-func splitYAML(data []byte) ([][]byte, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var docs [][]byte
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("redact: split YAML documents: %w", err)
-		}
-		docs = append(docs, doc)
-	}
 }
 
 // redactValue masks the values of every Secret in v, an object decoded from JSON, at

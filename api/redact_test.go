@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/staticpod/staticpod/manifests"
 	"net/http"
 	"strings"
 	"testing"
@@ -116,7 +117,7 @@ func TestGetManifestMasksSecretValuesAndKeepsKeys(t *testing.T) {
 // stringData and last-applied annotation, if any.
 func servedSecrets(t *testing.T, manifest string) map[string]any {
 	t.Helper()
-	docs, err := splitYAML([]byte(manifest))
+	docs, err := manifests.SplitDocuments([]byte(manifest))
 	if err != nil {
 		t.Fatal(err)
 	}

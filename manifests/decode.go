@@ -62,7 +62,7 @@ func Decode(data []byte) Decoding {
 		d.Errors = []Problem{{Err: invalid(nil, detail)}}
 		return d
 	}
-	docs, err := splitDocuments(data)
+	docs, err := SplitDocuments(data)
 	if err != nil {
 		d.Errors = append(d.Errors, Problem{Doc: len(docs) + 1, Err: invalid(nil, err.Error())})
 	}
@@ -83,9 +83,10 @@ func Decode(data []byte) Decoding {
 	return d
 }
 
-// splitDocuments returns the YAML documents of data. It keeps empty documents so that
-// document numbers in errors match what the user sees between "---" lines.
-func splitDocuments(data []byte) ([][]byte, error) {
+// SplitDocuments returns the YAML documents of data, a JSON object as one. It keeps empty
+// documents so that document numbers in errors match what the user sees between "---"
+// lines. Whatever reads a manifest as Decode does splits it here.
+func SplitDocuments(data []byte) ([][]byte, error) {
 	if bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("{")) {
 		return [][]byte{data}, nil // one JSON object; "---" cannot separate JSON
 	}
