@@ -1,7 +1,6 @@
 package api
 
 import (
-	"github.com/staticpod/staticpod/manifests"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,6 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // The values of the Secrets below, none of which may be served back ("aHVudGVyMg==" is
