@@ -10,7 +10,7 @@ const (
 	LabelPodNamespace = labelPrefix + "pod.namespace"            // the pod's namespace
 	LabelContainer    = labelPrefix + "container"                // the container's name
 	LabelAttempt      = labelPrefix + "attempt"                  // restart count of this container
-	LabelHash         = labelPrefix + "hash"                     // manifests.ContainerHash of its spec
+	LabelHash         = labelPrefix + "hash"                     // manifests.ContainerHash of its spec; on a sandbox, manifests.SandboxHash of its pod
 	LabelSource       = labelPrefix + "source"                   // the manifest source: file, http, api
 	LabelStopSignal   = labelPrefix + "stop-signal"              // the image's StopSignal, or empty
 	LabelLogPath      = labelPrefix + "log-path"                 // its CRI log file

@@ -17,6 +17,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -152,7 +153,7 @@ func (r *Runtime) startPinnedSandbox(ctx context.Context, pod *corev1.Pod, attem
 		spec.namespaces = append(spec.namespaces, pinIPC)
 	}
 	dir := r.pinDir(id)
-	labels := podLabels(pod, runner.KindSandbox, pod.Name, attempt)
+	labels := sandboxLabels(pod, attempt)
 	labels[labelPinned] = dir
 	var files []string
 	for _, ns := range spec.namespaces {
@@ -177,6 +178,15 @@ func (r *Runtime) startPinnedSandbox(ctx context.Context, pod *corev1.Pod, attem
 		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
 	return r.inspect(ctx, id)
+}
+
+// sandboxLabels are the labels of pod's sandbox: the pod's, and the hash of the pod's
+// fields it is made from (manifests.SandboxHash), by which the runner tells when an
+// edit of the pod needs a new sandbox.
+func sandboxLabels(pod *corev1.Pod, attempt int) map[string]string {
+	labels := podLabels(pod, runner.KindSandbox, pod.Name, attempt)
+	labels[LabelHash] = manifests.SandboxHash(pod)
+	return labels
 }
 
 // abandonSandbox removes a sandbox that failed to start: its task, its record, its
@@ -223,7 +233,7 @@ func (r *Runtime) startPauseSandbox(ctx context.Context, pod *corev1.Pod, attemp
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
-	labels := podLabels(pod, runner.KindSandbox, pod.Name, attempt)
+	labels := sandboxLabels(pod, attempt)
 	networkLabels(labels, netw, note)
 	own, err := ownOOMScoreAdj()
 	if err != nil {

@@ -110,7 +110,7 @@ func Plan(pod *corev1.Pod, rt PodRuntime, backoff Backoff, now time.Time) Action
 	if sb := rt.Sandbox(); sb != nil && sb.State == StateUnknown {
 		return Actions{} // containerd could not tell (a slow shim): wait, never tear a pod down on a guess
 	}
-	if NeedsSandbox(pod) && !sandboxRunning(rt) {
+	if NeedsSandbox(pod) && !sandboxRunning(rt) || sandboxChanged(pod, rt) {
 		a := planSandbox(pod, rt)
 		reuseUnstarted(&a, rt)
 		return a
@@ -187,18 +187,30 @@ func sandboxRunning(rt PodRuntime) bool {
 	return sb != nil && sb.State == StateRunning
 }
 
-// planSandbox handles a pod whose sandbox is missing or dead: everything restarts in a
-// new sandbox, init containers first, as on the kubelet. A Never pod whose containers
-// already ran is not started again.
+// sandboxChanged reports whether the pod's running sandbox was made from other fields
+// of the pod than pod has now (manifests.SandboxHash): an edit of a pod whose manifest
+// gives its UID changed, say, hostNetwork. A sandbox that recorded no hash, made by a
+// staticpod before the hash existed, counts as unchanged, so that adopting it after an
+// upgrade restarts nothing.
+func sandboxChanged(pod *corev1.Pod, rt PodRuntime) bool {
+	sb := rt.Sandbox()
+	return sb != nil && sb.State == StateRunning && sb.Hash != "" && sb.Hash != manifests.SandboxHash(pod)
+}
+
+// planSandbox handles a pod whose sandbox is missing, dead or changed: everything is
+// killed and restarts, init containers first, in a new sandbox (or in none, for a pod
+// that needs none any longer), as on the kubelet. A Never pod whose containers already
+// ran is not started again.
 func planSandbox(pod *corev1.Pod, rt PodRuntime) Actions {
 	a := Actions{KillPod: len(rt.Running()) > 0 || rt.Sandbox() != nil, Waiting: map[string]string{}}
 	if pod.Spec.RestartPolicy == corev1.RestartPolicyNever && len(rt.Containers) > 0 {
 		a.Done = true
 		return a
 	}
-	a.CreateSandbox = true
-	if sb := rt.Sandbox(); sb != nil {
-		a.SandboxAttempt = sb.Attempt + 1
+	if a.CreateSandbox = NeedsSandbox(pod); a.CreateSandbox {
+		if sb := rt.Sandbox(); sb != nil {
+			a.SandboxAttempt = sb.Attempt + 1
+		}
 	}
 	if len(pod.Spec.InitContainers) > 0 {
 		c := &pod.Spec.InitContainers[0]
@@ -207,8 +219,8 @@ func planSandbox(pod *corev1.Pod, rt PodRuntime) Actions {
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		if last := rt.Latest(c.Name); last != nil && !shouldRestart(pod, last) {
-			continue
+		if last := rt.Latest(c.Name); last != nil && last.State == StateExited && !shouldRestart(pod, last) {
+			continue // an OnFailure container that succeeded; one killed with the pod starts again
 		}
 		a.Start = append(a.Start, Start{Container: c, Attempt: nextAttempt(rt, c.Name)})
 	}

@@ -59,6 +59,13 @@ func sandbox(attempt int, state State, m int) Container {
 	return Container{ID: fmt.Sprintf("sb/%d", attempt), Kind: KindSandbox, Attempt: attempt, State: state, CreatedAt: t0.Add(time.Duration(m) * time.Minute)}
 }
 
+// madeFrom gives sandbox sb the hash of the pod fields it was made from: "" for one
+// made before staticpod recorded it.
+func madeFrom(sb Container, hash string) Container {
+	sb.Hash = hash
+	return sb
+}
+
 // podRuntimeOf sorts the records rt makes for pod (none when rt is nil) into a
 // PodRuntime, as the PLEG's cache holds them.
 func podRuntimeOf(pod *corev1.Pod, rt func(*corev1.Pod) []Container) PodRuntime {
@@ -181,6 +188,30 @@ func TestPlan(t *testing.T) {
 		}, noBackoff, ""},
 		{"a sandbox containerd cannot tell about is waited on", planPod(always, false, nil, "a"), func(p *corev1.Pod) []Container {
 			return []Container{sandbox(0, StateUnknown, 0), ctr(p, "a/0/running", 1)}
+		}, noBackoff, ""},
+		{"a sandbox made from other pod fields is replaced, every container restarting in the new one", planPod(always, false, nil, "a", "b"), func(p *corev1.Pod) []Container {
+			return []Container{madeFrom(sandbox(0, StateRunning, 0), "old"), ctr(p, "a/0/running", 1), ctr(p, "b/2/running", 2)}
+		}, noBackoff, "killpod, sandbox 1, start a/1, start b/3"},
+		{"a pod edited onto the host network loses its sandbox and restarts without one", planPod(always, true, nil, "a"), func(p *corev1.Pod) []Container {
+			return []Container{madeFrom(sandbox(0, StateRunning, 0), "old"), ctr(p, "a/0/running", 1)}
+		}, noBackoff, "killpod, start a/1"},
+		{"a changed sandbox restarts the pod from its first init container", planPod(always, false, []string{"i1", "i2"}, "a"), func(p *corev1.Pod) []Container {
+			return []Container{madeFrom(sandbox(2, StateRunning, 0), "old"), ctr(p, "i1/0/exited/0", 1), ctr(p, "i2/0/exited/0", 2), ctr(p, "a/0/running", 3)}
+		}, noBackoff, "killpod, sandbox 3, start i1/1"},
+		{"an OnFailure container killed with its changed sandbox starts again, one that succeeded does not", planPod(onFailure, false, nil, "a", "b"), func(p *corev1.Pod) []Container {
+			return []Container{madeFrom(sandbox(0, StateRunning, 0), "old"), ctr(p, "a/0/running", 1), ctr(p, "b/0/exited/0", 1)}
+		}, noBackoff, "killpod, sandbox 1, start a/1"},
+		{"a Never pod whose sandbox changed is killed and done, as on the kubelet", planPod(never, false, nil, "a"), func(p *corev1.Pod) []Container {
+			return []Container{madeFrom(sandbox(0, StateRunning, 0), "old"), ctr(p, "a/0/running", 1)}
+		}, noBackoff, "killpod, done"},
+		{"a sandbox made from the pod's fields is kept", planPod(always, false, nil, "a"), func(p *corev1.Pod) []Container {
+			return []Container{madeFrom(sandbox(0, StateRunning, 0), manifests.SandboxHash(p)), ctr(p, "a/0/running", 1)}
+		}, noBackoff, ""},
+		{"a sandbox that recorded no hash (an older staticpod's) is adopted as it is", planPod(always, false, nil, "a"), func(p *corev1.Pod) []Container {
+			return []Container{madeFrom(sandbox(0, StateRunning, 0), ""), ctr(p, "a/0/running", 1)}
+		}, noBackoff, ""},
+		{"the stopped sandbox of a pod on the host network now is left alone", planPod(always, true, nil, "a"), func(p *corev1.Pod) []Container {
+			return []Container{madeFrom(sandbox(0, StateExited, 0), "old"), ctr(p, "a/0/exited/137", 1), ctr(p, "a/1/running", 2)}
 		}, noBackoff, ""},
 		{"a removed pod is killed", nil, func(*corev1.Pod) []Container {
 			return []Container{sandbox(0, StateRunning, 0)}

@@ -137,7 +137,7 @@ type Container struct {
 	PodNamespace string
 	Name         string // container name; the pod name for a sandbox
 	Attempt      int
-	Hash         string
+	Hash         string // manifests.ContainerHash; of a sandbox, manifests.SandboxHash ("" if made before it)
 	Source       string // the manifest source that asked for it: file, http, api
 	State        State
 	PID          uint32

@@ -31,6 +31,10 @@ const (
 func (w *worker) execute(ctx context.Context, pod *corev1.Pod, rt PodRuntime, a Actions) bool {
 	acted := false
 	if a.KillPod {
+		if pod != nil && sandboxChanged(pod, rt) {
+			w.log.Info("pod sandbox changed: the pod is killed and started again")
+			w.normal("", "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
+		}
 		w.killPod(ctx, rt)
 		acted = true
 	}
