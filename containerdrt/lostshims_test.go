@@ -130,10 +130,16 @@ func TestListeningSockets(t *testing.T) {
 // after the next staticpod removed a container it took for never started), and its
 // task forgotten by containerd (a creation containerd cleaned up after its client
 // died, while the shim finished it). List ends both in their shims, which exit, and
-// leaves a healthy container alone.
+// leaves a healthy container alone. The runtime reaches containerd through a symlink
+// to its socket file (as k3s links /run/containerd/containerd.sock to its own), while
+// containerd starts its shims with the socket's own path.
 func TestLostShimsAreEnded(t *testing.T) {
 	d := testenv.Start(t) // restarted below
-	r := newTestRuntimeOn(t, d)
+	linked := filepath.Join(t.TempDir(), "containerd.sock")
+	if err := os.Symlink(d.Address, linked); err != nil {
+		t.Fatal(err)
+	}
+	r := newTestRuntimeOn(t, d, func(cfg *Config) { cfg.Address = linked })
 	t.Cleanup(func() { killShimsOf("/proc", r.cfg.Address, r.cfg.Namespace) }) // after a failure
 	r.lost.period = 100 * time.Millisecond
 	run := func(name string) runner.Container {

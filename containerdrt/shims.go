@@ -39,7 +39,7 @@ func scanShims(procRoot, address, ns string) ([]shimProc, []loggerProc) {
 	if err != nil {
 		return nil, nil
 	}
-	address = canonicalSocket(address)
+	target := socketOf(address)
 	var candidates []shimProc
 	var daemons []int // processes named containerd: one of them listens on address
 	var loggers []loggerProc
@@ -54,7 +54,7 @@ func scanShims(procRoot, address, ns string) ([]shimProc, []loggerProc) {
 		}
 		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
 		switch flags, ok := shimFlags(args); {
-		case ok && flags["-namespace"] == ns && canonicalSocket(flags["-address"]) == address:
+		case ok && flags["-namespace"] == ns && socketOf(flags["-address"]).is(target):
 			id := flags["-id"]
 			if !isContainerID(id) {
 				id = ""
@@ -71,7 +71,7 @@ func scanShims(procRoot, address, ns string) ([]shimProc, []loggerProc) {
 	}
 	var shims []shimProc
 	if len(candidates) > 0 {
-		dirs := shimDirs(procRoot, address, daemons)
+		dirs := shimDirs(procRoot, target, daemons)
 		for _, s := range candidates {
 			if start, ok := trustedShim(procRoot, s.PID, dirs); ok {
 				s.Start = start

@@ -137,7 +137,9 @@ func TestScanShims(t *testing.T) {
 }
 
 // A shim's -address is the socket of the runtime's containerd however either is
-// spelled: a unix:// URL, or a path through a symlinked directory.
+// spelled: a unix:// URL, a path through a symlinked directory, or a symlink to the
+// socket file (as k3s links /run/containerd/containerd.sock to its own), whether the
+// socket is there or not (containerd down: then by the spelling of its directory).
 func TestScanShimsAcrossSpellingsOfTheSocket(t *testing.T) {
 	proc := newFakeProc(t)
 	run := t.TempDir()
@@ -145,15 +147,29 @@ func TestScanShimsAcrossSpellingsOfTheSocket(t *testing.T) {
 	if err := os.Symlink(run, link); err != nil {
 		t.Fatal(err)
 	}
-	real := filepath.Join(run, "containerd.sock")
-	proc.add(t, 10, 1, 100, "/usr/bin/containerd-shim-runc-v2", "-namespace", "ns", "-id", "a_c_0_1", "-address", real)
-	for _, address := range []string{real, "unix://" + real, filepath.Join(link, "containerd.sock"), "unix://" + filepath.Join(link, "containerd.sock"), real + "/"} {
-		if shims := findShims(string(proc), address, "ns"); len(shims) != 1 {
-			t.Errorf("findShims(%s) = %v, want the shim of %s", address, shims, real)
-		}
+	real, missing := filepath.Join(run, "containerd.sock"), filepath.Join(run, "down.sock")
+	listenUnix(t, real)
+	linked := filepath.Join(t.TempDir(), "containerd.sock")
+	if err := os.Symlink(real, linked); err != nil {
+		t.Fatal(err)
 	}
-	if shims := findShims(string(proc), filepath.Join(run, "other.sock"), "ns"); len(shims) != 0 {
-		t.Errorf("findShims of another socket = %v, want none", shims)
+	for _, tc := range []struct {
+		shim      string // its -address: the path containerd was started with
+		addresses []string
+	}{
+		{shim: real, addresses: []string{real, "unix://" + real, filepath.Join(link, "containerd.sock"), "unix://" + filepath.Join(link, "containerd.sock"), real + "/", linked, "unix://" + linked}},
+		{shim: linked, addresses: []string{real, filepath.Join(link, "containerd.sock"), linked}},
+		{shim: missing, addresses: []string{missing, "unix://" + filepath.Join(link, "down.sock")}},
+	} {
+		proc.add(t, 10, 1, 100, "/usr/bin/containerd-shim-runc-v2", "-namespace", "ns", "-id", "a_c_0_1", "-address", tc.shim)
+		for _, address := range tc.addresses {
+			if shims := findShims(string(proc), address, "ns"); len(shims) != 1 {
+				t.Errorf("findShims(%s) = %v, want the shim of %s", address, shims, tc.shim)
+			}
+		}
+		if shims := findShims(string(proc), filepath.Join(run, "other.sock"), "ns"); len(shims) != 0 {
+			t.Errorf("findShims of another socket = %v, want none", shims)
+		}
 	}
 }
 

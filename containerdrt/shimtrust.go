@@ -85,12 +85,12 @@ func sameFile(a, b string) bool {
 // a shim up there), and the directory of the containerd binary that serves address
 // among daemons (it looks next to itself when PATH has none), else that of the
 // containerd on PATH.
-func shimDirs(procRoot, address string, daemons []int) []string {
+func shimDirs(procRoot string, address socket, daemons []int) []string {
 	dirs := filepath.SplitList(os.Getenv("PATH"))
 	for _, pid := range daemons {
 		proc := filepath.Join(procRoot, strconv.Itoa(pid))
 		sockets, _ := listeningSockets(procRoot, pid)
-		if !ownedByRoot(proc) || !slices.ContainsFunc(sockets, func(s string) bool { return canonicalSocket(s) == address }) {
+		if !ownedByRoot(proc) || !slices.ContainsFunc(sockets, func(s string) bool { return socketOf(s).is(address) }) {
 			continue
 		}
 		if exe, err := os.Readlink(filepath.Join(proc, "exe")); err == nil {
