@@ -1,6 +1,7 @@
 package containerdrt
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,21 +28,58 @@ func TestSocketPath(t *testing.T) {
 	}
 }
 
-// The one spelling addresses are compared in resolves the socket's directory, as
-// /var/run links to /run.
-func TestCanonicalSocket(t *testing.T) {
+// listenUnix listens on a unix socket at path until the test ends.
+func listenUnix(t *testing.T, path string) {
+	t.Helper()
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+}
+
+// A socket is the same however its path is spelled: a unix:// URL, through a symlinked
+// directory (as /var/run links to /run), or a symlink to the socket file itself (as
+// k3s links /run/containerd/containerd.sock to its own); the spelling of the directory
+// alone decides for a socket that is not there (containerd down).
+func TestSameSocket(t *testing.T) {
 	run := t.TempDir()
 	varRun := filepath.Join(t.TempDir(), "var-run")
 	if err := os.Symlink(run, varRun); err != nil {
 		t.Fatal(err)
 	}
-	want := filepath.Join(run, "containerd.sock")
-	for _, address := range []string{want, "unix://" + want, filepath.Join(varRun, "containerd.sock"), "unix://" + varRun + "/containerd.sock", varRun + "/../var-run/containerd.sock"} {
-		if got := canonicalSocket(address); got != want {
-			t.Errorf("canonicalSocket(%q) = %q, want %q", address, got, want)
-		}
+	real := filepath.Join(run, "containerd.sock")
+	listenUnix(t, real)
+	other := filepath.Join(run, "other.sock")
+	listenUnix(t, other)
+	linked := filepath.Join(t.TempDir(), "containerd.sock") // /run/containerd/containerd.sock -> k3s's
+	if err := os.Symlink(real, linked); err != nil {
+		t.Fatal(err)
 	}
-	if got := canonicalSocket("tcp://127.0.0.1:1"); got == want {
-		t.Errorf("canonicalSocket of a TCP address = %q", got)
+	missing := filepath.Join(run, "missing.sock")
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{a: real, b: real, want: true},
+		{a: real, b: "unix://" + real, want: true},
+		{a: real, b: filepath.Join(varRun, "containerd.sock"), want: true},
+		{a: real, b: "unix://" + varRun + "/containerd.sock", want: true},
+		{a: real, b: varRun + "/../var-run/containerd.sock", want: true},
+		{a: real, b: linked, want: true},
+		{a: "unix://" + linked, b: filepath.Join(varRun, "containerd.sock"), want: true},
+		{a: missing, b: filepath.Join(varRun, "missing.sock"), want: true},
+		{a: real, b: other},
+		{a: linked, b: other},
+		{a: real, b: missing},
+		{a: real, b: "tcp://127.0.0.1:1"},
+		{a: "tcp://127.0.0.1:1", b: "tcp://127.0.0.1:1", want: true},
+	} {
+		if got := SameSocket(tc.a, tc.b); got != tc.want {
+			t.Errorf("SameSocket(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+		if got := SameSocket(tc.b, tc.a); got != tc.want {
+			t.Errorf("SameSocket(%q, %q) = %v, want %v", tc.b, tc.a, got, tc.want)
+		}
 	}
 }

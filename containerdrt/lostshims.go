@@ -104,7 +104,7 @@ func (l *lostShims) creatingTask(id string) func() {
 // started a newer one for the same log file: the first of two creations of a task in
 // one shim, the one whose client was killed, leaves its log writer behind in the shim
 // (seen on containerd 2.4), waiting for output that never comes.
-func (l *lostShims) confirm(address, ns string, records map[string]bool, procs map[string]*task.Process) ([]shimProc, []loggerProc) {
+func (l *lostShims) confirm(address, ns, helper string, records map[string]bool, procs map[string]*task.Process) ([]shimProc, []loggerProc) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	period := l.period
@@ -115,7 +115,7 @@ func (l *lostShims) confirm(address, ns string, records map[string]bool, procs m
 		return nil, nil
 	}
 	l.last = time.Now()
-	shims, loggers := scanShims(l.procRoot, address, ns)
+	shims, loggers := scanShims(l.procRoot, address, ns, helper)
 	suspects, cleared := map[int]string{}, map[int]bool{}
 	var lost []shimProc
 	for _, s := range shims {
@@ -170,7 +170,7 @@ func (l *lostShims) clear(pid int) {
 // goes on in the background, one at a time, so that a shim that does not answer holds
 // up no relist; Close waits for it. Failures are logged; the next look tries again.
 func (r *Runtime) endLostShims(ctx context.Context, records map[string]bool, procs map[string]*task.Process) {
-	lost, stale := r.lost.confirm(r.cfg.Address, r.cfg.Namespace, records, procs)
+	lost, stale := r.lost.confirm(r.cfg.Address, r.cfg.Namespace, r.cfg.Self, records, procs)
 	if len(lost)+len(stale) == 0 || !r.lost.busy.CompareAndSwap(false, true) {
 		return
 	}
@@ -205,6 +205,8 @@ func (r *Runtime) endLostShim(ctx context.Context, s shimProc, listed bool) {
 	}
 	served, err := endShimContainer(ctx, r.lost.procRoot, runcRoot, r.cfg.Namespace, s)
 	switch {
+	case errors.Is(err, errOtherProcess):
+		// The shim exited since it was looked at: nothing to end.
 	case errors.Is(err, errShimSilent) && !hasChildren(r.lost.procRoot, s.PID):
 		// Stuck before it serves anything (containerd 2.x leaves one blocked opening its
 		// log pipe in a bundle it removed): nothing runs under it.
@@ -278,11 +280,16 @@ func endShimContainer(ctx context.Context, procRoot, runcRoot, ns string, s shim
 // dialShim connects to the task API of shim s: to the first socket it listens on that
 // answers whether the shim serves container s.ID, in one of the API's versions. It
 // returns the client and the service that answered; the error is the answer's when it
-// is not found, errShimSilent when no socket answers at all.
+// is not found, errShimSilent when no socket answers at all, errOtherProcess when the
+// PID no longer names the shim looked at (its sockets would be another process's).
 func dialShim(ctx context.Context, procRoot string, s shimProc) (*ttrpc.Client, string, error) {
 	sockets, err := listeningSockets(procRoot, s.PID)
 	if err != nil {
 		return nil, "", err
+	}
+	// The sockets are the shim's only if its PID still names it.
+	if _, start, ok := parentAndStart(filepath.Join(procRoot, strconv.Itoa(s.PID), "stat")); !ok || start != s.Start {
+		return nil, "", fmt.Errorf("shim %d: %w", s.PID, errOtherProcess)
 	}
 	for _, socket := range sockets {
 		conn, err := (&net.Dialer{}).DialContext(ctx, "unix", socket)

@@ -46,7 +46,7 @@ func TestLostShimsAreConfirmedAtASecondLook(t *testing.T) {
 	done := l.creatingTask("creating_c_0_1")
 	l.clear(14)
 	confirm := func() ([]shimProc, []int) {
-		lost, stale := l.confirm("/run/c.sock", "ns", records, procs)
+		lost, stale := l.confirm("/run/c.sock", "ns", proc.helper(), records, procs)
 		slices.SortFunc(lost, func(a, b shimProc) int { return a.PID - b.PID })
 		var pids []int
 		for _, lg := range stale {
@@ -84,18 +84,18 @@ func TestLostShimsAreConfirmedAtASecondLook(t *testing.T) {
 	records["lost_c_0_1"], procs["lost_c_0_1"], procs["creating_c_0_1"] = true, &task.Process{}, &task.Process{}
 	records["orphan_c_0_1"], procs["appearing_c_0_1"] = true, &task.Process{}
 	quiet.clear(14)
-	if lost, _ := quiet.confirm("/run/c.sock", "ns", records, procs); len(lost) != 0 {
+	if lost, _ := quiet.confirm("/run/c.sock", "ns", proc.helper(), records, procs); len(lost) != 0 {
 		t.Fatalf("every shim served: %v lost", lost)
 	}
 	quiet.until = time.Time{}
 	quiet.stale = map[int]bool{}
 	looked := quiet.last
-	quiet.confirm("/run/c.sock", "ns", records, procs)
+	quiet.confirm("/run/c.sock", "ns", proc.helper(), records, procs)
 	if quiet.last != looked {
 		t.Fatal("looked again at once out of a watch, with nothing to confirm")
 	}
 	quiet.watch()
-	quiet.confirm("/run/c.sock", "ns", records, procs)
+	quiet.confirm("/run/c.sock", "ns", proc.helper(), records, procs)
 	if quiet.last == looked {
 		t.Fatal("did not look again at once in a watch")
 	}
@@ -130,10 +130,16 @@ func TestListeningSockets(t *testing.T) {
 // after the next staticpod removed a container it took for never started), and its
 // task forgotten by containerd (a creation containerd cleaned up after its client
 // died, while the shim finished it). List ends both in their shims, which exit, and
-// leaves a healthy container alone.
+// leaves a healthy container alone. The runtime reaches containerd through a symlink
+// to its socket file (as k3s links /run/containerd/containerd.sock to its own), while
+// containerd starts its shims with the socket's own path.
 func TestLostShimsAreEnded(t *testing.T) {
 	d := testenv.Start(t) // restarted below
-	r := newTestRuntimeOn(t, d)
+	linked := filepath.Join(t.TempDir(), "containerd.sock")
+	if err := os.Symlink(d.Address, linked); err != nil {
+		t.Fatal(err)
+	}
+	r := newTestRuntimeOn(t, d, func(cfg *Config) { cfg.Address = linked })
 	t.Cleanup(func() { killShimsOf("/proc", r.cfg.Address, r.cfg.Namespace) }) // after a failure
 	r.lost.period = 100 * time.Millisecond
 	run := func(name string) runner.Container {

@@ -29,53 +29,87 @@ type loggerProc struct {
 	Start     uint64
 }
 
+// shimCandidate is a process with a shim's command line for the namespace looked for,
+// run by root in the host's root directory, not yet checked further.
+type shimCandidate struct {
+	shimProc
+	address string // its -address
+}
+
 // scanShims returns the shims of the containerd at address serving namespace ns, and
-// the log writers they started, found under procRoot (/proc). A process is taken for a
-// shim by its command line (-namespace ns, -address naming the same socket as address)
-// only when it is containerd's too: run by root from a containerd shim binary (see
-// trustedShim). Anyone can start a process with such a command line.
-func scanShims(procRoot, address, ns string) ([]shimProc, []loggerProc) {
+// the log writers they started from the binary helper (Config.Self; none if ""),
+// found under procRoot (/proc). A process is taken for a shim by its command line
+// (-namespace ns, -address naming the same socket as address) only when it is
+// containerd's too: run by root from a containerd shim binary (see trustedShim).
+// Anyone can start a process with such a command line.
+//
+// A process whose command line may be one of those must first run as root in the
+// host's root directory, which looks nothing up: nothing it names is looked up before
+// (a path of a user's choosing, on an automount or a network file system, could hold
+// up the scan). Its start time, read before its command line is read again and once
+// more after it was judged, tells it from a process that took its PID meanwhile: that
+// one's trust would go with the first one's command line.
+func scanShims(procRoot, address, ns, helper string) ([]shimProc, []loggerProc) {
 	entries, err := os.ReadDir(procRoot)
 	if err != nil {
 		return nil, nil
 	}
-	address = canonicalSocket(address)
-	var candidates []shimProc
-	var daemons []int // processes named containerd: one of them listens on address
+	var candidates []shimCandidate
+	var daemons []shimProc // processes named containerd: one of them listens on address
 	var loggers []loggerProc
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		cmdline, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "cmdline"))
-		if err != nil {
+		proc := filepath.Join(procRoot, e.Name())
+		if args, ok := readArgs(proc); !ok || !mayBeOurs(args, ns) {
+			continue // most processes: one read each
+		}
+		ppid, start, ok := parentAndStart(filepath.Join(proc, "stat"))
+		if !ok || !hostRootProcess(proc) {
 			continue
 		}
-		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		args, ok := readArgs(proc)
+		if !ok {
+			continue
+		}
+		still := func() bool {
+			p, s, ok := parentAndStart(filepath.Join(proc, "stat"))
+			return ok && p == ppid && s == start
+		}
 		switch flags, ok := shimFlags(args); {
-		case ok && flags["-namespace"] == ns && canonicalSocket(flags["-address"]) == address:
+		case ok && flags["-namespace"] == ns:
 			id := flags["-id"]
 			if !isContainerID(id) {
 				id = ""
 			}
-			candidates = append(candidates, shimProc{PID: pid, ID: id})
+			// trustedShim reads the start time again.
+			candidates = append(candidates, shimCandidate{shimProc{PID: pid, Start: start, ID: id}, flags["-address"]})
 		case ok:
 		case filepath.Base(args[0]) == "containerd":
-			daemons = append(daemons, pid)
-		case len(args) == 3 && args[1] == logs.Command:
-			if ppid, start, ok := parentAndStart(filepath.Join(procRoot, e.Name(), "stat")); ok {
-				loggers = append(loggers, loggerProc{PID: pid, Shim: ppid, Config: args[2], Start: start})
-			}
+			daemons = append(daemons, shimProc{PID: pid, Start: start}) // see shimDirs
+		case isLogWriter(args) && trustedLogWriter(proc, helper) && still():
+			loggers = append(loggers, loggerProc{PID: pid, Shim: ppid, Config: args[2], Start: start})
 		}
 	}
 	var shims []shimProc
 	if len(candidates) > 0 {
-		dirs := shimDirs(procRoot, address, daemons)
-		for _, s := range candidates {
-			if start, ok := trustedShim(procRoot, s.PID, dirs); ok {
-				s.Start = start
-				shims = append(shims, s)
+		target := socketOf(address)
+		dirs := shimDirs(procRoot, target, daemons)
+		same := map[string]bool{} // -address -> whether it is target: most shims name one
+		for _, c := range candidates {
+			start, ok := trustedShim(procRoot, c.PID, dirs)
+			if !ok || start != c.Start {
+				continue
+			}
+			is, seen := same[c.address]
+			if !seen {
+				is = socketOf(c.address).is(target)
+				same[c.address] = is
+			}
+			if is {
+				shims = append(shims, c.shimProc)
 			}
 		}
 	}
@@ -112,9 +146,31 @@ func parentAndStart(path string) (int, uint64, bool) {
 	return ppid, start, err1 == nil && err2 == nil
 }
 
+// readArgs reads the command line of the process whose /proc directory is proc.
+func readArgs(proc string) ([]string, bool) {
+	cmdline, err := os.ReadFile(filepath.Join(proc, "cmdline"))
+	if err != nil || len(cmdline) == 0 {
+		return nil, false
+	}
+	return strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"), true
+}
+
+// mayBeOurs reports whether args, a process's command line, may be that of a shim
+// serving namespace ns, of containerd or of a log writer (see scanShims).
+func mayBeOurs(args []string, ns string) bool {
+	flags, shim := shimFlags(args)
+	return shim && flags["-namespace"] == ns || filepath.Base(args[0]) == "containerd" || isLogWriter(args)
+}
+
+// isLogWriter reports whether args are the command line of a log writer
+// (logs.Command), whatever its binary.
+func isLogWriter(args []string) bool {
+	return len(args) == 3 && args[1] == logs.Command
+}
+
 // findShims returns the shims of the containerd at address serving namespace ns.
 func findShims(procRoot, address, ns string) []shimProc {
-	shims, _ := scanShims(procRoot, address, ns)
+	shims, _ := scanShims(procRoot, address, ns, "")
 	return shims
 }
 

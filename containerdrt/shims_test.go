@@ -17,10 +17,11 @@ import (
 )
 
 // fakeProc is a /proc for tests: processes with a command line and a stat file; the
-// shims among them run as root from a containerd-shim-runc-v2 in a directory on PATH.
+// shims among them run as root from a containerd-shim-runc-v2 in a directory on PATH,
+// the log writers from the helper binary (see helper).
 type fakeProc string
 
-// newFakeProc makes an empty fakeProc, and its shim binary.
+// newFakeProc makes an empty fakeProc, and its shim and helper binaries.
 func newFakeProc(t *testing.T) fakeProc {
 	t.Helper()
 	p := fakeProc(t.TempDir())
@@ -32,6 +33,9 @@ func newFakeProc(t *testing.T) fakeProc {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(bin, "sleep"), []byte("not a shim"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.helper(), []byte("the log writer"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
@@ -81,6 +85,84 @@ func (p fakeProc) run(t *testing.T, pid, uid int, exe string) {
 	}
 }
 
+// helper is the binary the log writers run (Config.Self).
+func (p fakeProc) helper() string {
+	return filepath.Join(string(p), "bin", "staticpod-helper")
+}
+
+// inRoot makes process pid run in root directory dir: a container's.
+func (p fakeProc) inRoot(t *testing.T, pid int, dir string) {
+	t.Helper()
+	link := filepath.Join(string(p), strconv.Itoa(pid), "root")
+	os.Remove(link)
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listens makes process pid listen on a unix socket at path (its descriptor 3).
+func (p fakeProc) listens(t *testing.T, pid int, path string) {
+	t.Helper()
+	dir := filepath.Join(string(p), strconv.Itoa(pid))
+	if err := os.MkdirAll(filepath.Join(dir, "fd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("socket:[4242]", filepath.Join(dir, "fd", "3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "net"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	table := "Num       RefCount Protocol Flags    Type St Inode Path\n0000000000000000: 00000002 00000000 00010000 0001 01 4242 " + path + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "net", "unix"), []byte(table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reusedWhileRead makes the command line of process pid a named pipe: when it is first
+// read, the process exits and another takes its PID (started at start, with command
+// line args) before the reader gets the first one's command line. Later reads get the
+// other's. The returned channel is closed once that happened.
+func (p fakeProc) reusedWhileRead(t *testing.T, pid, ppid int, start uint64, args ...string) <-chan struct{} {
+	t.Helper()
+	dir := filepath.Join(string(p), strconv.Itoa(pid))
+	path := filepath.Join(dir, "cmdline")
+	first, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	then := filepath.Join(dir, "cmdline.then")
+	if err := os.WriteFile(then, []byte(strings.Join(args, "\x00")+"\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(path)
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stat := fmt.Sprintf("%d (x) S %d 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0", pid, ppid, start)
+	read, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		w, err := os.OpenFile(path, os.O_WRONLY, 0) // until a reader opens it
+		if err != nil {
+			return
+		}
+		os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644)
+		os.Rename(then, path) // for the next readers; this one has the pipe
+		w.Write(first)
+		close(read)
+		w.Close() // the reader's end of file
+	}()
+	t.Cleanup(func() {
+		// Let the writer go if nothing read the command line.
+		if r, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			defer r.Close()
+		}
+		<-done
+	})
+	return read
+}
+
 // shim adds a shim of containerd /run/c.sock serving namespace ns for container id.
 func (p fakeProc) shim(t *testing.T, pid int, ns, id string) {
 	p.add(t, pid, 1, 100, "/usr/bin/containerd-shim-runc-v2", "-namespace", ns, "-id", id, "-address", "/run/c.sock")
@@ -126,7 +208,7 @@ func TestScanShims(t *testing.T) {
 	fake(45, "upgraded_c_0_1")
 	proc.run(t, 45, 0, "bin/containerd-shim-runc-v2 (deleted)") // replaced since: taken by its path
 
-	shims, loggers := scanShims(string(proc), "/run/c.sock", "ns1")
+	shims, loggers := scanShims(string(proc), "/run/c.sock", "ns1", proc.helper())
 	want := []shimProc{{10, 100, "a_c_0_1"}, {30, 300, "unix_c_0_1"}, {31, 300, ""}, {45, 200, "upgraded_c_0_1"}}
 	if diff := cmp.Diff(want, shims); diff != "" {
 		t.Errorf("scanShims shims (-want +got):\n%s", diff)
@@ -137,7 +219,9 @@ func TestScanShims(t *testing.T) {
 }
 
 // A shim's -address is the socket of the runtime's containerd however either is
-// spelled: a unix:// URL, or a path through a symlinked directory.
+// spelled: a unix:// URL, a path through a symlinked directory, or a symlink to the
+// socket file (as k3s links /run/containerd/containerd.sock to its own), whether the
+// socket is there or not (containerd down: then by the spelling of its directory).
 func TestScanShimsAcrossSpellingsOfTheSocket(t *testing.T) {
 	proc := newFakeProc(t)
 	run := t.TempDir()
@@ -145,15 +229,29 @@ func TestScanShimsAcrossSpellingsOfTheSocket(t *testing.T) {
 	if err := os.Symlink(run, link); err != nil {
 		t.Fatal(err)
 	}
-	real := filepath.Join(run, "containerd.sock")
-	proc.add(t, 10, 1, 100, "/usr/bin/containerd-shim-runc-v2", "-namespace", "ns", "-id", "a_c_0_1", "-address", real)
-	for _, address := range []string{real, "unix://" + real, filepath.Join(link, "containerd.sock"), "unix://" + filepath.Join(link, "containerd.sock"), real + "/"} {
-		if shims := findShims(string(proc), address, "ns"); len(shims) != 1 {
-			t.Errorf("findShims(%s) = %v, want the shim of %s", address, shims, real)
-		}
+	real, missing := filepath.Join(run, "containerd.sock"), filepath.Join(run, "down.sock")
+	listenUnix(t, real)
+	linked := filepath.Join(t.TempDir(), "containerd.sock")
+	if err := os.Symlink(real, linked); err != nil {
+		t.Fatal(err)
 	}
-	if shims := findShims(string(proc), filepath.Join(run, "other.sock"), "ns"); len(shims) != 0 {
-		t.Errorf("findShims of another socket = %v, want none", shims)
+	for _, tc := range []struct {
+		shim      string // its -address: the path containerd was started with
+		addresses []string
+	}{
+		{shim: real, addresses: []string{real, "unix://" + real, filepath.Join(link, "containerd.sock"), "unix://" + filepath.Join(link, "containerd.sock"), real + "/", linked, "unix://" + linked}},
+		{shim: linked, addresses: []string{real, filepath.Join(link, "containerd.sock"), linked}},
+		{shim: missing, addresses: []string{missing, "unix://" + filepath.Join(link, "down.sock")}},
+	} {
+		proc.add(t, 10, 1, 100, "/usr/bin/containerd-shim-runc-v2", "-namespace", "ns", "-id", "a_c_0_1", "-address", tc.shim)
+		for _, address := range tc.addresses {
+			if shims := findShims(string(proc), address, "ns"); len(shims) != 1 {
+				t.Errorf("findShims(%s) = %v, want the shim of %s", address, shims, tc.shim)
+			}
+		}
+		if shims := findShims(string(proc), filepath.Join(run, "other.sock"), "ns"); len(shims) != 0 {
+			t.Errorf("findShims of another socket = %v, want none", shims)
+		}
 	}
 }
 

@@ -25,15 +25,14 @@ const shimBinaryPrefix = "containerd-shim-"
 const deletedSuffix = " (deleted)"
 
 // trustedShim reports whether process pid under procRoot is a shim containerd started,
-// as far as anyone but root could fake, and when it started. It must run as root (real
-// and effective user 0: a user cannot become it), in the host's root directory (a
-// container's root process sees another), from a binary named containerd-shim-* that
-// is the file of that name in one of dirs (the directories containerd finds its shims
-// in, see shimDirs). A shim whose binary was replaced since it started (an upgrade)
-// is taken by the path it was started from.
+// as far as anyone but root could fake, and when it started. It must run as root in
+// the host's root directory (see hostRootProcess), from a binary named
+// containerd-shim-* that is the file of that name in one of dirs (the directories
+// containerd finds its shims in, see shimDirs). A shim whose binary was replaced since
+// it started (an upgrade) is taken by the path it was started from.
 func trustedShim(procRoot string, pid int, dirs []string) (uint64, bool) {
 	proc := filepath.Join(procRoot, strconv.Itoa(pid))
-	if !ownedByRoot(proc) {
+	if !hostRootProcess(proc) {
 		return 0, false
 	}
 	link, err := os.Readlink(filepath.Join(proc, "exe"))
@@ -42,7 +41,7 @@ func trustedShim(procRoot string, pid int, dirs []string) (uint64, bool) {
 	}
 	path := strings.TrimSuffix(link, deletedSuffix)
 	name := filepath.Base(path)
-	if !strings.HasPrefix(name, shimBinaryPrefix) || !sameFile(filepath.Join(proc, "root"), "/") {
+	if !strings.HasPrefix(name, shimBinaryPrefix) {
 		return 0, false
 	}
 	if path != link { // replaced: the file it ran is gone
@@ -54,6 +53,35 @@ func trustedShim(procRoot string, pid int, dirs []string) (uint64, bool) {
 	}
 	_, start, ok := parentAndStart(filepath.Join(proc, "stat"))
 	return start, ok
+}
+
+// hostRootProcess reports whether the process whose /proc directory is proc runs as
+// root (a user cannot become it) in the host's root directory (a container's
+// processes see another). Whatever staticpod trusts does: shims, their log writers,
+// containerd. It looks up nothing the process names.
+func hostRootProcess(proc string) bool {
+	return ownedByRoot(proc) && sameFile(filepath.Join(proc, "root"), "/")
+}
+
+// trustedLogWriter reports whether the process whose /proc directory is proc, known to
+// run as root in the host's root directory (see hostRootProcess), runs helper, the
+// binary staticpod has shims start as log writers (Config.Self), or ran the file that
+// was at helper's path before it was replaced (an upgrade: the file is gone). A
+// container's main process is its shim's child too, and may name itself a log writer.
+func trustedLogWriter(proc, helper string) bool {
+	if helper == "" {
+		return false
+	}
+	exe := filepath.Join(proc, "exe")
+	link, err := os.Readlink(exe)
+	if err != nil {
+		return false
+	}
+	if path, replaced := strings.CutSuffix(link, deletedSuffix); replaced {
+		resolved, err := filepath.EvalSymlinks(helper)
+		return err == nil && path == resolved
+	}
+	return sameFile(exe, helper)
 }
 
 // ownedByRoot reports whether the process whose /proc directory is proc runs as root:
@@ -83,17 +111,18 @@ func sameFile(a, b string) bool {
 
 // shimDirs returns the directories containerd runs shims from: those of PATH (it looks
 // a shim up there), and the directory of the containerd binary that serves address
-// among daemons (it looks next to itself when PATH has none), else that of the
-// containerd on PATH.
-func shimDirs(procRoot, address string, daemons []int) []string {
+// among daemons (it looks next to itself when PATH has none; daemons run as root in
+// the host's root directory, see scanShims), else that of the containerd on PATH.
+func shimDirs(procRoot string, address socket, daemons []shimProc) []string {
 	dirs := filepath.SplitList(os.Getenv("PATH"))
-	for _, pid := range daemons {
-		proc := filepath.Join(procRoot, strconv.Itoa(pid))
-		sockets, _ := listeningSockets(procRoot, pid)
-		if !ownedByRoot(proc) || !slices.ContainsFunc(sockets, func(s string) bool { return canonicalSocket(s) == address }) {
+	for _, d := range daemons {
+		proc := filepath.Join(procRoot, strconv.Itoa(d.PID))
+		sockets, _ := listeningSockets(procRoot, d.PID)
+		if !slices.ContainsFunc(sockets, func(s string) bool { return socketOf(s).is(address) }) {
 			continue
 		}
-		if exe, err := os.Readlink(filepath.Join(proc, "exe")); err == nil {
+		exe, err := os.Readlink(filepath.Join(proc, "exe"))
+		if _, start, ok := parentAndStart(filepath.Join(proc, "stat")); err == nil && ok && start == d.Start {
 			return append(dirs, filepath.Dir(strings.TrimSuffix(exe, deletedSuffix)))
 		}
 	}

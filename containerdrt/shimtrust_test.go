@@ -2,17 +2,22 @@ package containerdrt
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	taskapi "github.com/containerd/containerd/api/runtime/task/v2"
+	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/ttrpc"
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/staticpod/staticpod/internal/testenv"
@@ -177,4 +182,157 @@ func TestFakeShimsOfAUserAreLeftAlone(t *testing.T) {
 	if shims := findShims("/proc", r.cfg.Address, r.cfg.Namespace); len(shims) != 0 {
 		t.Errorf("findShims = %v: processes of a user taken for shims", shims)
 	}
+}
+
+// A log writer is a child of a shim that root runs in the host's root directory from
+// the helper binary (Config.Self), or from the file that was at its path when the
+// helper was replaced since (an upgrade). Each container's main process is a child of
+// its shim too: one that names itself a log writer of a sibling's log file, newer than
+// the sibling's, would otherwise have the sibling's real one ended as stale.
+func TestScanShimsTakesOnlyTheHelperForALogWriter(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		as   func(proc fakeProc, pid int) // how process pid runs
+		want bool                         // it is taken for a log writer
+	}{
+		{name: "the helper, run by root", as: func(fakeProc, int) {}, want: true},
+		{name: "the helper, replaced since it started", as: func(p fakeProc, pid int) { p.run(t, pid, 0, p.helper()+" (deleted)") }, want: true},
+		{name: "a container's process", as: func(p fakeProc, pid int) { p.inRoot(t, pid, t.TempDir()) }},
+		{name: "a user's process", as: func(p fakeProc, pid int) { p.run(t, pid, 65534, p.helper()) }},
+		{name: "another binary of root's", as: func(p fakeProc, pid int) { p.run(t, pid, 0, "bin/sleep") }},
+		{name: "another binary, gone", as: func(p fakeProc, pid int) { p.run(t, pid, 0, filepath.Join(t.TempDir(), "staticpod-helper (deleted)")) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			proc := newFakeProc(t)
+			proc.shim(t, 10, "ns", "b_c_0_1")
+			proc.logger(t, 20, 10, 500, "path=b")
+			proc.add(t, 21, 10, 700, "/app", "logger", "path=b") // newer, for the same log file
+			proc.run(t, 21, 0, proc.helper())
+			tc.as(proc, 21)
+			want := []loggerProc{{PID: 20, Shim: 10, Config: "path=b", Start: 500}}
+			if tc.want {
+				want = append(want, loggerProc{PID: 21, Shim: 10, Config: "path=b", Start: 700})
+			}
+			_, loggers := scanShims(string(proc), "/run/c.sock", "ns", proc.helper())
+			if diff := cmp.Diff(want, loggers); diff != "" {
+				t.Errorf("log writers (-want +got):\n%s", diff)
+			}
+			l := newLostShims(string(proc))
+			l.period = 0
+			var stale []loggerProc
+			for range 2 {
+				_, stale = l.confirm("/run/c.sock", "ns", proc.helper(), map[string]bool{"b_c_0_1": true}, map[string]*task.Process{"b_c_0_1": {}})
+			}
+			if got := len(stale) > 0; got != tc.want {
+				t.Errorf("log writers ended as stale: %v", stale)
+			}
+		})
+	}
+}
+
+// Nothing a process names (its -address, the sockets it listens on) is looked up
+// before the process is trusted for what it cannot fake (run by root in the host's
+// root directory, from a shim's binary): a path of a user's choosing, on an automount
+// or a network file system, could hold up every scan.
+func TestScanShimsLooksUpNoPathAnUntrustedProcessNames(t *testing.T) {
+	proc := newFakeProc(t)
+	proc.shim(t, 10, "ns", "a_c_0_1")
+	untrusted := func(pid int, binary, path string) {
+		proc.add(t, pid, 1, 100, binary, "-namespace", "ns", "-id", "x_c_0_1", "-address", path)
+		proc.listens(t, pid, path)
+	}
+	untrusted(11, "/usr/bin/containerd-shim-runc-v2", "/untrusted/user-shim.sock")
+	proc.run(t, 11, 65534, "bin/containerd-shim-runc-v2")
+	untrusted(12, "/usr/bin/containerd-shim-runc-v2", "/untrusted/container-shim.sock")
+	proc.inRoot(t, 12, t.TempDir())
+	untrusted(13, "/usr/bin/containerd-shim-runc-v2", "/untrusted/other-binary.sock")
+	proc.run(t, 13, 0, "bin/sleep")
+	untrusted(14, "/usr/bin/containerd", "/untrusted/user-containerd.sock")
+	proc.run(t, 14, 65534, "/usr/bin/containerd")
+	untrusted(15, "/usr/bin/containerd", "/untrusted/container-containerd.sock")
+	proc.inRoot(t, 15, t.TempDir())
+
+	var looked []string
+	t.Cleanup(func() { statSocket = os.Stat })
+	statSocket = func(path string) (os.FileInfo, error) {
+		looked = append(looked, path)
+		return os.Stat(path)
+	}
+	if shims := findShims(string(proc), "/run/c.sock", "ns"); len(shims) != 1 || shims[0].PID != 10 {
+		t.Errorf("findShims = %v, want shim 10", shims)
+	}
+	if !slices.Contains(looked, "/run/c.sock") {
+		t.Fatalf("looked up %q: not even the trusted shim's socket", looked)
+	}
+	for _, path := range looked {
+		if strings.HasPrefix(path, "/untrusted/") {
+			t.Errorf("looked up %s, named by a process not trusted", path)
+		}
+	}
+}
+
+// A PID whose process exits while it is looked at, and that another process takes,
+// pairs nothing of the first (its command line: the container ID, the log file) with
+// the trust of the second, neither for a shim nor for a log writer.
+func TestScanShimsTakesNoPIDReusedWhileRead(t *testing.T) {
+	proc := newFakeProc(t)
+	proc.shim(t, 10, "ns", "fake_c_0_1") // a fake's, then a real shim's once read
+	proc.shim(t, 11, "ns", "b_c_0_1")
+	proc.logger(t, 20, 11, 500, "path=fake")
+	reused := []<-chan struct{}{
+		proc.reusedWhileRead(t, 10, 1, 900, "/usr/bin/containerd-shim-runc-v2", "-namespace", "ns", "-id", "real_c_0_1", "-address", "/run/c.sock"),
+		proc.reusedWhileRead(t, 20, 11, 900, "/var/lib/staticpod/bin/staticpod-helper", "logger", "path=real"),
+	}
+	shims, loggers := scanShims(string(proc), "/run/c.sock", "ns", proc.helper())
+	for i, read := range reused {
+		select {
+		case <-read:
+		default:
+			t.Fatalf("the command line of reused PID %d was never read", i)
+		}
+	}
+	if !slices.Contains(shims, shimProc{11, 100, "b_c_0_1"}) || slices.ContainsFunc(shims, func(s shimProc) bool { return s.ID == "fake_c_0_1" }) {
+		t.Errorf("shims %v, want b_c_0_1's and none for fake_c_0_1", shims)
+	}
+	if slices.ContainsFunc(loggers, func(l loggerProc) bool { return l.Config == "path=fake" }) {
+		t.Errorf("log writers %v, want none for path=fake", loggers)
+	}
+}
+
+// The shim is dialed only while its PID is still the process looked at: the sockets
+// of a process that took the PID since are not the shim's.
+func TestDialShimRefusesAPIDReusedSinceTheLook(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(t.TempDir(), "task.sock")
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), fakeShimEnv+"="+socket)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	pid := cmd.Process.Pid
+	testenv.Await(t, "the fake shim listening", 10*time.Second, func() bool {
+		_, err := listeningSockets("/proc", pid)
+		return err == nil
+	})
+	_, start, ok := parentAndStart(fmt.Sprintf("/proc/%d/stat", pid))
+	if !ok {
+		t.Fatal("no start time")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if c, _, err := dialShim(ctx, "/proc", shimProc{PID: pid, Start: start - 1, ID: "a_c_0_1"}); !errors.Is(err, errOtherProcess) {
+		if c != nil {
+			c.Close()
+		}
+		t.Errorf("dialShim of a shim whose PID is another process's now: %v, want %v", err, errOtherProcess)
+	}
+	c, _, err := dialShim(ctx, "/proc", shimProc{PID: pid, Start: start, ID: "a_c_0_1"})
+	if err != nil {
+		t.Fatalf("dialShim of the shim looked at: %v", err)
+	}
+	c.Close()
 }

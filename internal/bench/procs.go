@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/staticpod/staticpod/containerdrt"
 	"github.com/staticpod/staticpod/internal/testenv"
 )
 
@@ -75,7 +76,8 @@ func procValue(path, key string) (int64, bool) {
 func Processes() ([]testenv.Process, error) { return testenv.Processes() }
 
 // Shims returns the processes among procs that are containerd shims serving namespace
-// ns for the containerd at address (their -address). containerd also runs the shim's
+// ns for the containerd at address (their -address names the same socket, however
+// either is spelled: see containerdrt.SameSocket). containerd also runs the shim's
 // binary for a moment to start a task or clean up after one, with the action ("start",
 // "delete") as the last argument; those are not shims that serve.
 func Shims(procs []testenv.Process, address, ns string) map[int]bool {
@@ -87,7 +89,7 @@ func Shims(procs []testenv.Process, address, ns string) map[int]bool {
 		if action := p.Args[len(p.Args)-1]; action == "start" || action == "delete" {
 			continue
 		}
-		if flagValue(p.Args, "address") == address && flagValue(p.Args, "namespace") == ns {
+		if flagValue(p.Args, "namespace") == ns && containerdrt.SameSocket(flagValue(p.Args, "address"), address) {
 			shims[p.PID] = true
 		}
 	}
