@@ -14,10 +14,12 @@ const module = "github.com/staticpod/staticpod"
 
 // rules names, for every package of the module (by its path in the module, "" for main),
 // the packages of ours it may depend on, directly or not; "*" is any. They enforce the
-// package rules of DESIGN.md: manifests and logs import nothing of ours; sources import
-// manifests; runner imports manifests; containerdrt imports manifests and runner (and
-// logs, a leaf that names and writes the CRI log files); once runs pods through
-// containerdrt and the runner; the commands of cli read the daemon through api/client;
+// package rules of DESIGN.md: manifests, logs and api/wire (what travels between the API
+// and its clients) import nothing of ours; sources import manifests; runner imports
+// manifests and api/wire; containerdrt imports manifests and runner (and logs, a leaf
+// that names and writes the CRI log files); once runs pods through containerdrt and the
+// runner; validate runs the daemon's own checks (watcher, runner) without a daemon; the
+// commands of cli read the daemon through api/client;
 // the helper program links only the log writer and the sandbox process; only main
 // imports everything. A package added to the module needs a rule here.
 var rules = map[string][]string{
@@ -26,13 +28,15 @@ var rules = map[string][]string{
 	"logs":                         nil,
 	"watcher":                      {"manifests"},
 	"httpsource":                   {"manifests"},
-	"runner":                       {"manifests"},
-	"containerdrt":                 {"manifests", "runner", "logs", "internal/pause", "internal/systemd"},
-	"api":                          {"manifests", "runner", "logs", "httpsource"},
-	"api/apitest":                  {"runner", "manifests"},
-	"api/client":                   {"runner", "manifests"},
-	"cli":                          {"api/client", "containerdrt", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/systemd"},
-	"once":                         {"cli", "api/client", "containerdrt", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd"},
+	"api/wire":                     nil,
+	"runner":                       {"manifests", "api/wire"},
+	"containerdrt":                 {"manifests", "runner", "api/wire", "logs", "internal/pause", "internal/systemd"},
+	"api":                          {"manifests", "runner", "api/wire", "logs", "httpsource"},
+	"api/apitest":                  {"api/wire"},
+	"api/client":                   {"api/wire", "manifests"},
+	"cli":                          {"api/client", "api/wire", "containerdrt", "manifests", "runner", "logs", "internal/pause", "internal/systemd"},
+	"validate":                     {"cli", "api/client", "api/wire", "containerdrt", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/systemd"},
+	"once":                         {"cli", "api/client", "api/wire", "containerdrt", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd"},
 	"e2e":                          nil, // its tests import what they test
 	"internal/ctrd":                nil,
 	"internal/dirlock":             nil, // main's lock of the root and pod log dirs
@@ -43,8 +47,8 @@ var rules = map[string][]string{
 	"internal/testenv":             {"internal/ctrd"},
 	"internal/testenv/cmd/mkimage": {"internal/testenv", "internal/ctrd"},
 	"internal/testenv/cmd/udpecho": nil,
-	"internal/bench":               {"containerdrt", "runner", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd"},
-	benchCommand:                   {"internal/bench", "containerdrt", "runner", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd"},
+	"internal/bench":               {"containerdrt", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd"},
+	benchCommand:                   {"internal/bench", "containerdrt", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd"},
 }
 
 // benchCommand is make bench's program.
@@ -61,7 +65,7 @@ var containerdWrappers = []string{"containerdrt", "internal/ctrd", "internal/tes
 
 // commands are the packages that may depend on urfave/cli: a Go program must be able to
 // use any other, api/client first, without a command line.
-var commands = []string{"", "cli", "once"}
+var commands = []string{"", "cli", "once", "validate"}
 
 // pkg is what `go list` says of a package, without its tests: tests may import anything.
 type pkg struct {

@@ -24,6 +24,7 @@ import (
 	"github.com/staticpod/staticpod/internal/dirlock"
 	"github.com/staticpod/staticpod/internal/helper"
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/validate"
 	"github.com/staticpod/staticpod/watcher"
 )
 
@@ -80,7 +81,7 @@ func runDaemon(c *cli.Context) error {
 	if err := imageGCPolicy(c).Validate(); err != nil {
 		return cli.Exit(err.Error(), spcli.ExitUsage)
 	}
-	restrict, err := spcli.Restrictions(c)
+	restrict, err := validate.Restrictions(c)
 	if err != nil {
 		return cli.Exit(err.Error(), spcli.ExitUsage)
 	}
