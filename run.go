@@ -193,7 +193,7 @@ func (d *daemon) setup(ctx context.Context) error {
 	d.push.Holder = d.r.UIDHolder // a push may not take a UID a file or URL pod has
 	d.api, err = api.New(api.Config{
 		Backend: d.r, Store: d.push, Sources: d.sources(), PodLogDir: c.String("pod-log-dir"),
-		RuntimeHealthy: rt.Healthy, Images: d.r, Objects: d.r,
+		RuntimeHealthy: rt.Healthy, Images: d.r, Objects: d.r, Exec: rt,
 		Registry: reg, Log: d.log,
 		Socket: c.String("api-socket"), Listen: c.String("listen"), TokenFile: c.String("api-token-file"),
 	})
