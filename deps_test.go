@@ -14,25 +14,29 @@ const module = "github.com/staticpod/staticpod"
 
 // rules names, for every package of the module (by its path in the module, "" for main),
 // the packages of ours it may depend on, directly or not; "*" is any. They enforce the
-// package rules of DESIGN.md: manifests and logs import nothing of ours; sources import
-// manifests; runner imports manifests; containerdrt imports manifests and runner (and
-// logs, a leaf that names and writes the CRI log files); once runs pods through
-// containerdrt and the runner; the commands of cli read the daemon through api/client;
-// the helper program links only the log writer and the sandbox process; only main
-// imports everything. A package added to the module needs a rule here.
+// package rules of DESIGN.md: manifests, logs and api/wire (what travels between the API
+// and its clients) import nothing of ours; sources import manifests; runner imports
+// manifests and api/wire; containerdrt imports manifests and runner (and logs, a leaf
+// that names and writes the CRI log files); once runs pods through containerdrt and the
+// runner; validate runs the daemon's own checks (watcher, runner) without a daemon; the
+// commands of cli talk to the daemon only, through api/client, exec included; the
+// helper program links only the log writer and the sandbox process; only main imports
+// everything. A package added to the module needs a rule here.
 var rules = map[string][]string{
 	"":                             {"*"},
 	"manifests":                    nil,
 	"logs":                         nil,
 	"watcher":                      {"manifests"},
 	"httpsource":                   {"manifests"},
-	"runner":                       {"manifests"},
-	"containerdrt":                 {"manifests", "runner", "logs", "internal/pause", "internal/systemd"},
-	"api":                          {"manifests", "runner", "logs", "httpsource"},
-	"api/apitest":                  {"runner", "manifests"},
-	"api/client":                   {"runner", "manifests"},
-	"cli":                          {"api/client", "containerdrt", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/systemd"},
-	"once":                         {"cli", "api/client", "containerdrt", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd"},
+	"api/wire":                     nil,
+	"runner":                       {"manifests", "api/wire"},
+	"containerdrt":                 {"manifests", "runner", "api/wire", "logs", "internal/pause", "internal/systemd"},
+	"api":                          {"manifests", "runner", "api/wire", "logs", "httpsource"},
+	"api/apitest":                  {"api/wire"},
+	"api/client":                   {"api/wire", "manifests"},
+	"cli":                          {"api/client", "api/wire", "manifests"},
+	"validate":                     {"cli", "api/client", "api/wire", "watcher", "manifests", "runner"},
+	"once":                         {"cli", "api/client", "api/wire", "containerdrt", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd"},
 	"e2e":                          nil, // its tests import what they test
 	"internal/ctrd":                nil,
 	"internal/dirlock":             nil, // main's lock of the root and pod log dirs
@@ -43,8 +47,8 @@ var rules = map[string][]string{
 	"internal/testenv":             {"internal/ctrd"},
 	"internal/testenv/cmd/mkimage": {"internal/testenv", "internal/ctrd"},
 	"internal/testenv/cmd/udpecho": nil,
-	"internal/bench":               {"containerdrt", "runner", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd"},
-	benchCommand:                   {"internal/bench", "containerdrt", "runner", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd"},
+	"internal/bench":               {"containerdrt", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd"},
+	benchCommand:                   {"internal/bench", "containerdrt", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd"},
 }
 
 // benchCommand is make bench's program.
@@ -61,7 +65,13 @@ var containerdWrappers = []string{"containerdrt", "internal/ctrd", "internal/tes
 
 // commands are the packages that may depend on urfave/cli: a Go program must be able to
 // use any other, api/client first, without a command line.
-var commands = []string{"", "cli", "once"}
+var commands = []string{"", "cli", "once", "validate"}
+
+// clients are the packages a program links to talk to the daemon: they must not link
+// the daemon. A client of the API (and the commands that only talk to it) carries
+// neither the runner nor containerd nor Prometheus, so that it stays small, starts
+// fast and needs no access to containerd: the daemon does the work, exec included.
+var clients = []string{"api/client", "api/wire", "cli"}
 
 // pkg is what `go list` says of a package, without its tests: tests may import anything.
 type pkg struct {
@@ -184,4 +194,26 @@ func TestHelperDependsOnLittle(t *testing.T) {
 		return
 	}
 	t.Errorf("go list ./... does not list %s", helperCommand)
+}
+
+// TestClientsLinkNoDaemon checks that the clients link none of the daemon: not the
+// runner, not containerd, not Prometheus.
+func TestClientsLinkNoDaemon(t *testing.T) {
+	found := 0
+	for _, p := range listPackages(t) {
+		name, _ := own(p.ImportPath)
+		if !slices.Contains(clients, name) {
+			continue
+		}
+		found++
+		for _, dep := range p.Deps {
+			d, ours := own(dep)
+			if ours && d == "runner" || strings.HasPrefix(dep, "github.com/containerd/") || strings.HasPrefix(dep, "github.com/prometheus/") {
+				t.Errorf("%s depends on %s: a client of the API must not link the daemon", p.ImportPath, dep)
+			}
+		}
+	}
+	if found != len(clients) {
+		t.Errorf("go list ./... lists %d of the clients %v", found, clients)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/containerdrt"
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/validate"
 )
 
 // Defaults of the contract (DESIGN.md). Flag names follow the kubelet's where the
@@ -74,7 +75,7 @@ func runFlags() []cli.Flag {
 		str("log-level", "info", "debug, info, warn or error"),
 		str("log-format", "text", "text or json"),
 	}
-	return append(flags, spcli.RestrictionFlags()...)
+	return append(flags, validate.RestrictionFlags()...)
 }
 
 // socketFlag is the value of --containerd-address: containerd's socket as a path (see

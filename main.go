@@ -11,6 +11,7 @@ import (
 	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/internal/pause"
 	"github.com/staticpod/staticpod/once"
+	"github.com/staticpod/staticpod/validate"
 )
 
 // version is set at build time: go build -ldflags "-X main.version=v0.1.0".
@@ -32,7 +33,7 @@ func newApp() *cli.App {
 		Commands: []*cli.Command{
 			runCommand(),
 			once.Command(),
-			spcli.Validate(),
+			validate.Command(),
 			spcli.PS(),
 			spcli.Images(),
 			spcli.Logs(),

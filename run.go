@@ -24,6 +24,7 @@ import (
 	"github.com/staticpod/staticpod/internal/dirlock"
 	"github.com/staticpod/staticpod/internal/helper"
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/validate"
 	"github.com/staticpod/staticpod/watcher"
 )
 
@@ -80,7 +81,7 @@ func runDaemon(c *cli.Context) error {
 	if err := imageGCPolicy(c).Validate(); err != nil {
 		return cli.Exit(err.Error(), spcli.ExitUsage)
 	}
-	restrict, err := spcli.Restrictions(c)
+	restrict, err := validate.Restrictions(c)
 	if err != nil {
 		return cli.Exit(err.Error(), spcli.ExitUsage)
 	}
@@ -192,7 +193,7 @@ func (d *daemon) setup(ctx context.Context) error {
 	d.push.Holder = d.r.UIDHolder // a push may not take a UID a file or URL pod has
 	d.api, err = api.New(api.Config{
 		Backend: d.r, Store: d.push, Sources: d.sources(), PodLogDir: c.String("pod-log-dir"),
-		RuntimeHealthy: rt.Healthy, Images: d.r, Objects: d.r,
+		RuntimeHealthy: rt.Healthy, Images: d.r, Objects: d.r, Exec: rt,
 		Registry: reg, Log: d.log,
 		Socket: c.String("api-socket"), Listen: c.String("listen"), TokenFile: c.String("api-token-file"),
 	})

@@ -20,8 +20,8 @@ const wrongTokenWarnEvery = time.Minute
 // publicRoutes are the routes (as registered in routes) that the TCP listener serves
 // without a token file: what the kubelet's read-only port serves, health, metrics and
 // the pods with their statuses (one pod by name is a part of the list). Everything else
-// (container logs, events, pushed manifests, the names of ConfigMaps and Secrets,
-// images, profiles) needs the token over TCP. The unix socket serves every route.
+// (container logs, exec, events, pushed manifests, the names of ConfigMaps and
+// Secrets, images, profiles) needs the token over TCP. The unix socket serves every route.
 var publicRoutes = map[string]bool{
 	"GET /healthz":                 true,
 	"GET /readyz":                  true,

@@ -1,14 +1,14 @@
 // Package api owns staticpod's local HTTP API: the unix socket it always serves on and
 // the optional TCP listener (guarded by a bearer token; without one, it serves only what
 // the kubelet's read-only port serves), health and readiness, the kubelet's read-only
-// /pods shape, container logs, events, Prometheus metrics, the ConfigMaps and Secrets
-// loaded (names and keys only), and the /manifests endpoints of the push source, which
-// serve no Secret's values.
+// /pods shape, container logs, exec in a container, events, Prometheus metrics, the
+// ConfigMaps and Secrets loaded (names and keys only), and the /manifests endpoints of
+// the push source, which serve no Secret's values.
 //
-// It reads the runner through the Backend interface and stores pushed manifests through
-// ManifestStore, so that it can be tested with fakes. It imports runner (for its types),
-// manifests, logs and httpsource (for the push store's types); it never imports
-// containerd, and decides nothing about what runs.
+// It reads the runner through the Backend interface, runs exec through Execer and stores
+// pushed manifests through ManifestStore, so that it can be tested with fakes. It
+// imports runner (for its types), api/wire, manifests, logs and httpsource (for the push
+// store's types); it never imports containerd, and decides nothing about what runs.
 package api
 
 import (
@@ -91,6 +91,7 @@ type Config struct {
 	RuntimeHealthy func(ctx context.Context) error // the container runtime answers; nil: not checked
 	Images         Images                          // nil: /images answers 404
 	Objects        Objects                         // nil: /configmaps and /secrets answer 404
+	Exec           Execer                          // nil: /exec answers 404
 	Registry       *prometheus.Registry            // served on /metrics; a new one when nil
 	Log            *slog.Logger
 
@@ -172,6 +173,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /pods/{$}", s.listPods)
 	mux.HandleFunc("GET /pods/{namespace}/{name}", s.getPod)
 	mux.HandleFunc("GET /containerLogs/{namespace}/{name}/{container}", s.containerLogs)
+	mux.HandleFunc("POST /exec/{namespace}/{name}/{container}", s.exec)
 	mux.HandleFunc("GET /events", s.events)
 	mux.HandleFunc("GET /images", s.listImages)
 	mux.HandleFunc("GET /configmaps", s.listConfigMaps)

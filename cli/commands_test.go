@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/staticpod/staticpod/api"
 	"github.com/staticpod/staticpod/api/apitest"
 	"github.com/staticpod/staticpod/api/client"
 	"github.com/staticpod/staticpod/manifests"
@@ -50,7 +51,7 @@ func fixturePods() []corev1.Pod {
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	app := &cli.App{Name: "staticpod", OnUsageError: UsageError, Commands: []*cli.Command{Validate(), PS(), Logs(), Describe(), Exec()}}
+	app := &cli.App{Name: "staticpod", OnUsageError: UsageError, Commands: []*cli.Command{PS(), Logs(), Describe(), Exec()}}
 	for _, c := range app.Commands {
 		c.OnUsageError = UsageError
 	}
@@ -239,13 +240,79 @@ func TestDescribeAgainstAFakeDaemon(t *testing.T) {
 	}
 }
 
-func TestExecNeedsARunningContainer(t *testing.T) {
-	d := apitest.NewServer(t, fixturePods())
-	_, errOut, code := runCLI(t, "exec", "--api-socket", d.Socket, "kube-system/etcd-node1", "--", "sh")
-	if code != ExitInvalid || !strings.Contains(errOut, "container etcd of pod kube-system/etcd-node1 is not running (Waiting: CrashLoopBackOff)") {
-		t.Errorf("exec in a crashing container: exit %d, %q", code, errOut)
+// execDaemon is a real API server over a fake runner whose only running container,
+// main of web-node1, runs fakeCommand.
+type execDaemon struct{ pods []*corev1.Pod }
+
+func (d execDaemon) Pods() []*corev1.Pod            { return d.pods }
+func (d execDaemon) Events() *runner.Events         { return runner.NewEvents(time.Now) }
+func (d execDaemon) Healthy() (bool, time.Time)     { return true, time.Now() }
+func (d execDaemon) SourceReady(source string) bool { return true }
+func (d execDaemon) Exec(_ context.Context, id string, req runner.ExecRequest) (int, error) {
+	switch {
+	case id != "web-main":
+		return -1, fmt.Errorf("exec in %s: not found", id)
+	case req.Command[0] == "sh":
+		fmt.Fprintln(req.Stdout, "out")
+		fmt.Fprintln(req.Stderr, "err")
+		return 7, nil
 	}
-	if _, errOut, code := runCLI(t, "exec", "--api-socket", d.Socket, "web-node1", "sh"); code != ExitUsage || !strings.Contains(errOut, "after --") {
-		t.Errorf("exec without --: exit %d, %q", code, errOut)
+	return -1, fmt.Errorf("exec failed: unable to start container process: exec: %q: executable file not found in $PATH", req.Command[0])
+}
+
+// serveExec runs an API server with exec over the fixture pods until the test ends and
+// returns its socket.
+func serveExec(t *testing.T) string {
+	t.Helper()
+	var pods []*corev1.Pod
+	for _, p := range fixturePods() {
+		if p.Name == "web-node1" {
+			p.Status.ContainerStatuses[0].ContainerID = "containerd://web-main"
+		}
+		pods = append(pods, &p)
+	}
+	d := execDaemon{pods: pods}
+	socket := filepath.Join(t.TempDir(), "api.sock")
+	s, err := api.New(api.Config{Backend: d, Exec: d, Socket: socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Listen(); err != nil { // before the commands dial; Run serves on it
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return socket
+}
+
+func TestExecExitsAsTheCommandDid(t *testing.T) {
+	socket := serveExec(t)
+	tests := []struct {
+		name           string
+		args           []string
+		code           int
+		stdout, stderr string
+	}{
+		{"the command's exit code and streams", []string{"web-node1", "-c", "main", "--", "sh", "-c", "echo out; echo err >&2; exit 7"}, 7, "out\n", "err\n"},
+		{"a command not found", []string{"web-node1", "-c", "main", "--", "nope"}, ExitNotFound, "", `exec: exec failed: unable to start container process: exec: "nope": executable file not found in $PATH` + "\n"},
+		{"a container that does not run", []string{"kube-system/etcd-node1", "--", "sh"}, ExitInvalid, "",
+			"exec: container etcd of pod kube-system/etcd-node1 is not running (Waiting: CrashLoopBackOff) (HTTP 409)\n"},
+		{"a pod without --container", []string{"web-node1", "--", "sh"}, ExitUsage, "", ""},
+		{"no --", []string{"web-node1", "sh"}, ExitUsage, "", ""},
+	}
+	for _, tt := range tests {
+		// Flags of the time exec reached containerd itself are still accepted.
+		args := append([]string{"exec", "--api-socket", socket, "--containerd-address", "/nowhere", "--root-dir", "/nowhere"}, tt.args...)
+		out, errOut, code := runCLI(t, args...)
+		if code != tt.code || out != tt.stdout || tt.stderr != "" && errOut != tt.stderr {
+			t.Errorf("exec %s: exit %d, stdout %q, stderr %q; want %d, %q, %q", tt.name, code, out, errOut, tt.code, tt.stdout, tt.stderr)
+		}
 	}
 }

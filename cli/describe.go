@@ -13,8 +13,8 @@ import (
 	"github.com/urfave/cli/v2"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/api/wire"
 	"github.com/staticpod/staticpod/manifests"
-	"github.com/staticpod/staticpod/runner"
 )
 
 // describeTime is how describe prints times, as kubectl does.
@@ -67,7 +67,7 @@ func (p prefixWriter) list(level int, title string, items []string) {
 
 // describePod prints a pod as kubectl describe does, with its source, and events (or
 // why they could not be read).
-func describePod(out io.Writer, pod *corev1.Pod, events []runner.Record, eventsErr error, now time.Time) error {
+func describePod(out io.Writer, pod *corev1.Pod, events []wire.Event, eventsErr error, now time.Time) error {
 	tw := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
 	p := prefixWriter{tw}
 	describeMeta(p, pod)

@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"slices"
-	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -17,26 +13,34 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/api/client"
-	"github.com/staticpod/staticpod/containerdrt"
-	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/api/wire"
 )
 
-// Exec is the exec command: a command run in a pod's container, through containerd.
+// Exec is the exec command: a command run in a pod's container, through the daemon.
 func Exec() *cli.Command {
 	return &cli.Command{
 		Name:      "exec",
 		Usage:     "run a command in a container",
 		ArgsUsage: "POD -- CMD...",
-		Description: "The container is looked up through the daemon's API; the command runs through containerd,\n" +
-			"in the container's namespaces and with its user and environment. exec exits with the\n" +
-			"command's exit code.",
+		Description: "The daemon runs the command in the container's namespaces and with its user and environment,\n" +
+			"over its API: the socket, or --server with the token. exec exits with the command's exit code.",
 		UseShortOptionHandling: true,
 		Flags: append(append(clientFlags(), containerFlag(),
 			&cli.BoolFlag{Name: "stdin", Aliases: []string{"i"}, Usage: "pass standard input to the command"},
 			&cli.BoolFlag{Name: "tty", Aliases: []string{"t"}, Usage: "run the command with a terminal"},
-		), containerdFlags()...),
+		), retiredExecFlags()...),
 		Action: runExec,
 	}
+}
+
+// retiredExecFlags are the flags exec took when it reached containerd itself. They are
+// still accepted, so that scripts that pass them keep working, and ignored: the daemon
+// runs the command.
+func retiredExecFlags() []cli.Flag {
+	flag := func(name string, aliases ...string) cli.Flag {
+		return &cli.StringFlag{Name: name, Aliases: aliases, Hidden: true, Usage: "ignored: the daemon runs the command"}
+	}
+	return []cli.Flag{flag("containerd-address", "container-runtime-endpoint"), flag("containerd-namespace"), flag("root-dir"), flag("pod-log-dir")}
 }
 
 func runExec(c *cli.Context) error {
@@ -57,26 +61,15 @@ func runExec(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM)
 	defer stop()
-	id, err := execTarget(ctx, api, ref, c.String("container"))
+	pod, err := fetchPod(ctx, api, ref)
 	if err != nil {
 		return exitError("exec", err)
 	}
-	root, err := filepath.Abs(c.String("root-dir"))
+	name, err := pickContainer(pod, c.String("container"))
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("--root-dir: %v", err), ExitUsage)
+		return exitError("exec", err)
 	}
-	rt, err := containerdrt.New(ctx, containerdrt.Config{
-		Address:   c.String("containerd-address"),
-		Namespace: c.String("containerd-namespace"),
-		RootDir:   root,
-		PodLogDir: c.String("pod-log-dir"),
-		Logger:    slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		return cli.Exit(fmt.Sprintf("exec: %v (exec reaches containerd directly: see --containerd-address)", err), ExitInvalid)
-	}
-	defer rt.Close()
-	code, err := execIn(ctx, c, rt, id, command)
+	code, err := execIn(ctx, c, api, pod, name, command)
 	if err != nil {
 		return execError(err)
 	}
@@ -86,41 +79,21 @@ func runExec(c *cli.Context) error {
 	return nil
 }
 
-// execTarget returns the containerd ID of the pod's running container name (or of its
-// only container).
-func execTarget(ctx context.Context, api *client.Client, ref podRef, name string) (string, error) {
-	pod, err := fetchPod(ctx, api, ref)
-	if err != nil {
-		return "", err
-	}
-	name, err = pickContainer(pod, name)
-	if err != nil {
-		return "", err
-	}
-	for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
-		if cs.Name != name {
-			continue
-		}
-		if cs.State.Running == nil || !strings.HasPrefix(cs.ContainerID, "containerd://") {
-			return "", fmt.Errorf("container %s of pod %s is not running (%s)", name, DisplayName(pod.Namespace, pod.Name), stateWord(cs.State))
-		}
-		return strings.TrimPrefix(cs.ContainerID, "containerd://"), nil
-	}
-	return "", fmt.Errorf("container %s of pod %s has not started yet", name, DisplayName(pod.Namespace, pod.Name))
-}
-
-// execIn runs the command in the container through the runtime. With -t the local
+// execIn runs the command in the container through the daemon. With -t the local
 // terminal is put in raw mode and the remote one follows its size; without it, Ctrl-C
 // kills the command.
-func execIn(ctx context.Context, c *cli.Context, rt *containerdrt.Runtime, id string, command []string) (int, error) {
-	req := runner.ExecRequest{Command: command, Stdout: c.App.Writer, Stderr: c.App.ErrWriter}
+func execIn(ctx context.Context, c *cli.Context, api *client.Client, pod *corev1.Pod, container string, command []string) (int, error) {
+	opts := client.ExecOptions{Stdout: c.App.Writer, Stderr: c.App.ErrWriter}
 	if c.Bool("stdin") {
-		req.Stdin = c.App.Reader
+		opts.Stdin = c.App.Reader
+	}
+	run := func(ctx context.Context) (int, error) {
+		return api.Exec(ctx, pod.Namespace, pod.Name, container, command, opts)
 	}
 	var tty *os.File
 	if c.Bool("tty") {
 		if f, ok := c.App.Reader.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			tty, req.TTY = f, true
+			tty, opts.TTY = f, true
 		} else {
 			fmt.Fprintln(c.App.ErrWriter, "Unable to use a TTY - input is not a terminal")
 		}
@@ -129,29 +102,29 @@ func execIn(ctx context.Context, c *cli.Context, rt *containerdrt.Runtime, id st
 		var stop context.CancelFunc
 		ctx, stop = signal.NotifyContext(ctx, syscall.SIGINT) // Ctrl-C kills the command
 		defer stop()
-		return rt.Exec(ctx, id, req)
+		return run(ctx)
 	}
 	if w, h, err := term.GetSize(int(tty.Fd())); err == nil {
-		req.Size = &runner.TermSize{Width: uint16(w), Height: uint16(h)}
+		opts.Size = &wire.TermSize{Width: uint16(w), Height: uint16(h)}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends followSize with the command
-	resize := make(chan runner.TermSize, 1)
-	req.Resize = resize
+	resize := make(chan wire.TermSize, 1)
+	opts.Resize = resize
 	winch := make(chan os.Signal, 1)
 	signal.Notify(winch, syscall.SIGWINCH)
 	defer signal.Stop(winch)
 	go followSize(ctx, tty, winch, resize)
-	if req.Stdin != nil {
+	if opts.Stdin != nil {
 		if state, err := term.MakeRaw(int(tty.Fd())); err == nil {
 			defer term.Restore(int(tty.Fd()), state)
 		}
 	}
-	return rt.Exec(ctx, id, req)
+	return run(ctx)
 }
 
 // followSize sends the terminal's size each time it changes, until ctx is done.
-func followSize(ctx context.Context, tty *os.File, winch <-chan os.Signal, resize chan<- runner.TermSize) {
+func followSize(ctx context.Context, tty *os.File, winch <-chan os.Signal, resize chan<- wire.TermSize) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -160,35 +133,23 @@ func followSize(ctx context.Context, tty *os.File, winch <-chan os.Signal, resiz
 		}
 		if w, h, err := term.GetSize(int(tty.Fd())); err == nil {
 			select {
-			case resize <- runner.TermSize{Width: uint16(w), Height: uint16(h)}:
+			case resize <- wire.TermSize{Width: uint16(w), Height: uint16(h)}:
 			default: // a size is pending already; the next change sends the newest
 			}
 		}
 	}
 }
 
-// execError exits with 127 when the command does not exist in the container, 126 when
-// it could not be started otherwise, as shells do, and 1 for other failures.
+// execError exits with the code a shell gives a command that could not run (127 when
+// it does not exist in the container, 126 when it could not be started otherwise), 130
+// when interrupted, and as the other commands do for errors of the API.
 func execError(err error) error {
-	msg := err.Error()
+	var execErr *client.ExecError
 	switch {
 	case errors.Is(err, context.Canceled):
 		return cli.Exit("", 130)
-	case strings.Contains(msg, "executable file not found") || strings.Contains(msg, "exec failed") && strings.Contains(msg, "no such file"):
-		return cli.Exit("exec: "+msg, ExitNotFound)
-	case strings.Contains(msg, "exec failed"):
-		return cli.Exit("exec: "+msg, ExitCannotRun)
+	case errors.As(err, &execErr) && execErr.Code > 0:
+		return cli.Exit("exec: "+execErr.Message, execErr.Code)
 	}
-	return cli.Exit("exec: "+msg, ExitInvalid)
-}
-
-// stateWord says what a container that does not run is doing: Waiting: CrashLoopBackOff.
-func stateWord(st corev1.ContainerState) string {
-	switch {
-	case st.Terminated != nil:
-		return "Terminated: " + TerminatedReason(st.Terminated)
-	case st.Waiting != nil && st.Waiting.Reason != "":
-		return "Waiting: " + st.Waiting.Reason
-	}
-	return "Waiting"
+	return exitError("exec", err)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/staticpod/staticpod/api/client"
+	"github.com/staticpod/staticpod/api/wire"
 )
 
 // Exit codes shared by the commands of staticpod.
@@ -18,8 +19,8 @@ const (
 
 	// Exit codes of exec when the command could not run, as shells and docker exec use
 	// them.
-	ExitCannotRun = 126
-	ExitNotFound  = 127
+	ExitCannotRun = wire.ExitCannotRun
+	ExitNotFound  = wire.ExitNotFound
 )
 
 // UsageError makes a wrong command line exit 2, as scripts expect of a CLI. It is the

@@ -1,11 +1,11 @@
-// Package cli holds the operator's commands of staticpod — ps, logs, describe, exec and
-// validate — one file each, with the printers they share, the handling of their
-// arguments (pod references, flags after POD) and the exit codes every command of the
-// binary uses. main appends the commands to its urfave/cli app (PS, Logs, Describe,
-// Exec, Validate).
+// Package cli holds the operator's commands of staticpod that talk to the daemon — ps,
+// images, logs, describe and exec — one file each, with the printers they share, the
+// handling of their arguments (pod references, flags after POD) and the exit codes every
+// command of the binary uses. main appends the commands to its urfave/cli app (PS,
+// Images, Logs, Describe, Exec).
 //
-// The commands read the daemon through the api/client package; exec reaches containerd
-// through containerdrt only: cli must not import containerd itself.
+// The commands talk to the daemon only, through the api/client package, exec included:
+// cli must not link containerd, the runner or Prometheus.
 package cli
 
 import (
@@ -16,11 +16,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/staticpod/staticpod/api/client"
-	"github.com/staticpod/staticpod/containerdrt"
-	"github.com/staticpod/staticpod/logs"
 )
 
-// Defaults of the daemon that the commands reaching it directly share with `run`.
+// Defaults of the daemon that run and once share.
 const (
 	DefaultContainerdAddress = "/run/containerd/containerd.sock"
 	DefaultRootDir           = "/var/lib/staticpod"
@@ -88,18 +86,4 @@ func newClient(c *cli.Context) (*client.Client, error) {
 
 func containerFlag() cli.Flag {
 	return &cli.StringFlag{Name: "container", Aliases: []string{"c"}, Usage: "the container's `NAME`; optional when the pod has one container"}
-}
-
-// containerdFlags name the daemon's containerd, for the commands that reach it
-// directly. Their defaults and environment variables are run's.
-func containerdFlags() []cli.Flag {
-	str := func(name, value, usage string, aliases ...string) cli.Flag {
-		return &cli.StringFlag{Name: name, Value: value, Usage: usage, Aliases: aliases, EnvVars: Env(name)}
-	}
-	return []cli.Flag{
-		str("containerd-address", DefaultContainerdAddress, "containerd's socket", "container-runtime-endpoint"),
-		str("containerd-namespace", containerdrt.DefaultNamespace, "containerd namespace of the daemon"),
-		str("root-dir", DefaultRootDir, "the daemon's state directory"),
-		str("pod-log-dir", logs.DefaultPodsDir, "the daemon's directory of pod logs"),
-	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"sigs.k8s.io/yaml"
 
-	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/api/wire"
 )
 
 // Images is the images command: the runtime's images, their size, their last use and
@@ -61,7 +61,7 @@ func runImages(c *cli.Context) error {
 }
 
 // printImages prints the images as a table, one row per image ID with every name.
-func printImages(w io.Writer, images []runner.ImageUse, now time.Time) error {
+func printImages(w io.Writer, images []wire.ImageUse, now time.Time) error {
 	rows := [][]string{{"IMAGE", "ID", "SIZE", "AGE", "LAST USED", "IN USE", "PINNED"}}
 	for _, img := range images {
 		lastUsed := "<unknown>"
@@ -79,7 +79,7 @@ func printImages(w io.Writer, images []runner.ImageUse, now time.Time) error {
 	return NewTable(w).Print(rows...)
 }
 
-func printImageList(w io.Writer, images []runner.ImageUse, format string) error {
+func printImageList(w io.Writer, images []wire.ImageUse, format string) error {
 	var out []byte
 	var err error
 	if format == "json" {

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
 
+	"github.com/staticpod/staticpod/api/wire"
 	"github.com/staticpod/staticpod/manifests"
-	"github.com/staticpod/staticpod/runner"
 )
 
 // Table prints rows in columns as kubectl does: three spaces apart, six wide at
@@ -309,7 +309,7 @@ func orNone(s string) string {
 
 // describeEvents prints the pod's events as kubectl describe does, oldest first,
 // repeats folded: "5s (x3 over 2m)".
-func describeEvents(p prefixWriter, events []runner.Record, err error, now time.Time) {
+func describeEvents(p prefixWriter, events []wire.Event, err error, now time.Time) {
 	switch {
 	case err != nil:
 		p.write(0, "Events:\t<cannot read: %v>\n", err)
@@ -318,7 +318,7 @@ func describeEvents(p prefixWriter, events []runner.Record, err error, now time.
 		p.write(0, "Events:\t<none>\n")
 		return
 	}
-	sorted := append([]runner.Record(nil), events...)
+	sorted := append([]wire.Event(nil), events...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Last.Before(sorted[j].Last) })
 	p.write(0, "Events:\n  Type\tReason\tAge\tFrom\tMessage\n")
 	p.write(1, "----\t------\t----\t----\t-------\n")
@@ -375,4 +375,12 @@ func printBool(b bool) string {
 		return "True"
 	}
 	return "False"
+}
+
+// Count is n and the noun, plural unless n is 1: "1 file", "3 errors".
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -115,16 +115,15 @@ func TestCLIAgainstTheDaemon(t *testing.T) {
 		}
 	}
 
-	ctr := []string{"--containerd-address", n.d.Address, "--containerd-namespace", n.ns, "--root-dir", n.path("root"), "--pod-log-dir", n.path("log/pods")}
-	args := append(append(append([]string{"exec"}, api...), ctr...), "web-node1", "--", "sh", "-c", "echo out; echo err >&2; exit 7")
+	args := append(append([]string{"exec"}, api...), "web-node1", "--", "sh", "-c", "echo out; echo err >&2; exit 7")
 	if out, errOut, code := runSplit(t, "", nil, args...); code != 7 || out != "out\n" || errOut != "err\n" {
 		t.Errorf("exec: exit %d, stdout %q, stderr %q; want 7, out, err", code, out, errOut)
 	}
-	args = append(append(append([]string{"exec"}, api...), ctr...), "two-node1", "-c", "b", "-i", "--", "cat")
+	args = append(append([]string{"exec"}, api...), "two-node1", "-c", "b", "-i", "--", "cat")
 	if out, errOut, code := runSplit(t, "piped in\n", nil, args...); code != 0 || out != "piped in\n" {
 		t.Errorf("exec -i cat: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	args = append(append(append([]string{"exec"}, api...), ctr...), "web-node1", "--", "no-such-command")
+	args = append(append([]string{"exec"}, api...), "web-node1", "--", "no-such-command")
 	if _, errOut, code := runSplit(t, "", nil, args...); code != spcli.ExitNotFound {
 		t.Errorf("exec no-such-command: exit %d (%s), want 127", code, errOut)
 	}

@@ -90,8 +90,7 @@ func udpEcho(t testing.TB) string {
 // its output and exit code.
 func (n *node) execIn(pod string, cmd ...string) (string, int) {
 	n.t.Helper()
-	args := []string{"exec", "--api-socket", n.path("staticpod.sock"), "--containerd-address", n.d.Address,
-		"--containerd-namespace", n.ns, "--root-dir", n.path("root"), "--pod-log-dir", n.path("log/pods"), pod, "--"}
+	args := []string{"exec", "--api-socket", n.path("staticpod.sock"), pod, "--"}
 	out, err := exec.Command(binary, append(args, cmd...)...).CombinedOutput()
 	if exit, ok := err.(*exec.ExitError); ok {
 		return string(out), exit.ExitCode()

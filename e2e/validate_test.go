@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	spcli "github.com/staticpod/staticpod/cli"
+	"github.com/staticpod/staticpod/validate"
 )
 
 func TestValidateAcceptsControlPlaneManifests(t *testing.T) {
@@ -102,7 +102,7 @@ func TestValidateJSON(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", code, out)
 	}
-	var report spcli.Validation
+	var report validate.Validation
 	if err := json.Unmarshal([]byte(out), &report); err != nil {
 		t.Fatalf("validate -o json is not JSON: %v\n%s", err, out)
 	}

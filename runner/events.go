@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/staticpod/staticpod/api/wire"
 )
 
 // eventsPerPod bounds each pod's ring of events; eventsGlobal bounds the ring of events
@@ -20,19 +22,9 @@ const (
 	EventWarning = "Warning"
 )
 
-// Record is one event: what happened, to what, how often.
-type Record struct {
-	UID       types.UID `json:"uid,omitempty"`
-	Pod       string    `json:"pod,omitempty"` // namespace/name
-	Container string    `json:"container,omitempty"`
-	Type      string    `json:"type"`
-	Reason    string    `json:"reason"`
-	Message   string    `json:"message"`
-	Source    string    `json:"source,omitempty"` // the manifest source it concerns
-	First     time.Time `json:"firstTimestamp"`
-	Last      time.Time `json:"lastTimestamp"`
-	Count     int       `json:"count"`
-}
+// Record is one event: what happened, to what, how often. Clients read it as
+// wire.Event.
+type Record = wire.Event
 
 // Events keeps the recent events of every pod and of the runner itself, folding
 // repeats (same reason and message) into one record with a count, as kubectl shows

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/staticpod/staticpod/api/wire"
 )
 
 // The kubelet's image garbage collection defaults (--image-gc-high-threshold,
@@ -55,15 +57,8 @@ func (u FSUsage) Percent() int {
 	return 100 - int(u.Available*100/u.Capacity)
 }
 
-// StoredImage is an image in the runtime.
-type StoredImage struct {
-	ID      string    `json:"id"`      // the config digest
-	Names   []string  `json:"names"`   // its references, normalized
-	Digests []string  `json:"digests"` // the manifest (or index) digests its names point to: a container's imageID
-	Size    int64     `json:"size"`    // bytes of its content for this platform, as `ctr images ls` counts them
-	Created time.Time `json:"created"` // when its newest name came (pulled, imported, updated)
-	Pinned  bool      `json:"pinned"`  // an archive in the image dir brings it: never collected
-}
+// StoredImage is an image in the runtime; clients read it as wire.StoredImage.
+type StoredImage = wire.StoredImage
 
 // ImageGCPolicy is the kubelet's image garbage collection policy: once the image
 // filesystem is HighThresholdPercent full or more, unused images are removed, least
@@ -107,12 +102,8 @@ func (p ImageGCPolicy) goal(fs FSUsage) int64 {
 }
 
 // ImageUse is an image with what garbage collection weighs: whether a known pod needs
-// it and when one last did.
-type ImageUse struct {
-	StoredImage
-	InUse    bool      `json:"inUse"`             // a pod the runner knows uses it, or wants it
-	LastUsed time.Time `json:"lastUsed,omitzero"` // last seen in use; zero: not since staticpod started
-}
+// it and when one last did. Clients read it as wire.ImageUse.
+type ImageUse = wire.ImageUse
 
 // SelectImages returns the images to remove to free toFree bytes, in the order to
 // remove them: of the images neither in use nor pinned and at least minAge old (by

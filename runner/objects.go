@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/api/wire"
 	"github.com/staticpod/staticpod/manifests"
 )
 
@@ -17,15 +18,8 @@ import (
 const ReasonFailedMount = "FailedMount"
 
 // Object describes a ConfigMap or Secret a source provides, by name and keys only: a
-// Secret's values never leave the runner this way.
-type Object struct {
-	Kind      string   `json:"kind"` // ConfigMap or Secret
-	Namespace string   `json:"namespace"`
-	Name      string   `json:"name"`
-	Source    string   `json:"source"` // file, http or api
-	Type      string   `json:"type,omitempty"`
-	Keys      []string `json:"keys"`
-}
+// Secret's values never leave the runner this way. Clients read it as wire.Object.
+type Object = wire.Object
 
 // objectsOf returns the ConfigMaps and Secrets pod may read: its source's.
 func (r *Runner) objectsOf(pod *corev1.Pod) manifests.Objects {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/staticpod/staticpod/api/wire"
 	"github.com/staticpod/staticpod/manifests"
 )
 
@@ -176,7 +177,7 @@ type ExecRequest struct {
 }
 
 // TermSize is a terminal's size in characters.
-type TermSize struct{ Width, Height uint16 }
+type TermSize = wire.TermSize
 
 // NeedsSandbox reports whether a pod needs a sandbox process: to hold a network
 // namespace (any pod not on the host network) or a shared PID namespace.

@@ -1,8 +1,8 @@
 // Package apitest serves a fake of staticpod's API on a unix socket, for the tests of its
 // clients (package api/client and the commands of package cli): the read endpoints
 // /pods, /pods/{namespace}/{name}, /events and /containerLogs/..., answered from objects
-// the test sets, and a record of what was asked. It imports runner for the types of the
-// answers only.
+// the test sets, and a record of what was asked. Like the clients it serves, it links no
+// runner: the types of the answers are package wire's.
 package apitest
 
 import (
@@ -18,7 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/api/wire"
 )
 
 // Log is what the fake answers for the log of any container.
@@ -30,7 +30,7 @@ type Server struct {
 
 	mu       sync.Mutex // guards pods, events and requests
 	pods     []corev1.Pod
-	events   []runner.Record
+	events   []wire.Event
 	requests []string
 }
 
@@ -87,7 +87,7 @@ func (s *Server) SetPods(pods []corev1.Pod) {
 }
 
 // SetEvents sets the events /events answers, whatever pod is asked for.
-func (s *Server) SetEvents(events []runner.Record) {
+func (s *Server) SetEvents(events []wire.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.events = events

@@ -4,8 +4,12 @@
 // as typed errors for errors.As: *UnreachableError when no daemon answered, *NotFoundError
 // for a pod the daemon does not run, *APIError for any other answer but 2xx.
 //
-// It owns no command line and talks to no runtime: it must not import urfave/cli nor
-// containerd. It imports runner for the types of the API's answers only.
+// Exec runs a command in a container over an upgraded connection (see package wire for
+// its frames), with its input, output, terminal and exit code.
+//
+// It owns no command line and talks to no runtime: it must not import urfave/cli,
+// containerd, the runner or Prometheus. The types of the API's answers are package
+// wire's.
 package client
 
 import (
@@ -22,7 +26,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/api/wire"
 )
 
 // DefaultSocket is where the daemon serves its API unless told otherwise.
@@ -82,8 +86,8 @@ func (c *Client) Pod(ctx context.Context, namespace, name string) (*corev1.Pod, 
 }
 
 // Events returns a pod's events as the daemon recorded them (GET /events).
-func (c *Client) Events(ctx context.Context, namespace, name string) ([]runner.Record, error) {
-	var records []runner.Record
+func (c *Client) Events(ctx context.Context, namespace, name string) ([]wire.Event, error) {
+	var records []wire.Event
 	if err := c.getJSON(ctx, "/events", url.Values{"pod": {namespace + "/" + name}}, &records); err != nil {
 		return nil, err
 	}
@@ -92,8 +96,8 @@ func (c *Client) Events(ctx context.Context, namespace, name string) ([]runner.R
 
 // Images returns the runtime's images, with their size, whether a pod needs them and
 // when one last did (GET /images).
-func (c *Client) Images(ctx context.Context) ([]runner.ImageUse, error) {
-	var images []runner.ImageUse
+func (c *Client) Images(ctx context.Context) ([]wire.ImageUse, error) {
+	var images []wire.ImageUse
 	if err := c.getJSON(ctx, "/images", nil, &images); err != nil {
 		return nil, err
 	}
@@ -102,8 +106,8 @@ func (c *Client) Images(ctx context.Context) ([]runner.ImageUse, error) {
 
 // ConfigMaps returns the ConfigMaps the sources provide, with their keys (GET
 // /configmaps).
-func (c *Client) ConfigMaps(ctx context.Context) ([]runner.Object, error) {
-	var objs []runner.Object
+func (c *Client) ConfigMaps(ctx context.Context) ([]wire.Object, error) {
+	var objs []wire.Object
 	if err := c.getJSON(ctx, "/configmaps", nil, &objs); err != nil {
 		return nil, err
 	}
@@ -112,8 +116,8 @@ func (c *Client) ConfigMaps(ctx context.Context) ([]runner.Object, error) {
 
 // Secrets returns the Secrets the sources provide, with their keys and never their
 // values (GET /secrets).
-func (c *Client) Secrets(ctx context.Context) ([]runner.Object, error) {
-	var objs []runner.Object
+func (c *Client) Secrets(ctx context.Context) ([]wire.Object, error) {
+	var objs []wire.Object
 	if err := c.getJSON(ctx, "/secrets", nil, &objs); err != nil {
 		return nil, err
 	}

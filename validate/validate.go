@@ -1,4 +1,11 @@
-package cli
+// Package validate owns `staticpod validate`: it checks manifests without a daemon, as
+// the daemon would load and admit them (the directory source's reading, the runner's
+// merge of UIDs and its admission under the restriction flags), and reports every
+// problem by file and field. It also holds the restriction flags, which run shares.
+//
+// It runs the daemon's own checks, so it imports watcher, manifests and runner; it
+// must not import containerd.
+package validate
 
 import (
 	"encoding/json"
@@ -10,13 +17,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 	"github.com/staticpod/staticpod/watcher"
 )
 
-// Validate is the validate command: exit 0 when every manifest is valid, 1 otherwise.
-func Validate() *cli.Command {
+// Command is the validate command: exit 0 when every manifest is valid, 1 otherwise.
+func Command() *cli.Command {
 	return &cli.Command{
 		Name:      "validate",
 		Usage:     "check manifests: exit 0 when every one is valid, 1 when any is not",
@@ -24,7 +32,7 @@ func Validate() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "strict", Usage: "treat unknown and duplicate fields as errors"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "text or json"},
-			NodeNameFlag(),
+			spcli.NodeNameFlag(),
 		}, RestrictionFlags()...),
 		Action: runValidate,
 	}
@@ -55,19 +63,19 @@ type Problem struct {
 
 func runValidate(c *cli.Context) error {
 	if c.NArg() == 0 {
-		return cli.Exit("validate needs at least one PATH (a manifest file or directory)", ExitUsage)
+		return cli.Exit("validate needs at least one PATH (a manifest file or directory)", spcli.ExitUsage)
 	}
 	format := c.String("output")
 	if format != "text" && format != "json" {
-		return cli.Exit(fmt.Sprintf("-o %q: use text or json", format), ExitUsage)
+		return cli.Exit(fmt.Sprintf("-o %q: use text or json", format), spcli.ExitUsage)
 	}
-	node, err := NodeName(c)
+	node, err := spcli.NodeName(c)
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("node name: %v", err), ExitUsage)
+		return cli.Exit(fmt.Sprintf("node name: %v", err), spcli.ExitUsage)
 	}
 	restrict, err := Restrictions(c)
 	if err != nil {
-		return cli.Exit(err.Error(), ExitUsage)
+		return cli.Exit(err.Error(), spcli.ExitUsage)
 	}
 	report := Validation{Valid: true}
 	var pods []*corev1.Pod
@@ -77,11 +85,11 @@ func runValidate(c *cli.Context) error {
 	objs := manifests.NewObjects()
 	for _, path := range c.Args().Slice() {
 		if _, err := os.Stat(path); err != nil {
-			return cli.Exit(fmt.Sprintf("validate: %v", err), ExitUsage)
+			return cli.Exit(fmt.Sprintf("validate: %v", err), spcli.ExitUsage)
 		}
 		snap, err := watcher.Read(path, node)
 		if err != nil {
-			return cli.Exit(fmt.Sprintf("validate %s: %v", path, err), ExitUsage)
+			return cli.Exit(fmt.Sprintf("validate %s: %v", path, err), spcli.ExitUsage)
 		}
 		snaps = append(snaps, snap)
 		for _, f := range snap.Files {
@@ -107,7 +115,7 @@ func runValidate(c *cli.Context) error {
 		return err
 	}
 	if !report.Valid {
-		return cli.Exit("", ExitInvalid)
+		return cli.Exit("", spcli.ExitInvalid)
 	}
 	return nil
 }
@@ -236,19 +244,11 @@ func writeTextReport(w io.Writer, v Validation) error {
 			bad++
 		}
 	}
-	loaded := Count(pods, "pod")
+	loaded := spcli.Count(pods, "pod")
 	if objs > 0 {
-		loaded += " and " + Count(objs, "object")
+		loaded += " and " + spcli.Count(objs, "object")
 	}
-	_, err := fmt.Fprintf(w, "checked %s: %s valid, %s invalid; %s, %s\n", Count(len(v.Files), "file"),
-		loaded, Count(bad, "file"), Count(errs, "error"), Count(warns, "warning"))
+	_, err := fmt.Fprintf(w, "checked %s: %s valid, %s invalid; %s, %s\n", spcli.Count(len(v.Files), "file"),
+		loaded, spcli.Count(bad, "file"), spcli.Count(errs, "error"), spcli.Count(warns, "warning"))
 	return err
-}
-
-// Count is n and the noun, plural unless n is 1: "1 file", "3 errors".
-func Count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -1,10 +1,11 @@
-package cli
+package validate
 
 import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -15,7 +16,7 @@ func RestrictionFlags() []cli.Flag {
 	sources := func(flag, what string) cli.Flag {
 		name := strings.TrimPrefix(flag, "--")
 		return &cli.StringSliceFlag{
-			Name: name, Value: cli.NewStringSlice(runner.AllSources), EnvVars: Env(name),
+			Name: name, Value: cli.NewStringSlice(runner.AllSources), EnvVars: spcli.Env(name),
 			Usage: "sources (file, http, api, *) whose pods may " + what + " (repeatable or comma-separated)",
 		}
 	}
@@ -25,7 +26,7 @@ func RestrictionFlags() []cli.Flag {
 		sources(runner.FlagHostPIDSources, "use the host's PID namespace"),
 		sources(runner.FlagHostIPCSources, "use the host's IPC namespace"),
 		&cli.StringSliceFlag{
-			Name: "allowed-host-paths", EnvVars: Env("allowed-host-paths"),
+			Name: "allowed-host-paths", EnvVars: spcli.Env("allowed-host-paths"),
 			Usage: "path prefixes under which hostPath volumes may lie, for pods of every source (repeatable; default: any path)",
 		},
 	}
