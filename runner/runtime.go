@@ -139,6 +139,7 @@ type Container struct {
 	Attempt      int
 	Hash         string
 	Source       string // the manifest source that asked for it: file, http, api
+	Location     string // the pod's file, URL or pushed name; "" when not recorded (see RunningPod)
 	State        State
 	PID          uint32
 	ExitCode     int32
