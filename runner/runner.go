@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -214,17 +215,39 @@ func (r *Runner) Pods() []*corev1.Pod {
 	return out
 }
 
-// UIDHolder returns the pod that has uid in the last merge of the sources (its metadata
-// only), and whether there is one: for a source to refuse, as it is given, a pod that
-// would take another's UID (Config gives it to one pod in any case).
-func (r *Runner) UIDHolder(uid types.UID) (*corev1.Pod, bool) {
+// UIDHolder returns the pod that has uid (its metadata only), or nil: the pod the last
+// merge of the sources gave it to, else the pod whose containers the runtime holds under
+// it, named from their labels. It is for a source to refuse, as it is given, a pod
+// that would take another's UID (Config gives it to one pod in any case). Until the
+// runtime has been listed and every source of Options.Sources has delivered its pods
+// once, a UID's holder may not be known yet: it returns an error saying so.
+func (r *Runner) UIDHolder(uid types.UID) (*corev1.Pod, error) {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
-	have := r.desired[uid]
-	if have == nil {
-		return nil, false
+	var unread []string
+	for _, src := range r.opts.Sources {
+		if !r.ready[src] {
+			unread = append(unread, src)
+		}
 	}
-	return &corev1.Pod{ObjectMeta: *have.ObjectMeta.DeepCopy()}, true
+	have := r.desired[uid]
+	r.mu.RUnlock()
+	pr, gen := r.pleg.Pod(uid)
+	switch {
+	case len(unread) > 0:
+		return nil, fmt.Errorf("sources not all read yet (%s)", strings.Join(unread, ", "))
+	case gen == 0:
+		return nil, fmt.Errorf("the runtime not listed yet")
+	case have != nil:
+		return &corev1.Pod{ObjectMeta: *have.ObjectMeta.DeepCopy()}, nil
+	}
+	rp, ok := runningPod(pr)
+	if !ok {
+		return nil, nil
+	}
+	pod := &corev1.Pod{}
+	pod.UID, pod.Namespace, pod.Name = uid, rp.Namespace, rp.Name
+	pod.Annotations = map[string]string{manifests.AnnotationSource: rp.Source, manifests.AnnotationLocation: rp.Location}
+	return pod, nil
 }
 
 func (r *Runner) publish(uid types.UID, pod *corev1.Pod) {
