@@ -33,6 +33,11 @@ var (
 // manifestExt is the extension of stored manifests: <dir>/<name>.yaml.
 const manifestExt = ".yaml"
 
+// startWait is how long a push made while staticpod starts waits for it to know who
+// has each UID (Push.HolderKnown) before it is answered ErrStarting: long enough for a
+// start without a large image import, well within the API's write timeout.
+const startWait = 20 * time.Second
+
 // nameRE is a DNS-1123 label: it holds no "/", "." or "..", so <dir>/<name>.yaml never
 // leaves dir.
 var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -64,9 +69,12 @@ type Push struct {
 
 	// Holder, when set, returns the pod that has a UID, wanted by a source or running,
 	// or nil (the runner's UIDHolder): Put refuses a pod that would take it. An error
-	// means the holder cannot be known yet: Put then refuses with ErrStarting. Set it
-	// before the first Put.
-	Holder func(types.UID) (*corev1.Pod, error)
+	// means the holder cannot be known yet: Put then refuses with ErrStarting.
+	// HolderKnown, when set, is closed once Holder can tell: Put waits for it, up to
+	// startWait, before it asks. Set both before the first Put.
+	Holder      func(types.UID) (*corev1.Pod, error)
+	HolderKnown <-chan struct{}
+	startWait   time.Duration
 
 	// changed wakes Run after a Put or Delete; one slot, since every snapshot is full.
 	changed chan struct{}
@@ -93,8 +101,9 @@ func NewPush(dir, node string, log *slog.Logger) (*Push, error) {
 		dir:     dir,
 		node:    node,
 		log:     log.With("source", manifests.SourceAPI),
-		changed: make(chan struct{}, 1),
-		entries: map[string]entry{},
+		changed:   make(chan struct{}, 1),
+		entries:   map[string]entry{},
+		startWait: startWait,
 	}
 	if err := p.load(); err != nil {
 		return nil, err
@@ -112,17 +121,21 @@ func (p *Push) Put(name string, data []byte) (manifests.Result, error) {
 		return manifests.Result{}, err
 	}
 	res := manifests.Load(data, manifests.Options{NodeName: p.node, Source: p.source(name)})
+	var held []manifests.Problem
+	if len(res.Errors) == 0 {
+		// Not under mu: the wait may be for this store's own snapshot to be merged.
+		var err error
+		if held, err = p.heldUIDs(name, res); err != nil {
+			return manifests.Result{}, fmt.Errorf("store manifest %s: %w: %v; push it again shortly", name, ErrStarting, err)
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(res.Errors) == 0 {
 		res.Errors = p.conflicts(name, res)
 	}
 	if len(res.Errors) == 0 {
-		errs, err := p.heldUIDs(name, res)
-		if err != nil {
-			return manifests.Result{}, fmt.Errorf("store manifest %s: %w: %v; push it again shortly", name, ErrStarting, err)
-		}
-		res.Errors = errs
+		res.Errors = held
 	}
 	if len(res.Errors) == 0 {
 		res.CheckReferences(p.objectsWith(name, res))
@@ -329,10 +342,19 @@ func (p *Push) uidHolder(uid types.UID, except string) (string, bool) {
 }
 
 // heldUIDs returns an error for each pod of res whose UID Holder says another pod has:
-// one another source wants, or one that runs. It fails when Holder cannot tell yet.
+// one another source wants, or one that runs. It waits for HolderKnown up to
+// startWait, and fails when Holder cannot tell yet.
 func (p *Push) heldUIDs(name string, res manifests.Result) ([]manifests.Problem, error) {
 	if p.Holder == nil {
 		return nil, nil
+	}
+	if p.HolderKnown != nil {
+		wait := time.NewTimer(p.startWait)
+		select {
+		case <-p.HolderKnown:
+		case <-wait.C: // Holder says why
+		}
+		wait.Stop()
 	}
 	var out []manifests.Problem
 	for _, pod := range res.Pods {

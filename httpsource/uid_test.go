@@ -2,9 +2,11 @@ package httpsource
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -111,5 +113,43 @@ func TestPutRefusesAUIDHeldInTheRuntime(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// A push made while staticpod starts waits until the holders of UIDs are known
+// (HolderKnown), then is decided as any push; one that waits longer than startWait is
+// refused with ErrStarting, saying why, and nothing is stored.
+func TestPutWaitsUntilUIDHoldersAreKnown(t *testing.T) {
+	p, err := NewPush(t.TempDir(), "node1", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := make(chan struct{})
+	p.HolderKnown = known
+	p.Holder = func(types.UID) (*corev1.Pod, error) {
+		select {
+		case <-known:
+			return nil, nil
+		default:
+			return nil, errors.New("sources not all read yet (file)")
+		}
+	}
+	p.startWait = time.Millisecond
+	if _, err := p.Put("early", uidManifest("early")); !errors.Is(err, ErrStarting) || !strings.Contains(err.Error(), "sources not all read yet (file)") || len(p.List()) != 0 {
+		t.Errorf("Put before the holders are known, past its wait = %v, stored %v; want ErrStarting saying why, nothing stored", err, p.List())
+	}
+
+	p.startWait = time.Hour
+	done := make(chan error, 1)
+	go func() {
+		res, err := p.Put("waited", uidManifest("waited"))
+		if err == nil && len(res.Errors) > 0 {
+			err = fmt.Errorf("%v", res.Errors)
+		}
+		done <- err
+	}()
+	close(known)
+	if err := <-done; err != nil || len(p.List()) != 1 {
+		t.Errorf("Put waiting for the holders = %v, stored %v; want it stored once they are known", err, p.List())
 	}
 }

@@ -145,6 +145,7 @@ func (l *loop) apply(ctx context.Context, u manifests.Update) {
 	l.r.mu.Lock()
 	l.r.ready[u.Source] = true // after enact: UIDHolder sees the source's pods once it is ready
 	l.r.mu.Unlock()
+	l.r.noteKnown()
 }
 
 // enact starts, updates or stops workers to match a merge of the sources, and reports
@@ -296,6 +297,7 @@ func (l *loop) want(ctx context.Context, uid types.UID, pod *corev1.Pod) {
 			return
 		}
 		w.update(pod)
+		l.r.setWorkerPod(uid, pod)
 		return
 	}
 	_, gen := l.r.pleg.Pod(uid)
@@ -367,6 +369,7 @@ func (l *loop) runningNamesake(pod *corev1.Pod) (types.UID, bool) {
 func (l *loop) startWorker(ctx context.Context, uid types.UID, pod *corev1.Pod) {
 	w := newWorker(l.r, uid, pod)
 	l.workers[uid] = w
+	l.r.setWorkerPod(uid, pod)
 	l.spawn(ctx, w)
 	w.signal()
 }
@@ -405,6 +408,7 @@ func (l *loop) relisted(ctx context.Context, res relistDone) {
 		l.r.log.Info("relist works again")
 		l.plegErr = ""
 	}
+	defer l.r.noteKnown()
 	if !l.remerged {
 		// The first relist tells what runs: a pod that ran under a name or UID before
 		// staticpod restarted keeps it against another manifest that claims it, also
@@ -450,6 +454,9 @@ func (l *loop) workerGone(ctx context.Context, uid types.UID) {
 		return
 	}
 	delete(l.workers, uid)
+	l.r.mu.Lock()
+	delete(l.r.workerPods, uid)
+	l.r.mu.Unlock()
 	l.gone[uid] = l.r.pleg.Started()
 	l.r.events.Forget(uid)
 	defer l.readmit(ctx) // the pod's host ports are free
