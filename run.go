@@ -190,7 +190,9 @@ func (d *daemon) setup(ctx context.Context) error {
 	if d.push, err = httpsource.NewPush(filepath.Join(d.root, "manifests"), d.node, d.log); err != nil {
 		return errors.Join(err, rt.Close())
 	}
-	d.push.Holder = d.r.UIDHolder // a push may not take a UID a file or URL pod has
+	// A push may not take a UID another pod has; one made while staticpod starts waits
+	// until that is known.
+	d.push.Holder, d.push.HolderKnown = d.r.UIDHolder, d.r.UIDsKnown()
 	d.api, err = api.New(api.Config{
 		Backend: d.r, Store: d.push, Sources: d.sources(), PodLogDir: c.String("pod-log-dir"),
 		RuntimeHealthy: rt.Healthy, Images: d.r, Objects: d.r, Exec: rt,

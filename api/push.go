@@ -155,13 +155,17 @@ func (s *Server) pushDisabled(w http.ResponseWriter) bool {
 }
 
 // storeError answers an error of the store: 400 for a name it refuses, 404 for a
-// manifest it does not hold, else 500, which is logged.
+// manifest it does not hold, 503 for a push made too early after staticpod started,
+// else 500, which is logged.
 func (s *Server) storeError(w http.ResponseWriter, op, name string, err error) {
 	switch {
 	case errors.Is(err, httpsource.ErrInvalidName):
 		writeBadRequest(w, err.Error())
 	case errors.Is(err, httpsource.ErrNotFound):
 		writeNotFound(w, "manifests", name)
+	case errors.Is(err, httpsource.ErrStarting):
+		w.Header().Set("Retry-After", "1")
+		writeStatus(w, http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, err.Error())
 	default:
 		s.log.Error("manifest store", "op", op, "name", name, "err", err)
 		writeInternal(w, fmt.Sprintf("%s manifest %q: %v", op, name, err))

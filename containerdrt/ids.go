@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -50,9 +51,13 @@ func makeID(podName, rest string, uid types.UID) string {
 	return podName + tail
 }
 
-// podLabels are the labels of everything that belongs to pod.
+// podLabels are the labels of everything that belongs to pod. The pod's location (its
+// staticpod.io/config.location, a URL already without credentials or query values)
+// tells a restarted staticpod which definition runs under the UID; one that is not
+// valid UTF-8 or too long for a label is left out, and the pod is then told by its name
+// and source alone (runner.RunningPod).
 func podLabels(pod *corev1.Pod, kind runner.Kind, name string, attempt int) map[string]string {
-	return map[string]string{
+	labels := map[string]string{
 		LabelKind:         string(kind),
 		LabelPodUID:       string(pod.UID),
 		LabelPodName:      pod.Name,
@@ -61,6 +66,10 @@ func podLabels(pod *corev1.Pod, kind runner.Kind, name string, attempt int) map[
 		LabelAttempt:      strconv.Itoa(attempt),
 		LabelSource:       pod.Annotations[manifests.AnnotationSource],
 	}
+	if loc := pod.Annotations[manifests.AnnotationLocation]; utf8.ValidString(loc) && len(LabelPodLocation)+len(loc) <= maxLabelSize {
+		labels[LabelPodLocation] = loc
+	}
+	return labels
 }
 
 // maxGraceSeconds is the longest grace period a label may give: longer would overflow a
@@ -88,6 +97,7 @@ func fromLabels(c *runner.Container, labels map[string]string) error {
 	}
 	c.Hash = labels[LabelHash]
 	c.Source = labels[LabelSource]
+	c.Location = labels[LabelPodLocation]
 	if secs, err := strconv.ParseInt(labels[LabelPodGrace], 10, 64); err == nil && secs >= 0 && secs <= maxGraceSeconds {
 		grace := time.Duration(secs) * time.Second
 		c.PodGrace = &grace

@@ -12,6 +12,7 @@ const (
 	LabelAttempt      = labelPrefix + "attempt"                  // restart count of this container
 	LabelHash         = labelPrefix + "hash"                     // manifests.ContainerHash of its spec; on a sandbox, manifests.SandboxHash of its pod
 	LabelSource       = labelPrefix + "source"                   // the manifest source: file, http, api
+	LabelPodLocation  = labelPrefix + "pod.location"             // the pod's file, URL or pushed name (see podLabels)
 	LabelStopSignal   = labelPrefix + "stop-signal"              // the image's StopSignal, or empty
 	LabelLogPath      = labelPrefix + "log-path"                 // its CRI log file
 	LabelTermination  = labelPrefix + "termination-message-path" // host path of the termination log

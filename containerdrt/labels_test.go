@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -76,6 +77,35 @@ func TestFitLabel(t *testing.T) {
 		}
 		if len(tc.value) < 100 && utf8.ValidString(tc.value) && got != tc.value {
 			t.Errorf("%s: fitLabel changed %q to %q", tc.name, tc.value, got)
+		}
+	}
+}
+
+// The location of a pod comes back from its containers' labels, so that a restarted
+// staticpod tells which definition runs under a UID; one containerd would refuse in
+// a label (too long, not UTF-8) is left out rather than failing the creation.
+func TestPodLocationLabelRoundTrip(t *testing.T) {
+	for _, tc := range []struct{ name, location, want string }{
+		{"a file", "/etc/kubernetes/manifests/etcd.yaml", "/etc/kubernetes/manifests/etcd.yaml"},
+		{"a redacted URL", "https://example.com/pods?token=REDACTED", "https://example.com/pods?token=REDACTED"},
+		{"too long for a label", "/m/" + strings.Repeat("x", maxLabelSize), ""},
+		{"not UTF-8", "/m/\xff.yaml", ""},
+	} {
+		pod := &corev1.Pod{}
+		pod.UID, pod.Name, pod.Namespace = "0123abcd", "etcd-n", "kube-system"
+		pod.Annotations = map[string]string{manifests.AnnotationSource: "file", manifests.AnnotationLocation: tc.location}
+		labels := podLabels(pod, runner.KindContainer, "c", 0)
+		for k, v := range labels {
+			if len(k)+len(v) > maxLabelSize || !utf8.ValidString(v) {
+				t.Errorf("%s: label %s is %d bytes (valid UTF-8: %v)", tc.name, k, len(k)+len(v), utf8.ValidString(v))
+			}
+		}
+		var got runner.Container
+		if err := fromLabels(&got, labels); err != nil {
+			t.Fatal(err)
+		}
+		if got.Location != tc.want || got.Source != "file" {
+			t.Errorf("%s: read back location %q from %q, want %q", tc.name, got.Location, got.Source, tc.want)
 		}
 	}
 }

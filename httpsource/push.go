@@ -24,10 +24,19 @@ import (
 var (
 	ErrNotFound    = errors.New("manifest not found")
 	ErrInvalidName = errors.New("invalid manifest name")
+	// ErrStarting is a push refused because staticpod cannot tell yet whether another
+	// pod has its UID: it has not read every source, or not listed the runtime, since
+	// it started. Pushing again later works.
+	ErrStarting = errors.New("staticpod is starting")
 )
 
 // manifestExt is the extension of stored manifests: <dir>/<name>.yaml.
 const manifestExt = ".yaml"
+
+// startWait is how long a push made while staticpod starts waits for it to know who
+// has each UID (Push.HolderKnown) before it is answered ErrStarting: long enough for a
+// start without a large image import, well within the API's write timeout.
+const startWait = 20 * time.Second
 
 // nameRE is a DNS-1123 label: it holds no "/", "." or "..", so <dir>/<name>.yaml never
 // leaves dir.
@@ -58,9 +67,14 @@ type Push struct {
 	node string
 	log  *slog.Logger
 
-	// Holder, when set, returns the pod another source runs under a UID (the runner's
-	// UIDHolder): Put refuses a pod that would take it. Set it before the first Put.
-	Holder func(types.UID) (*corev1.Pod, bool)
+	// Holder, when set, returns the pod that has a UID, wanted by a source or running,
+	// or nil (the runner's UIDHolder): Put refuses a pod that would take it. An error
+	// means the holder cannot be known yet: Put then refuses with ErrStarting.
+	// HolderKnown, when set, is closed once Holder can tell: Put waits for it, up to
+	// startWait, before it asks. Set both before the first Put.
+	Holder      func(types.UID) (*corev1.Pod, error)
+	HolderKnown <-chan struct{}
+	startWait   time.Duration
 
 	// changed wakes Run after a Put or Delete; one slot, since every snapshot is full.
 	changed chan struct{}
@@ -87,8 +101,9 @@ func NewPush(dir, node string, log *slog.Logger) (*Push, error) {
 		dir:     dir,
 		node:    node,
 		log:     log.With("source", manifests.SourceAPI),
-		changed: make(chan struct{}, 1),
-		entries: map[string]entry{},
+		changed:   make(chan struct{}, 1),
+		entries:   map[string]entry{},
+		startWait: startWait,
 	}
 	if err := p.load(); err != nil {
 		return nil, err
@@ -106,10 +121,21 @@ func (p *Push) Put(name string, data []byte) (manifests.Result, error) {
 		return manifests.Result{}, err
 	}
 	res := manifests.Load(data, manifests.Options{NodeName: p.node, Source: p.source(name)})
+	var held []manifests.Problem
+	if len(res.Errors) == 0 {
+		// Not under mu: the wait may be for this store's own snapshot to be merged.
+		var err error
+		if held, err = p.heldUIDs(name, res); err != nil {
+			return manifests.Result{}, fmt.Errorf("store manifest %s: %w: %v; push it again shortly", name, ErrStarting, err)
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(res.Errors) == 0 {
 		res.Errors = p.conflicts(name, res)
+	}
+	if len(res.Errors) == 0 {
+		res.Errors = held
 	}
 	if len(res.Errors) == 0 {
 		res.CheckReferences(p.objectsWith(name, res))
@@ -299,8 +325,8 @@ func (p *Push) conflicts(name string, res manifests.Result) []manifests.Problem 
 	return out
 }
 
-// uidHolder names the pod, of another stored manifest than except or of another source,
-// that has uid. Callers hold mu.
+// uidHolder names the pod of another stored manifest than except that has uid.
+// Callers hold mu.
 func (p *Push) uidHolder(uid types.UID, except string) (string, bool) {
 	for name, e := range p.entries {
 		if name == except {
@@ -312,14 +338,52 @@ func (p *Push) uidHolder(uid types.UID, except string) (string, bool) {
 			}
 		}
 	}
-	if p.Holder == nil {
-		return "", false
-	}
-	// Pushed pods are the store's to know: the runner may not have merged its latest.
-	if have, ok := p.Holder(uid); ok && have.Annotations[manifests.AnnotationSource] != manifests.SourceAPI {
-		return manifests.Origin(have), true
-	}
 	return "", false
+}
+
+// heldUIDs returns an error for each pod of res whose UID Holder says another pod has:
+// one another source wants, or one that runs. It waits for HolderKnown up to
+// startWait, and fails when Holder cannot tell yet.
+func (p *Push) heldUIDs(name string, res manifests.Result) ([]manifests.Problem, error) {
+	if p.Holder == nil {
+		return nil, nil
+	}
+	if p.HolderKnown != nil {
+		wait := time.NewTimer(p.startWait)
+		select {
+		case <-p.HolderKnown:
+		case <-wait.C: // Holder says why
+		}
+		wait.Stop()
+	}
+	var out []manifests.Problem
+	for _, pod := range res.Pods {
+		holder, err := p.otherHolder(pod, name)
+		if err != nil {
+			return nil, err
+		}
+		if holder != "" {
+			out = append(out, manifests.Problem{Location: name, Err: manifests.UIDTaken(pod.UID, holder)})
+		}
+	}
+	return out, nil
+}
+
+// otherHolder names the pod that Holder says has pod's UID, unless it is pod itself
+// as the manifest name held it; "" when there is none.
+func (p *Push) otherHolder(pod *corev1.Pod, name string) (string, error) {
+	have, err := p.Holder(pod.UID)
+	if err != nil || have == nil {
+		return "", err
+	}
+	// The manifest pushed again keeps its pods' UIDs: the runner may not have merged
+	// its latest, or still run it as it was. A pod of a manifest removed from the
+	// store may still run: its UID is free once it is gone.
+	loc := have.Annotations[manifests.AnnotationLocation]
+	if have.Annotations[manifests.AnnotationSource] == manifests.SourceAPI && (loc == name || loc == "" && manifests.Key(have) == manifests.Key(pod)) {
+		return "", nil
+	}
+	return manifests.Origin(have), nil
 }
 
 func objectConflict(name, kind, namespace, objName string) manifests.Problem {

@@ -36,15 +36,69 @@ func (c Conflict) Error() string { return c.Location + ": " + c.Err.Error() }
 // (or, once Running says so, the pod whose containers run under the UID); otherwise
 // the earlier source, then the first in the source's own order (a directory's files
 // in name order). A source counts as ready once it has delivered one snapshot.
+//
+// A UID whose containers run as another pod (another name, source or location) goes
+// to no other pod while the source of the one that runs has not been read: after a
+// restart that source may still want it. Once it has been read and does not, the UID
+// may go to another pod, which the loop starts only once the old one and its data are
+// gone.
 type Config struct {
-	// Running, when set, names the pod (namespace/name) whose containers the runtime
-	// holds under uid: after a restart of staticpod, that pod keeps its name and UID
-	// against any other, as it would have had staticpod kept running.
-	Running func(uid types.UID) (pod string, ok bool)
+	// Running, when set, tells which pod the runtime holds containers of under uid:
+	// after a restart of staticpod, that pod keeps its name and UID against any other,
+	// as it would have had staticpod kept running.
+	Running func(uid types.UID) (RunningPod, bool)
 
 	sources map[string][]*corev1.Pod
 	ready   map[string]bool
 	desired map[types.UID]*corev1.Pod
+}
+
+// RunningPod is the pod whose containers the runtime holds under a UID, as their labels
+// tell it.
+type RunningPod struct {
+	Namespace, Name string
+	Source          string // the source that asked for it: file, http or api
+	// Location is its file, URL or pushed name; "" when its containers do not record it
+	// (made by an older staticpod, or a location too long for a label): then its name
+	// and source alone tell it.
+	Location string
+}
+
+// runningPod tells which pod the containers of pr belong to; false when the runtime
+// holds none under its UID.
+func runningPod(pr PodRuntime) (RunningPod, bool) {
+	// The containers of one UID are of one pod (see loop.want): each field is taken
+	// from the first that records it.
+	var rp RunningPod
+	found := false
+	for _, c := range append(append([]Container{}, pr.Sandboxes...), pr.Containers...) {
+		if c.PodName != "" && !found {
+			rp.Namespace, rp.Name, found = c.PodNamespace, c.PodName, true
+		}
+		rp.Source = cmp.Or(rp.Source, c.Source)
+		rp.Location = cmp.Or(rp.Location, c.Location)
+	}
+	return rp, found
+}
+
+// Is reports whether pod is the pod that runs: the same namespace/name, from the same
+// source and, where its containers recorded it, the same location. Anything else is
+// another pod, even under the same UID.
+func (rp RunningPod) Is(pod *corev1.Pod) bool {
+	return rp.Namespace == pod.Namespace && rp.Name == pod.Name && rp.Source != "" && rp.Source == sourceOf(pod) &&
+		(rp.Location == "" || rp.Location == locationOf(pod))
+}
+
+// Origin names the pod that runs and where it comes from, for a message.
+func (rp RunningPod) Origin() string {
+	loc := rp.Location
+	if loc == "" {
+		loc = "(location not recorded)"
+	}
+	pod := &corev1.Pod{}
+	pod.Namespace, pod.Name = rp.Namespace, rp.Name
+	pod.Annotations = map[string]string{manifests.AnnotationSource: rp.Source, manifests.AnnotationLocation: loc}
+	return manifests.Origin(pod) + " (running)"
 }
 
 // NewConfig returns an empty Config.
@@ -64,8 +118,14 @@ func (c *Config) Apply(u manifests.Update) (map[types.UID]*corev1.Pod, []Conflic
 // the runtime was first listed.
 func (c *Config) Merge() (map[types.UID]*corev1.Pod, []Conflict) { return c.merge() }
 
-// Ready reports whether source has delivered a snapshot.
-func (c *Config) Ready(source string) bool { return c.ready[source] }
+// Ready reports whether source has delivered a snapshot. For "" (containers that do
+// not say which source made them) it reports whether any source has.
+func (c *Config) Ready(source string) bool {
+	if source == "" {
+		return len(c.ready) > 0
+	}
+	return c.ready[source]
+}
 
 func (c *Config) merge() (map[types.UID]*corev1.Pod, []Conflict) {
 	type candidate struct {
@@ -89,22 +149,27 @@ func (c *Config) merge() (map[types.UID]*corev1.Pod, []Conflict) {
 	var conflicts []Conflict
 	for _, cand := range all {
 		pod, key := cand.pod, manifests.Key(cand.pod)
-		refuse := func(holder *corev1.Pod, err *field.Error) {
+		refuse := func(kept types.UID, holder string, err *field.Error) {
 			conflicts = append(conflicts, Conflict{
-				Pod: key, Kept: holder.UID, Dropped: pod.UID, Source: sourceOf(pod), Location: locationOf(pod),
-				Holder: manifests.Origin(holder), Err: err,
+				Pod: key, Kept: kept, Dropped: pod.UID, Source: sourceOf(pod), Location: locationOf(pod),
+				Holder: holder, Err: err,
 			})
 		}
 		if holder := desired[pod.UID]; holder != nil {
 			if !sameDefinition(holder, pod) {
-				refuse(holder, manifests.UIDTaken(pod.UID, manifests.Origin(holder)))
+				refuse(holder.UID, manifests.Origin(holder), manifests.UIDTaken(pod.UID, manifests.Origin(holder)))
 			}
+			continue
+		}
+		if rp, ok := c.running(pod.UID); ok && !rp.Is(pod) && !c.Ready(rp.Source) {
+			// Its source may still want the pod that runs: the UID stays with it.
+			refuse(pod.UID, rp.Origin(), manifests.UIDTaken(pod.UID, rp.Origin()))
 			continue
 		}
 		if holder := names[key]; holder != nil {
 			err := field.Duplicate(field.NewPath("metadata", "name"), pod.Name)
 			err.Detail = "pod " + key + " is already defined by " + manifests.Origin(holder) + "; this definition is ignored"
-			refuse(holder, err)
+			refuse(holder.UID, manifests.Origin(holder), err)
 			continue
 		}
 		desired[pod.UID] = pod
@@ -119,18 +184,24 @@ func (c *Config) merge() (map[types.UID]*corev1.Pod, []Conflict) {
 
 // holdRank says how firmly pod holds its UID and name: 2 when the runtime runs it under
 // that UID (Running: what runs decides, also before the first listing had a say), plus
-// 1 when it was wanted under that UID from the same place at the last merge.
+// 1 when it was wanted under that UID from the same place at the last merge. Another
+// pod that merely copied the running one's UID and name is not it (RunningPod.Is).
 func (c *Config) holdRank(pod *corev1.Pod) int {
 	rank := 0
-	if c.Running != nil {
-		if name, ok := c.Running(pod.UID); ok && name == manifests.Key(pod) {
-			rank += 2
-		}
+	if rp, ok := c.running(pod.UID); ok && rp.Is(pod) {
+		rank += 2
 	}
 	if have := c.desired[pod.UID]; have != nil && sameDefinition(have, pod) {
 		rank++
 	}
 	return rank
+}
+
+func (c *Config) running(uid types.UID) (RunningPod, bool) {
+	if c.Running == nil {
+		return RunningPod{}, false
+	}
+	return c.Running(uid)
 }
 
 // sameDefinition reports whether two pods of one UID are one definition: from the same

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,7 +74,8 @@ func (f *fakeRuntime) StartSandbox(_ context.Context, pod *corev1.Pod, attempt i
 		return Container{}, err
 	}
 	c := Container{ID: fmt.Sprintf("%s-sandbox-%d", pod.UID, attempt), Kind: KindSandbox, PodUID: pod.UID, PodName: pod.Name,
-		PodNamespace: pod.Namespace, Name: pod.Name, Attempt: attempt, State: StateRunning, PID: 100, CreatedAt: f.now(), StartedAt: f.now()}
+		PodNamespace: pod.Namespace, Name: pod.Name, Attempt: attempt, State: StateRunning, PID: 100, CreatedAt: f.now(), StartedAt: f.now(),
+		Source: sourceOf(pod), Location: locationOf(pod)}
 	f.mu.Lock()
 	c.NetworkNote = f.networkNote
 	f.mu.Unlock()
@@ -87,7 +89,7 @@ func (f *fakeRuntime) CreateContainer(_ context.Context, req CreateRequest) (Con
 	}
 	c := Container{ID: fmt.Sprintf("%s-%s-%d", req.Pod.UID, req.Container.Name, req.Attempt), Kind: KindContainer, PodUID: req.Pod.UID,
 		PodName: req.Pod.Name, PodNamespace: req.Pod.Namespace, Name: req.Container.Name, Attempt: req.Attempt, Hash: req.Hash,
-		State: StateCreated, CreatedAt: f.now(), Source: sourceOf(req.Pod)}
+		State: StateCreated, CreatedAt: f.now(), Source: sourceOf(req.Pod), Location: locationOf(req.Pod)}
 	f.put(c)
 	f.mu.Lock()
 	f.volumes[req.Pod.UID] = req.Objects
@@ -243,4 +245,11 @@ func (f *fakeRuntime) byName(uid types.UID) map[string]Container {
 		}
 	}
 	return out
+}
+
+// callsOf returns every call made, in order.
+func (f *fakeRuntime) callsOf() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
 }

@@ -138,11 +138,14 @@ func (l *loop) apply(ctx context.Context, u manifests.Update) {
 	}
 	desired, conflicts := l.config.Apply(u)
 	l.r.mu.Lock()
-	l.r.ready[u.Source] = true
 	l.r.objects[u.Source] = u.Objects
 	l.r.objectsGen++
 	l.r.mu.Unlock()
 	l.enact(ctx, desired, conflicts)
+	l.r.mu.Lock()
+	l.r.ready[u.Source] = true // after enact: UIDHolder sees the source's pods once it is ready
+	l.r.mu.Unlock()
+	l.r.noteKnown()
 }
 
 // enact starts, updates or stops workers to match a merge of the sources, and reports
@@ -177,7 +180,7 @@ func (l *loop) enact(ctx context.Context, desired map[types.UID]*corev1.Pod, con
 	l.conflicts = reported
 	l.reject(desired, rejected)
 	for uid, w := range l.workers {
-		if _, ok := desired[uid]; !ok || rejected[uid].Pod != nil {
+		if pod := desired[uid]; pod == nil || rejected[uid].Pod != nil || handedOver(w, pod) {
 			w.terminate()
 		}
 	}
@@ -256,19 +259,23 @@ func (l *loop) reject(desired map[types.UID]*corev1.Pod, rejected map[types.UID]
 	}
 }
 
-// runningAs is the namespace/name of the pod the runtime holds containers of under uid
-// (Config.Running), as the last relist saw them.
-func (l *loop) runningAs(uid types.UID) (string, bool) {
+// runningAs is the pod the runtime holds containers of under uid (Config.Running), as
+// the last relist saw them.
+func (l *loop) runningAs(uid types.UID) (RunningPod, bool) {
 	pr, gen := l.r.pleg.Pod(uid)
 	if gen == 0 {
-		return "", false
+		return RunningPod{}, false
 	}
-	for _, c := range append(append([]Container{}, pr.Sandboxes...), pr.Containers...) {
-		if c.PodName != "" {
-			return c.PodNamespace + "/" + c.PodName, true
-		}
-	}
-	return "", false
+	return runningPod(pr)
+}
+
+// handedOver reports whether w runs another pod than pod under their UID: one of
+// another source or location, which the merge gave the UID to once w's pod was no
+// longer wanted. w's pod goes first, with its data; pod then starts afresh.
+func handedOver(w *worker, pod *corev1.Pod) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pod != nil && !sameDefinition(w.pod, pod)
 }
 
 // podName is the namespace/name of a wanted pod, "" for one not wanted.
@@ -290,6 +297,7 @@ func (l *loop) want(ctx context.Context, uid types.UID, pod *corev1.Pod) {
 			return
 		}
 		w.update(pod)
+		l.r.setWorkerPod(uid, pod)
 		return
 	}
 	_, gen := l.r.pleg.Pod(uid)
@@ -310,6 +318,17 @@ func (l *loop) want(ctx context.Context, uid types.UID, pod *corev1.Pod) {
 	}
 	if holder, ok := l.names[name]; ok && holder != uid {
 		l.pending[name] = pod
+		return
+	}
+	if rp, ok := l.runningAs(uid); ok && !rp.Is(pod) {
+		// The runtime holds containers of another pod under this UID, which its
+		// source no longer wants (else the merge would have kept the UID for it). They
+		// go first, with the pod's data, so that pod never adopts them nor finds
+		// their files in its directory.
+		l.names[name] = uid
+		l.pending[name] = pod
+		l.r.log.Info("removing the previous pod of the UID first", "pod", name, "uid", uid, "previous", rp.Origin())
+		l.startWorker(ctx, uid, nil)
 		return
 	}
 	if old, ok := l.runningNamesake(pod); ok {
@@ -350,6 +369,7 @@ func (l *loop) runningNamesake(pod *corev1.Pod) (types.UID, bool) {
 func (l *loop) startWorker(ctx context.Context, uid types.UID, pod *corev1.Pod) {
 	w := newWorker(l.r, uid, pod)
 	l.workers[uid] = w
+	l.r.setWorkerPod(uid, pod)
 	l.spawn(ctx, w)
 	w.signal()
 }
@@ -388,16 +408,17 @@ func (l *loop) relisted(ctx context.Context, res relistDone) {
 		l.r.log.Info("relist works again")
 		l.plegErr = ""
 	}
+	defer l.r.noteKnown()
 	if !l.remerged {
 		// The first relist tells what runs: a pod that ran under a name or UID before
-		// staticpod restarted keeps it against another manifest that claims it. Until
-		// now no worker started (want waits for this relist), so nothing changes but
-		// what starts.
+		// staticpod restarted keeps it against another manifest that claims it, also
+		// one that came alone, before the pod's own source was read. Until now no
+		// worker started (want waits for this relist), so nothing changes but what
+		// starts: every pod waiting is wanted again from the new merge.
 		l.remerged = true
-		if len(l.conflicts) > 0 {
-			desired, conflicts := l.config.Merge()
-			l.enact(ctx, desired, conflicts)
-		}
+		clear(l.pending)
+		desired, conflicts := l.config.Merge()
+		l.enact(ctx, desired, conflicts)
 	}
 	wake := l.r.awaited()
 	for _, ev := range res.events {
@@ -433,6 +454,9 @@ func (l *loop) workerGone(ctx context.Context, uid types.UID) {
 		return
 	}
 	delete(l.workers, uid)
+	l.r.mu.Lock()
+	delete(l.r.workerPods, uid)
+	l.r.mu.Unlock()
 	l.gone[uid] = l.r.pleg.Started()
 	l.r.events.Forget(uid)
 	defer l.readmit(ctx) // the pod's host ports are free
@@ -498,10 +522,6 @@ func (l *loop) housekeeping(ctx context.Context) {
 // sourceReady reports whether the source that created a pod's containers has delivered
 // a snapshot (containers with no source label count once any source has).
 func (l *loop) sourceReady(pr PodRuntime) bool {
-	for _, c := range append(append([]Container{}, pr.Containers...), pr.Sandboxes...) {
-		if c.Source != "" {
-			return l.config.Ready(c.Source)
-		}
-	}
-	return len(l.config.ready) > 0
+	rp, _ := runningPod(pr)
+	return l.config.Ready(rp.Source)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,10 +71,12 @@ type Runner struct {
 	done     chan types.UID         // workers whose pod is gone
 	arrived  chan func(string) bool // images that came without a pull, see ImagesArrived
 	relists  atomic.Uint64          // relists handed to the loop, see Relists
+	known    chan struct{}          // closed by the loop once UIDHolder can tell, see UIDsKnown
 
-	mu           sync.RWMutex // guards statuses, ready, objects, objectsGen, seen, desired and wantedImages
+	mu           sync.RWMutex // guards statuses, ready, objects, objectsGen, seen, desired, workerPods and wantedImages
 	statuses     map[types.UID]*corev1.Pod
 	desired      map[types.UID]*corev1.Pod    // the merge of the sources; never changed, only replaced
+	workerPods   map[types.UID]*corev1.Pod    // the pod of each worker, by UID: what it runs or removes; nil for an orphan
 	ready        map[string]bool              // sources that delivered a snapshot
 	objects      map[string]manifests.Objects // each source's ConfigMaps and Secrets
 	objectsGen   uint64                       // counts the updates that set objects
@@ -103,21 +106,23 @@ func New(opts Options) (*Runner, error) {
 	}
 	r := &Runner{
 		opts: opts, rt: opts.Runtime, log: opts.Logger, now: opts.Now,
-		pleg:     NewPLEG(opts.Runtime, opts.Now),
-		backoffs: NewBackoffs(),
-		events:   NewEvents(opts.Now),
-		results:  results,
-		metrics:  newMetrics(opts.Registry),
-		updates:  make(chan manifests.Update),
-		relist:   make(chan types.UID, 1),
-		awaiting: map[types.UID]bool{},
-		plegOut:  make(chan relistDone),
-		done:     make(chan types.UID),
-		arrived:  make(chan func(string) bool, 1),
-		statuses: map[types.UID]*corev1.Pod{},
-		ready:    map[string]bool{},
-		objects:  map[string]manifests.Objects{},
-		seen:     map[types.UID]time.Time{},
+		pleg:       NewPLEG(opts.Runtime, opts.Now),
+		backoffs:   NewBackoffs(),
+		events:     NewEvents(opts.Now),
+		results:    results,
+		metrics:    newMetrics(opts.Registry),
+		updates:    make(chan manifests.Update),
+		relist:     make(chan types.UID, 1),
+		awaiting:   map[types.UID]bool{},
+		plegOut:    make(chan relistDone),
+		done:       make(chan types.UID),
+		arrived:    make(chan func(string) bool, 1),
+		known:      make(chan struct{}),
+		statuses:   map[types.UID]*corev1.Pod{},
+		workerPods: map[types.UID]*corev1.Pod{},
+		ready:      map[string]bool{},
+		objects:    map[string]manifests.Objects{},
+		seen:       map[types.UID]time.Time{},
 	}
 	r.prober = newProber(r)
 	if opts.Images != nil {
@@ -214,17 +219,80 @@ func (r *Runner) Pods() []*corev1.Pod {
 	return out
 }
 
-// UIDHolder returns the pod that has uid in the last merge of the sources (its metadata
-// only), and whether there is one: for a source to refuse, as it is given, a pod that
-// would take another's UID (Config gives it to one pod in any case).
-func (r *Runner) UIDHolder(uid types.UID) (*corev1.Pod, bool) {
+// UIDHolder returns the pod that has uid (its metadata only), or nil: the pod the last
+// merge of the sources gave it to, else the pod a worker still runs or removes under
+// it, else the pod whose containers the runtime holds under it, named from their labels. It is for a source to refuse, as it is given, a pod
+// that would take another's UID (Config gives it to one pod in any case). Until
+// UIDsKnown is closed a UID's holder may not be known yet: it returns an error saying
+// why.
+func (r *Runner) UIDHolder(uid types.UID) (*corev1.Pod, error) {
+	select {
+	case <-r.known:
+	default:
+		return nil, r.unknown()
+	}
 	r.mu.RLock()
-	defer r.mu.RUnlock()
 	have := r.desired[uid]
 	if have == nil {
-		return nil, false
+		have = r.workerPods[uid] // no longer wanted, still being removed
 	}
-	return &corev1.Pod{ObjectMeta: *have.ObjectMeta.DeepCopy()}, true
+	r.mu.RUnlock()
+	if have != nil {
+		return &corev1.Pod{ObjectMeta: *have.ObjectMeta.DeepCopy()}, nil
+	}
+	// An orphan being removed, or containers not yet adopted: what the last relist saw.
+	// A container made since is of a pod with a worker.
+	pr, _ := r.pleg.Pod(uid)
+	rp, ok := runningPod(pr)
+	if !ok {
+		return nil, nil
+	}
+	pod := &corev1.Pod{}
+	pod.UID, pod.Namespace, pod.Name = uid, rp.Namespace, rp.Name
+	pod.Annotations = map[string]string{manifests.AnnotationSource: rp.Source, manifests.AnnotationLocation: rp.Location}
+	return pod, nil
+}
+
+func (r *Runner) setWorkerPod(uid types.UID, pod *corev1.Pod) {
+	r.mu.Lock()
+	r.workerPods[uid] = pod
+	r.mu.Unlock()
+}
+
+// UIDsKnown is closed once the runtime has been listed and every source of
+// Options.Sources has delivered its pods and been merged: from then on UIDHolder knows
+// the holder of every UID.
+func (r *Runner) UIDsKnown() <-chan struct{} { return r.known }
+
+// unknown says why the holders of UIDs are not known yet, nil once they are.
+func (r *Runner) unknown() error {
+	r.mu.RLock()
+	var unread []string
+	for _, src := range r.opts.Sources {
+		if !r.ready[src] {
+			unread = append(unread, src)
+		}
+	}
+	r.mu.RUnlock()
+	switch {
+	case len(unread) > 0:
+		return fmt.Errorf("sources not all read yet (%s)", strings.Join(unread, ", "))
+	case r.pleg.Generation() == 0:
+		return fmt.Errorf("the runtime not listed yet")
+	}
+	return nil
+}
+
+// noteKnown closes UIDsKnown once the holders of UIDs are known. The loop calls it
+// after each merge and relist.
+func (r *Runner) noteKnown() {
+	select {
+	case <-r.known:
+	default:
+		if r.unknown() == nil {
+			close(r.known)
+		}
+	}
 }
 
 func (r *Runner) publish(uid types.UID, pod *corev1.Pod) {

@@ -140,6 +140,7 @@ type Container struct {
 	Attempt      int
 	Hash         string // manifests.ContainerHash; of a sandbox, manifests.SandboxHash ("" if made before it)
 	Source       string // the manifest source that asked for it: file, http, api
+	Location     string // the pod's file, URL or pushed name; "" when not recorded (see RunningPod)
 	State        State
 	PID          uint32
 	ExitCode     int32

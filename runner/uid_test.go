@@ -105,7 +105,9 @@ func TestConfigGivesAUIDToOnePod(t *testing.T) {
 // when another manifest's pod comes first in order.
 func TestConfigGivesAUIDToThePodThatRuns(t *testing.T) {
 	c := NewConfig()
-	c.Running = func(uid types.UID) (string, bool) { return "default/etcd", uid == sharedUID }
+	c.Running = func(uid types.UID) (RunningPod, bool) {
+		return RunningPod{Namespace: "default", Name: "etcd", Source: "file", Location: "/m/etcd.yaml"}, uid == sharedUID
+	}
 	desired, conflicts := c.Apply(manifests.Update{Source: "file", Pods: []*corev1.Pod{
 		uidPod(sharedUID, "etcd2", "file", "/m/etcd-copy.yaml"), uidPod(sharedUID, "etcd", "file", "/m/etcd.yaml"),
 	}})
