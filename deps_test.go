@@ -20,8 +20,11 @@ const module = "github.com/staticpod/staticpod"
 // that names and writes the CRI log files); once runs pods through containerdrt and the
 // runner; validate runs the daemon's own checks (watcher, runner) without a daemon; the
 // commands of cli talk to the daemon only, through api/client, exec included; the
-// helper program links only the log writer and the sandbox process; only main imports
-// everything. A package added to the module needs a rule here.
+// daemon's parts that are neither source nor runtime (disk-space faults, the systemd
+// service, graceful node shutdown) are packages of their own under internal, which
+// main wires to the runner; the helper program links only the log writer and the
+// sandbox process; only main imports everything. A package added to the module needs a
+// rule here.
 var rules = map[string][]string{
 	"":                             {"*"},
 	"manifests":                    nil,
@@ -39,7 +42,10 @@ var rules = map[string][]string{
 	"once":                         {"cli", "api/client", "api/wire", "containerdrt", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd"},
 	"e2e":                          nil, // its tests import what they test
 	"internal/ctrd":                nil,
-	"internal/dirlock":             nil, // main's lock of the root and pod log dirs
+	"internal/dirlock":             nil,                                                     // main's lock of the root and pod log dirs
+	"internal/diskspace":           {"runner", "manifests", "api/wire"},                     // records its events in the runner's event log
+	"internal/service":             {"internal/systemd"},                                    // reads the runner through an interface of its own
+	"internal/nodeshutdown":        {"runner", "manifests", "api/wire", "internal/systemd"}, // stops the pods through the runner
 	"internal/pause":               nil,
 	"internal/systemd":             nil,
 	"internal/helper":              nil, // it embeds the helper program's bytes, not its packages

@@ -8,22 +8,17 @@ import (
 	"github.com/staticpod/staticpod/api/client"
 	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/containerdrt"
+	"github.com/staticpod/staticpod/httpsource"
+	"github.com/staticpod/staticpod/logs"
 	"github.com/staticpod/staticpod/runner"
 	"github.com/staticpod/staticpod/validate"
+	"github.com/staticpod/staticpod/watcher"
 )
 
-// Defaults of the contract (DESIGN.md). Flag names follow the kubelet's where the
-// kubelet has one, so that habits carry over.
-const (
-	defaultManifestPath    = "/etc/kubernetes/manifests"
-	defaultPodLogDir       = "/var/log/pods"
-	defaultContainerLogDir = "/var/log/containers"
-	defaultLogMaxSize      = 10 << 20
-	defaultLogMaxFiles     = 5
-	defaultNamespace       = "staticpod"
-	defaultCheckFrequency  = 20 * time.Second
-	defaultRelistPeriod    = time.Second
-)
+// defaultManifestPath is the kubelet's usual --pod-manifest-path. Every other default
+// is the constant of the package that owns the setting. Flag names follow the
+// kubelet's where the kubelet has one, so that habits carry over.
+const defaultManifestPath = "/etc/kubernetes/manifests"
 
 func runFlags() []cli.Flag {
 	str := func(name, value, usage string, aliases ...string) cli.Flag {
@@ -34,20 +29,20 @@ func runFlags() []cli.Flag {
 	}
 	flags := []cli.Flag{
 		str("pod-manifest-path", defaultManifestPath, "directory (or file) of static pod manifests"),
-		dur("file-check-frequency", defaultCheckFrequency, "how often the manifest path is rescanned"),
+		dur("file-check-frequency", watcher.DefaultPeriod, "how often the manifest path is rescanned"),
 		str("manifest-url", "", "URL to poll for static pod manifests"),
 		&cli.StringSliceFlag{Name: "manifest-url-header", Usage: "`Key:Value` header sent with --manifest-url (repeatable)", EnvVars: spcli.Env("manifest-url-header")},
-		dur("http-check-frequency", defaultCheckFrequency, "how often --manifest-url is polled"),
+		dur("http-check-frequency", httpsource.DefaultPeriod, "how often --manifest-url is polled"),
 		str("manifest-url-ca-file", "", "PEM file of CA certificates trusted for an https --manifest-url, beside the system's"),
 		spcli.NodeNameFlag(),
 		str("root-dir", spcli.DefaultRootDir, "directory for staticpod's state"),
-		str("pod-log-dir", defaultPodLogDir, "directory for the pods' CRI log files"),
-		str("container-log-dir", defaultContainerLogDir, "directory of the kubelet-style <pod>_<namespace>_<container>-<id>.log links (\"\" for none)"),
-		&cli.Int64Flag{Name: "container-log-max-size", Value: defaultLogMaxSize, Usage: "bytes a container log file grows to before it is rotated", EnvVars: spcli.Env("container-log-max-size")},
-		&cli.IntFlag{Name: "container-log-max-files", Value: defaultLogMaxFiles, Usage: "log files kept per container, the current one included", EnvVars: spcli.Env("container-log-max-files")},
+		str("pod-log-dir", logs.DefaultPodsDir, "directory for the pods' CRI log files"),
+		str("container-log-dir", logs.DefaultContainersDir, "directory of the kubelet-style <pod>_<namespace>_<container>-<id>.log links (\"\" for none)"),
+		&cli.Int64Flag{Name: "container-log-max-size", Value: logs.DefaultMaxSize, Usage: "bytes a container log file grows to before it is rotated", EnvVars: spcli.Env("container-log-max-size")},
+		&cli.IntFlag{Name: "container-log-max-files", Value: logs.DefaultMaxFiles, Usage: "log files kept per container, the current one included", EnvVars: spcli.Env("container-log-max-files")},
 		&cli.GenericFlag{Name: "containerd-address", Aliases: []string{"container-runtime-endpoint"}, Value: &socketFlag{path: spcli.DefaultContainerdAddress},
 			Usage: "containerd's socket: a path, or unix:///path as the kubelet's --container-runtime-endpoint", EnvVars: spcli.Env("containerd-address")},
-		str("containerd-namespace", defaultNamespace, "containerd namespace staticpod owns"),
+		str("containerd-namespace", containerdrt.DefaultNamespace, "containerd namespace staticpod owns"),
 		&cli.BoolFlag{Name: "start-containerd", Usage: "start and supervise a containerd under the root dir when none answers", EnvVars: spcli.Env("start-containerd")},
 		str("cni-conf-dir", containerdrt.DefaultCNIConfDir, "directory of CNI network configurations: the first in sorted order is the pod network (\"\" for none: loopback only)"),
 		&cli.StringSliceFlag{Name: "cni-bin-dir", Value: cli.NewStringSlice(containerdrt.DefaultCNIBinDirs...), Usage: "directory of CNI plugins (repeatable)", EnvVars: spcli.Env("cni-bin-dir")},
@@ -64,10 +59,10 @@ func runFlags() []cli.Flag {
 		str("api-socket", client.DefaultSocket, "unix socket of the API (mode 0600)"),
 		str("listen", "", "optional TCP address for the API"),
 		str("api-token-file", "", "file holding the bearer token required over TCP"),
-		dur("pleg-relist-period", defaultRelistPeriod, "how often containerd is relisted"),
+		dur("pleg-relist-period", runner.DefaultRelistPeriod, "how often containerd is relisted"),
 		&cli.BoolFlag{Name: "pleg-exit-events", Value: true, Usage: "relist at once when containerd reports a task exit (false: on the relist period only)", EnvVars: spcli.Env("pleg-exit-events")},
 		str("cgroup-driver", "", "what makes the containers' cgroups: systemd or cgroupfs (default: what containerd's runc runtime uses, else systemd where it is PID 1)"),
-		str("cgroup-root", "", "parent of the pod cgroups: a path for cgroupfs (default /<containerd-namespace>), a slice for systemd (default staticpod.slice)"),
+		str("cgroup-root", "", "parent of the pod cgroups: a path for cgroupfs (default /<containerd-namespace>), a slice for systemd (default "+containerdrt.DefaultSystemdCgroupRoot+")"),
 		&cli.Int64Flag{Name: "pod-max-pids", Value: -1, Usage: "the most processes a pod may have (its cgroup's pids.max); -1 for no cap", EnvVars: spcli.Env("pod-max-pids")},
 		dur("shutdown-grace-period", 0, "when the machine shuts down, stop the pods within this time, holding the shutdown with a logind inhibitor lock (0: off)"),
 		dur("shutdown-grace-period-critical-pods", 0, "of --shutdown-grace-period, the time kept for the system-node-critical pods, which stop last"),

@@ -22,7 +22,10 @@ import (
 	"github.com/staticpod/staticpod/httpsource"
 	"github.com/staticpod/staticpod/internal/ctrd"
 	"github.com/staticpod/staticpod/internal/dirlock"
+	"github.com/staticpod/staticpod/internal/diskspace"
 	"github.com/staticpod/staticpod/internal/helper"
+	"github.com/staticpod/staticpod/internal/nodeshutdown"
+	"github.com/staticpod/staticpod/internal/service"
 	"github.com/staticpod/staticpod/runner"
 	"github.com/staticpod/staticpod/validate"
 	"github.com/staticpod/staticpod/watcher"
@@ -49,10 +52,10 @@ type daemon struct {
 	r     *runner.Runner
 	api   *api.Server
 	push  *httpsource.Push
-	url   *httpsource.URLSource // nil without --manifest-url
-	svc   *service              // systemd's notify protocol
-	down  *nodeShutdown         // nil without --shutdown-grace-period or logind
-	disks *diskWatch            // the log and root dirs' filesystems
+	url   *httpsource.URLSource  // nil without --manifest-url
+	svc   *service.Service       // systemd's notify protocol
+	down  *nodeshutdown.Shutdown // nil without --shutdown-grace-period or logind
+	disks *diskspace.Watch       // the log and root dirs' filesystems
 
 	grace runner.ShutdownGrace // --shutdown-grace-period and its critical part
 
@@ -88,7 +91,7 @@ func runDaemon(c *cli.Context) error {
 	if _, err := containerdrt.ParseCgroupDriver(c.String("cgroup-driver")); err != nil {
 		return cli.Exit("--cgroup-driver: "+err.Error(), spcli.ExitUsage)
 	}
-	grace, err := shutdownGrace(c.Duration("shutdown-grace-period"), c.Duration("shutdown-grace-period-critical-pods"))
+	grace, err := nodeshutdown.Grace(c.Duration("shutdown-grace-period"), c.Duration("shutdown-grace-period-critical-pods"))
 	if err != nil {
 		return cli.Exit(err.Error(), spcli.ExitUsage)
 	}
@@ -109,13 +112,13 @@ func runDaemon(c *cli.Context) error {
 		"containerd", c.String("containerd-address"), "api", c.String("api-socket"),
 		"cgroup-driver", driver, "cgroup-root", cgroupRoot)
 	err = d.run(ctx)
-	d.svc.report(d.svc.notify.Stopping("stopping"))
+	d.svc.Stopping()
 	switch {
 	case err != nil:
 		// A daemon that failed (another one holds its API socket, say) may not be the
 		// one that runs these pods: it never stops them.
 		log.Info("staticpod failed; its pods keep running, --stop-pods-on-exit or not")
-	case d.down != nil && d.down.stopped:
+	case d.down != nil && d.down.Stopped():
 		log.Info("staticpod stopped; it stopped the pods for the machine's shutdown")
 	case c.Bool("stop-pods-on-exit"):
 		log.Info("stopping every pod (--stop-pods-on-exit)")
@@ -171,22 +174,22 @@ func (d *daemon) setup(ctx context.Context) error {
 	}
 	d.rt = rt
 	reg := prometheus.NewRegistry()
-	d.svc = newService(d.sources(), d.log)
+	d.svc = service.New(d.sources(), d.log)
 	d.r, err = runner.New(runner.Options{
 		Runtime: rt, Logger: d.log, RelistPeriod: c.Duration("pleg-relist-period"), HostIP: rt.HostIP(),
 		ResultsDir: filepath.Join(d.root, "results"), Registry: reg,
 		Images: rt, ImageGC: imageGCPolicy(c), Sources: d.sources(), Restrictions: d.restrict,
-		Heartbeat: d.svc.heartbeat,
+		Heartbeat: d.svc.Heartbeat,
 	})
 	if err != nil {
 		return errors.Join(err, rt.Close())
 	}
-	d.svc.r = d.r
+	d.svc.Runner = d.r
 	dirs := map[string]string{"root": d.root}
 	if logDir := c.String("pod-log-dir"); logDir != "" {
 		dirs["log"] = logDir
 	}
-	d.disks = newDiskWatch(dirs, d.r.Events(), reg, d.log)
+	d.disks = diskspace.New(dirs, d.r.Events(), reg, d.log)
 	if d.push, err = httpsource.NewPush(filepath.Join(d.root, "manifests"), d.node, d.log); err != nil {
 		return errors.Join(err, rt.Close())
 	}
@@ -209,7 +212,7 @@ func (d *daemon) setup(ctx context.Context) error {
 	if d.grace.Total > 0 {
 		// Without logind (no systemd, no system bus) staticpod runs on, as the
 		// kubelet does, and a shutdown stops the pods as whatever stops the machine does.
-		if d.down, err = newNodeShutdown(ctx, d.grace, d.r, d.svc, d.log); err != nil {
+		if d.down, err = nodeshutdown.New(ctx, d.grace, d.r, d.svc.Idle, d.log); err != nil {
 			d.log.Warn("graceful node shutdown is off", "err", err)
 		}
 	}

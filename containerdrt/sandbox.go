@@ -123,17 +123,10 @@ func fileHash(path string) ([]byte, error) {
 func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (runner.Container, error) {
 	ctx, cancel := r.call(ctx)
 	defer cancel()
-	if needsPause(pod) {
+	if manifests.SharesPIDNamespace(pod) {
 		return r.startPauseSandbox(ctx, pod, attempt)
 	}
 	return r.startPinnedSandbox(ctx, pod, attempt)
-}
-
-// needsPause reports whether pod's sandbox must be a process: only a PID namespace of
-// the pod's own needs one, as its init.
-func needsPause(pod *corev1.Pod) bool {
-	sharePID := pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace
-	return sharePID && !pod.Spec.HostPID
 }
 
 // startPinnedSandbox pins new network, UTS and IPC namespaces for pod (the host's IPC

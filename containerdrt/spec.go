@@ -5,6 +5,8 @@ import (
 
 	"github.com/containerd/containerd/v2/pkg/oci"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // containerSpec assembles a container's OCI spec options, applied after containerd's
@@ -64,11 +66,10 @@ func namespaceOpts(in specInput) []oci.SpecOpts {
 	case in.SandboxNS != "" && !spec.HostNetwork:
 		opts = append(opts, join(specs.IPCNamespace, "ipc"))
 	}
-	sharePID := spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace
 	switch {
 	case spec.HostPID:
 		opts = append(opts, oci.WithHostNamespace(specs.PIDNamespace))
-	case sharePID && in.SandboxNS != "":
+	case manifests.SharesPIDNamespace(in.Pod) && in.SandboxNS != "":
 		opts = append(opts, join(specs.PIDNamespace, "pid"))
 	}
 	return opts

@@ -30,6 +30,15 @@ type sandboxFields struct {
 	QOSClass    corev1.PodQOSClass
 }
 
+// SharesPIDNamespace reports whether the containers of pod share a PID namespace of
+// the pod's own (shareProcessNamespace without hostPID), whose init is then the pod's
+// sandbox process. Validation refuses shareProcessNamespace beside hostPID; should a pod
+// hold both, the host's namespace is the one its containers are in.
+func SharesPIDNamespace(pod *corev1.Pod) bool {
+	share := pod.Spec.ShareProcessNamespace
+	return share != nil && *share && !pod.Spec.HostPID
+}
+
 // SandboxHash is the hash of the fields of a defaulted pod that its sandbox is made
 // from (sandboxFields). It is recorded on the sandbox, so that a pod edited under the
 // UID its manifest gives gets a new sandbox, and every container is started again in
@@ -39,7 +48,7 @@ func SandboxHash(pod *corev1.Pod) string {
 	spec := &pod.Spec
 	f := sandboxFields{
 		HostNetwork: spec.HostNetwork, HostIPC: spec.HostIPC, HostPID: spec.HostPID,
-		ShareProcessNamespace: spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace,
+		ShareProcessNamespace: SharesPIDNamespace(pod),
 		HostAliases:           spec.HostAliases, DNSPolicy: spec.DNSPolicy, DNSConfig: spec.DNSConfig,
 		QOSClass: QOSClass(pod),
 	}

@@ -84,3 +84,29 @@ func TestSandboxHashOnTheHostNetworkIgnoresHostnameAndPorts(t *testing.T) {
 		t.Error("SandboxHash of a host-network pod changed with its hostname and host ports, want unchanged")
 	}
 }
+
+// A pod's containers share a PID namespace of its own with shareProcessNamespace, and
+// the host's with hostPID, which wins should a pod hold both.
+func TestSharesPIDNamespace(t *testing.T) {
+	yes, no := true, false
+	for _, tc := range []struct {
+		share   *bool
+		hostPID bool
+		want    bool
+	}{
+		{nil, false, false},
+		{&no, false, false},
+		{&yes, false, true},
+		{&yes, true, false},
+		{nil, true, false},
+	} {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{ShareProcessNamespace: tc.share, HostPID: tc.hostPID}}
+		if got := SharesPIDNamespace(pod); got != tc.want {
+			share := "unset"
+			if tc.share != nil {
+				share = map[bool]string{true: "true", false: "false"}[*tc.share]
+			}
+			t.Errorf("SharesPIDNamespace(shareProcessNamespace %s, hostPID %v) = %v, want %v", share, tc.hostPID, got, tc.want)
+		}
+	}
+}

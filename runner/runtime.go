@@ -183,6 +183,5 @@ type TermSize = wire.TermSize
 // NeedsSandbox reports whether a pod needs a sandbox process: to hold a network
 // namespace (any pod not on the host network) or a shared PID namespace.
 func NeedsSandbox(pod *corev1.Pod) bool {
-	sharePID := pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace
-	return !pod.Spec.HostNetwork || sharePID && !pod.Spec.HostPID
+	return !pod.Spec.HostNetwork || manifests.SharesPIDNamespace(pod)
 }

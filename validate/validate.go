@@ -77,34 +77,25 @@ func runValidate(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(err.Error(), spcli.ExitUsage)
 	}
-	report := Validation{Valid: true}
-	var pods []*corev1.Pod
-	// The pods of every path may read the ConfigMaps and Secrets of every path, as the
-	// pods of one source read those of all its files.
-	var snaps []watcher.Snapshot
-	objs := manifests.NewObjects()
+	// The paths load as the files of one directory of the daemon would (watcher.Scan):
+	// their pods may read the ConfigMaps and Secrets of every path, and a pod or object
+	// defined twice is an error in the later file.
 	for _, path := range c.Args().Slice() {
 		if _, err := os.Stat(path); err != nil {
 			return cli.Exit(fmt.Sprintf("validate: %v", err), spcli.ExitUsage)
 		}
-		snap, err := watcher.Read(path, node)
-		if err != nil {
-			return cli.Exit(fmt.Sprintf("validate %s: %v", path, err), spcli.ExitUsage)
-		}
-		snaps = append(snaps, snap)
-		for _, f := range snap.Files {
-			objs.Add(f.Result.ConfigMaps, f.Result.Secrets)
-		}
 	}
-	for _, snap := range snaps {
-		snap.Resolve(objs)
-		report.add(snap, c.Bool("strict"))
-		var own []*corev1.Pod
-		for _, f := range snap.Files {
-			own = append(own, f.Result.Pods...)
-		}
-		pods = append(pods, report.merge(own)...)
+	snap, err := watcher.Scan(c.Args().Slice(), node)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("validate: %v", err), spcli.ExitUsage)
 	}
+	report := Validation{Valid: true}
+	report.add(snap, c.Bool("strict"))
+	var pods []*corev1.Pod
+	for _, f := range snap.Files {
+		pods = append(pods, f.Result.Pods...)
+	}
+	pods = report.merge(pods)
 	report.admit(pods, restrict)
 	if format == "json" {
 		err = writeJSONReport(c.App.Writer, report)
@@ -158,10 +149,9 @@ func (v *Validation) add(snap watcher.Snapshot, strict bool) {
 	}
 }
 
-// merge reports the pods of one path that the daemon would refuse for a UID that
-// another pod has (runner.Config), each on the file of the refused pod, and returns
-// the others. Pods that share a name across files are reported already (watcher.Read
-// drops them).
+// merge reports the pods that the daemon would refuse for a UID that another pod has
+// (runner.Config), each on the file of the refused pod, and returns the others. Pods
+// that share a name across files are reported already (watcher.Scan drops them).
 func (v *Validation) merge(pods []*corev1.Pod) []*corev1.Pod {
 	desired, conflicts := runner.NewConfig().Apply(manifests.Update{Source: manifests.SourceFile, Pods: pods})
 	for _, c := range conflicts {

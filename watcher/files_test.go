@@ -90,7 +90,7 @@ func TestScanConflicts(t *testing.T) {
 		"b.yaml": strings.Replace(podYAML, "NAME", "web", 1) + "---\n" + strings.Replace(podYAML, "NAME", "db", 1),
 		"c.yaml": "kind: Nope\n",
 	})
-	snap, err := Scan(dir, "n1")
+	snap, err := Scan([]string{dir}, "n1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,5 +109,40 @@ func TestScanConflicts(t *testing.T) {
 	}
 	if len(snap.Files) != 3 || !snap.Files[2].Failed() || snap.Files[0].Failed() {
 		t.Errorf("Scan files = %+v, want c.yaml (only) failed", snap.Files)
+	}
+}
+
+// Several paths load as their files would from one directory: path after path, a pod
+// or a ConfigMap that an earlier path defines is a conflict in the later file, a file
+// named twice is read once, and a pod reads the objects of every path.
+func TestScanPathsAsOneDirectory(t *testing.T) {
+	config := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {mode: fast}\n"
+	reader := strings.Replace(podYAML, "NAME", "web", 1) + "---\n" +
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: reader}\nspec:\n  containers:\n  - name: c\n    image: busybox:1.36\n" +
+		"    env: [{name: MODE, valueFrom: {configMapKeyRef: {name: web, key: mode}}}]\n"
+	a := writeFiles(t, map[string]string{"z.yaml": config + "---\n" + strings.Replace(podYAML, "NAME", "web", 1)})
+	b := writeFiles(t, map[string]string{"a.yaml": config + "---\n" + reader})
+	snap, err := Scan([]string{a, b, filepath.Join(a, "z.yaml")}, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Conflict{
+		{Pod: "default/web-n1", Kept: filepath.Join(a, "z.yaml"), Dropped: filepath.Join(b, "a.yaml")},
+		{Object: "ConfigMap default/web", Kept: filepath.Join(a, "z.yaml"), Dropped: filepath.Join(b, "a.yaml")},
+	}
+	if diff := cmp.Diff(want, snap.Conflicts); diff != "" {
+		t.Errorf("Scan conflicts (-want +got):\n%s", diff)
+	}
+	var pods []string
+	for _, f := range snap.Files {
+		for _, p := range f.Result.Pods {
+			pods = append(pods, f.Path+":"+p.Name)
+		}
+		if f.Failed() {
+			t.Errorf("%s failed: %v %v; the pod of the second path reads the ConfigMap of the first", f.Path, f.ReadErr, f.Result.Errors)
+		}
+	}
+	if diff := cmp.Diff([]string{filepath.Join(a, "z.yaml") + ":web-n1", filepath.Join(b, "a.yaml") + ":reader-n1"}, pods); diff != "" {
+		t.Errorf("Scan pods (-want +got):\n%s", diff)
 	}
 }

@@ -16,12 +16,12 @@ func TestScanDecodesOnlyChangedFiles(t *testing.T) {
 		}
 	}
 	cache := newLoads("n")
-	first, err := scan(dir, "n", cache)
+	first, err := scan([]string{dir}, "n", cache)
 	if err != nil || cache.decoded != 3 || len(first.Files) != 3 {
 		t.Fatalf("first scan: %d files, %d decoded (err %v), want 3 and 3", len(first.Files), cache.decoded, err)
 	}
 	first.Files[0].Result.Pods[0].Spec.Containers[0].Image = "changed:by-the-caller"
-	second, err := scan(dir, "n", cache)
+	second, err := scan([]string{dir}, "n", cache)
 	if err != nil || cache.decoded != 3 {
 		t.Fatalf("second scan of unchanged files decoded %d in all (err %v), want still 3", cache.decoded, err)
 	}
@@ -34,7 +34,7 @@ func TestScanDecodesOnlyChangedFiles(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "c.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	third, err := scan(dir, "n", cache)
+	third, err := scan([]string{dir}, "n", cache)
 	if err != nil || cache.decoded != 4 || len(third.Files) != 2 || len(cache.files) != 2 {
 		t.Fatalf("after one edit and one removal: %d files, %d decoded in all, %d cached (err %v); want 2, 4, 2", len(third.Files), cache.decoded, len(cache.files), err)
 	}

@@ -62,7 +62,7 @@ func TestWatcherSendsObjects(t *testing.T) {
 
 func TestScanObjectConflict(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"a.yaml": configMap("fast"), "b.yaml": configMap("slow"), "web.yaml": readerPod})
-	snap, err := Scan(dir, "n")
+	snap, err := Scan([]string{dir}, "n")
 	if err != nil {
 		t.Fatal(err)
 	}

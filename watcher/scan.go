@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/staticpod/staticpod/manifests"
 )
@@ -43,41 +44,40 @@ type Snapshot struct {
 	Conflicts []Conflict
 }
 
-// Scan reads and loads every manifest file of path (see ListFiles) for node. Pods and
-// objects that a previous file already defines are dropped from the later file and
-// reported as conflicts. The pods' references to ConfigMaps and Secrets are checked
-// against the objects of every file (see Resolve).
-func Scan(path, node string) (Snapshot, error) {
-	return scan(path, node, nil)
+// Scan reads and loads every manifest file of paths for node, as one source: the files
+// of each path (see ListFiles), path after path in the order given. Pods and objects
+// that an earlier file already defines are dropped from the later file and reported as
+// conflicts, and the pods' references to ConfigMaps and Secrets are checked against the
+// objects of every file (see resolve).
+//
+// It is the one loader of manifest files: the directory source scans its one path, and
+// validate and once scan the paths they are given, so that several paths load exactly
+// as their files would from one directory of the daemon.
+func Scan(paths []string, node string) (Snapshot, error) {
+	return scan(paths, node, nil)
 }
 
 // scan is Scan, decoding only the files that changed since cache last saw them (all of
 // them with no cache).
-func scan(path, node string, cache *loads) (Snapshot, error) {
-	snap, err := read(path, node, cache)
-	if err != nil {
-		return Snapshot{}, err
+func scan(paths []string, node string, cache *loads) (Snapshot, error) {
+	var files []string
+	seen := map[string]bool{}
+	for _, path := range paths {
+		listed, err := ListFiles(path)
+		if err != nil {
+			return Snapshot{}, err
+		}
+		for _, f := range listed {
+			if !seen[filepath.Clean(f)] { // a file named twice (a directory and a file of it) is read once
+				seen[filepath.Clean(f)] = true
+				files = append(files, f)
+			}
+		}
 	}
-	snap.Resolve(snap.Objects())
-	return snap, nil
-}
-
-// Read is Scan without the check of references, for a caller that checks them across
-// several paths.
-func Read(path, node string) (Snapshot, error) {
-	return read(path, node, nil)
-}
-
-// read is Read, with cache as for scan.
-func read(path, node string, cache *loads) (Snapshot, error) {
-	paths, err := ListFiles(path)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	defer cache.keep(paths)
+	defer cache.keep(files)
 	var snap Snapshot
 	owner := map[string]string{} // namespace/name -> file that defines it
-	for _, p := range paths {
+	for _, p := range files {
 		var f File
 		if cache != nil {
 			f = cache.load(p)
@@ -98,6 +98,7 @@ func read(path, node string, cache *loads) (Snapshot, error) {
 		snap.Files = append(snap.Files, f)
 	}
 	snap.dropObjectConflicts()
+	snap.resolve(snap.Objects())
 	return snap, nil
 }
 
@@ -141,9 +142,9 @@ func (s Snapshot) Objects() manifests.Objects {
 	return objs
 }
 
-// Resolve checks the references of every file's pods to ConfigMaps and Secrets against
+// resolve checks the references of every file's pods to ConfigMaps and Secrets against
 // objs: a pod that reads one that is missing makes its file fail.
-func (s *Snapshot) Resolve(objs manifests.Objects) {
+func (s *Snapshot) resolve(objs manifests.Objects) {
 	for i := range s.Files {
 		s.Files[i].Result.CheckReferences(objs)
 	}

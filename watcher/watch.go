@@ -187,7 +187,7 @@ func (w *Watcher) relevant(name string) bool {
 // quick scan (see Watcher; whole names the whole files) is taken only if nothing but
 // those files changed; it reports whether it was. An error means ctx ended.
 func (w *Watcher) scan(ctx context.Context, emit func(context.Context, manifests.Update) error, whole map[string]bool) (taken bool, _ error) {
-	snap, err := scan(w.Path, w.Node, w.loads)
+	snap, err := scan([]string{w.Path}, w.Node, w.loads)
 	if whole != nil && (err != nil || !w.onlyWholeChanged(snap, whole)) {
 		return false, nil // the scan after the burst settles decides
 	}

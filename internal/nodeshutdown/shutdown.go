@@ -1,4 +1,11 @@
-package main
+// Package nodeshutdown is graceful node shutdown, as the kubelet's: holding logind's
+// delay inhibitor lock, it hears the machine's shutdown coming, stops the sync loop and
+// the pods (the node-critical ones last) within --shutdown-grace-period, and lets the
+// shutdown go on. internal/systemd speaks D-Bus to logind; the runner stops the pods.
+//
+// It imports the runner (to stop the pods) and internal/systemd; it must not import
+// containerd.
+package nodeshutdown
 
 import (
 	"context"
@@ -12,35 +19,38 @@ import (
 	"github.com/staticpod/staticpod/runner"
 )
 
-// errShutdownCancelled ends the daemon when a shutdown it stopped the pods for is
-// cancelled: systemd starts it again (Restart=always), and the pods with it.
-var errShutdownCancelled = errors.New("the machine's shutdown was cancelled after the pods were stopped; exiting to be started again")
+// ErrCancelled ends the daemon when a shutdown it stopped the pods for is cancelled:
+// systemd starts it again (Restart=always), and the pods with it.
+var ErrCancelled = errors.New("the machine's shutdown was cancelled after the pods were stopped; exiting to be started again")
 
-// nodeShutdown is graceful node shutdown, as the kubelet's: it holds a logind delay
+// Shutdown is graceful node shutdown, as the kubelet's: it holds a logind delay
 // inhibitor lock, so that when the machine is asked to shut down logind tells it and
 // waits; it then stops the sync loop (nothing restarts a pod any more), stops the pods
 // with their preStop hooks and grace periods cut to --shutdown-grace-period (the
 // node-critical ones last), and releases the lock, letting the shutdown go on with no
 // container left for systemd to wait on.
-type nodeShutdown struct {
+type Shutdown struct {
 	bus   *systemd.Bus
 	watch *systemd.ShutdownWatch
 	lock  *os.File
 	grace runner.ShutdownGrace
 	r     *runner.Runner
-	svc   *service
+	idle  func(status string) // pings the service manager while the loop is stopped
 	log   *slog.Logger
 
 	stopped bool // the pods were stopped for a shutdown; read after Run returned
 }
 
-// newNodeShutdown takes the lock, first making logind wait long enough for it.
-func newNodeShutdown(ctx context.Context, grace runner.ShutdownGrace, r *runner.Runner, svc *service, log *slog.Logger) (*nodeShutdown, error) {
+// New takes the lock, first making logind wait long enough for it. idle tells the
+// service manager, from Run's goroutine, that staticpod is alive and doing what it
+// should while its sync loop is stopped (service.Service's Idle). Without logind (no
+// systemd, no system bus) it fails, and the caller decides what that means.
+func New(ctx context.Context, grace runner.ShutdownGrace, r *runner.Runner, idle func(status string), log *slog.Logger) (*Shutdown, error) {
 	bus, err := systemd.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s := &nodeShutdown{bus: bus, grace: grace, r: r, svc: svc, log: log}
+	s := &Shutdown{bus: bus, grace: grace, r: r, idle: idle, log: log}
 	if err := s.inhibit(ctx); err != nil {
 		bus.Close()
 		return nil, err
@@ -53,7 +63,7 @@ func newNodeShutdown(ctx context.Context, grace runner.ShutdownGrace, r *runner.
 // time of their own, seconds on a loaded machine.
 const stopMargin = 5 * time.Second
 
-func (s *nodeShutdown) inhibit(ctx context.Context) error {
+func (s *Shutdown) inhibit(ctx context.Context) error {
 	delay, err := s.bus.EnsureInhibitDelay(ctx, systemd.LogindDropInDir, s.grace.Total+stopMargin)
 	if err != nil {
 		return err
@@ -71,7 +81,7 @@ func (s *nodeShutdown) inhibit(ctx context.Context) error {
 
 // Run waits for a shutdown until ctx is done. stopRunner stops the sync loop and
 // returns once it has stopped.
-func (s *nodeShutdown) Run(ctx context.Context, stopRunner func()) error {
+func (s *Shutdown) Run(ctx context.Context, stopRunner func()) error {
 	defer s.bus.Close()
 	for {
 		active, err := s.watch.Next(ctx)
@@ -89,7 +99,7 @@ func (s *nodeShutdown) Run(ctx context.Context, stopRunner func()) error {
 	start := time.Now()
 	s.log.Info("the machine is shutting down: stopping the pods", "shutdown-grace-period", s.grace.Total)
 	stopRunner()
-	s.svc.idle("shutting down: stopping the pods") // the loop, which owned svc, is stopped
+	s.idle("shutting down: stopping the pods") // the loop, which owned the service, is stopped
 	s.stopped = true
 	err := s.r.StopForShutdown(context.WithoutCancel(ctx), s.grace)
 	if err != nil {
@@ -99,19 +109,22 @@ func (s *nodeShutdown) Run(ctx context.Context, stopRunner func()) error {
 		s.log.Warn("release logind's inhibitor lock", "err", err)
 	}
 	s.log.Info("pods stopped for the shutdown; released logind's inhibitor lock", "took", time.Since(start).Round(time.Millisecond))
-	return s.idle(ctx)
+	return s.await(ctx)
 }
 
-// idle waits, pods stopped, for the end: staticpod's SIGTERM, or a cancelled shutdown.
+// Stopped reports whether Run stopped the pods for a shutdown; call it after Run returned.
+func (s *Shutdown) Stopped() bool { return s.stopped }
+
+// await waits, pods stopped, for the end: staticpod's SIGTERM, or a cancelled shutdown.
 // It pings the watchdog meanwhile: staticpod is doing what it should, nothing.
-func (s *nodeShutdown) idle(ctx context.Context) error {
+func (s *Shutdown) await(ctx context.Context) error {
 	status := "machine shutting down; pods stopped"
 	every := time.Minute
 	if d := systemd.WatchdogInterval(); d > 0 {
 		every = d / 2
 	}
 	for {
-		s.svc.idle(status)
+		s.idle(status)
 		wait, cancel := context.WithTimeout(ctx, every)
 		active, err := s.watch.Next(wait)
 		cancel()
@@ -119,7 +132,7 @@ func (s *nodeShutdown) idle(ctx context.Context) error {
 		case ctx.Err() != nil:
 			return nil
 		case err == nil && !active:
-			return errShutdownCancelled
+			return ErrCancelled
 		case err != nil && !errors.Is(err, context.DeadlineExceeded):
 			<-ctx.Done() // logind is gone: nothing more to hear
 			return nil
@@ -127,8 +140,8 @@ func (s *nodeShutdown) idle(ctx context.Context) error {
 	}
 }
 
-// shutdownGrace is graceful node shutdown's policy from run's flags, checked.
-func shutdownGrace(total, critical time.Duration) (runner.ShutdownGrace, error) {
+// Grace is graceful node shutdown's policy from run's flags, checked.
+func Grace(total, critical time.Duration) (runner.ShutdownGrace, error) {
 	g := runner.ShutdownGrace{Total: total, Critical: critical}
 	switch {
 	case total < 0 || critical < 0:

@@ -1,4 +1,11 @@
-package main
+// Package service is staticpod run as a systemd service (Type=notify): when it reports
+// READY=1, the one-line STATUS= that systemctl status shows, and the watchdog pings that
+// a wedged sync loop stops. internal/systemd speaks the protocol; this package decides
+// what to say, from what the runner reports.
+//
+// It reads the runner through the narrow Runner interface and imports nothing of
+// staticpod's but internal/systemd; it must not import containerd or the runner.
+package service
 
 import (
 	"fmt"
@@ -8,22 +15,30 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/internal/systemd"
-	"github.com/staticpod/staticpod/runner"
 )
 
-// service tells systemd how staticpod is doing when it runs as a Type=notify service:
+// Runner is what Service reads of the runner (*runner.Runner).
+type Runner interface {
+	Pods() []*corev1.Pod
+	SourceReady(source string) bool
+	Relists() uint64
+	Settled() bool
+}
+
+// Service tells systemd how staticpod is doing when it runs as a Type=notify service:
 // READY=1 once every source has delivered its pods, the loop has relisted, and every
 // pod has been synced once (so the pods that were running are adopted, not started
-// again; after settleWait READY=1 comes anyway, the pods still settling), a one-line
-// STATUS= when the
-// pods' summary changes, and watchdog pings. heartbeat is the runner's Heartbeat: the
-// sync loop calls it only while it turns and relists succeed, so a wedged loop stops
-// the pings and systemd restarts staticpod. Only the loop's goroutine calls heartbeat
-// (and idle once the loop is stopped), so service needs no mutex.
-type service struct {
+// again; after settleBeats READY=1 comes anyway, the pods still settling), a one-line
+// STATUS= when the pods' summary changes, and watchdog pings. Heartbeat is the runner's
+// Heartbeat: the sync loop calls it only while it turns and relists succeed, so a wedged
+// loop stops the pings and systemd restarts staticpod. Only the loop's goroutine calls
+// Heartbeat (and Idle once the loop is stopped), so Service needs no mutex.
+type Service struct {
+	// Runner is read at every Heartbeat: set it before the loop runs.
+	Runner Runner
+
 	notify   *systemd.Notifier
 	watchdog bool // WatchdogSec is set for this process
-	r        *runner.Runner
 	sources  []string
 	log      *slog.Logger
 
@@ -37,19 +52,23 @@ type service struct {
 // keep the service from starting.
 const settleBeats = 30
 
-func newService(sources []string, log *slog.Logger) *service {
-	return &service{notify: systemd.NewNotifier(), watchdog: systemd.WatchdogInterval() > 0, sources: sources, log: log}
+// New returns the service of a daemon whose manifest sources are sources; without
+// NOTIFY_SOCKET it says nothing.
+func New(sources []string, log *slog.Logger) *Service {
+	return &Service{notify: systemd.NewNotifier(), watchdog: systemd.WatchdogInterval() > 0, sources: sources, log: log}
 }
 
-func (s *service) heartbeat() {
+// Heartbeat pings the watchdog and reports readiness and status: the runner's
+// Heartbeat.
+func (s *Service) Heartbeat() {
 	if s.watchdog {
 		s.report(s.notify.Watchdog())
 	}
-	status := summary(s.r.Pods())
+	status := summary(s.Runner.Pods())
 	if !s.ready {
 		if waiting := s.waiting(); len(waiting) > 0 {
 			status = "waiting for the pods of " + strings.Join(waiting, ", ")
-		} else if s.beats++; !s.r.Settled() && s.beats < settleBeats {
+		} else if s.beats++; !s.Runner.Settled() && s.beats < settleBeats {
 			status = "adopting the pods: " + status
 		} else {
 			s.ready = true
@@ -65,9 +84,9 @@ func (s *service) heartbeat() {
 	}
 }
 
-// idle pings the watchdog while the loop is stopped on purpose (the machine shuts
+// Idle pings the watchdog while the loop is stopped on purpose (the machine shuts
 // down): staticpod is then doing what it should, nothing.
-func (s *service) idle(status string) {
+func (s *Service) Idle(status string) {
 	if s.watchdog {
 		s.report(s.notify.Watchdog())
 	}
@@ -77,16 +96,21 @@ func (s *service) idle(status string) {
 	}
 }
 
+// Stopping says staticpod is stopping.
+func (s *Service) Stopping() {
+	s.report(s.notify.Stopping("stopping"))
+}
+
 // waiting lists the sources that have not delivered their pods yet, or "containerd"
 // before the first relist.
-func (s *service) waiting() []string {
+func (s *Service) waiting() []string {
 	var out []string
 	for _, src := range s.sources {
-		if !s.r.SourceReady(src) {
+		if !s.Runner.SourceReady(src) {
 			out = append(out, src)
 		}
 	}
-	if s.r.Relists() == 0 {
+	if s.Runner.Relists() == 0 {
 		out = append(out, "containerd")
 	}
 	return out
@@ -94,7 +118,7 @@ func (s *service) waiting() []string {
 
 // report logs a failed notification at debug level: the service manager's socket
 // does not fail in practice, and a line per ping would flood the log.
-func (s *service) report(err error) {
+func (s *Service) report(err error) {
 	if err != nil {
 		s.log.Debug("notify systemd", "err", err)
 	}

@@ -1,4 +1,4 @@
-package main
+package diskspace
 
 import (
 	"io"
@@ -32,7 +32,7 @@ func TestDiskWatchReportsFullAndReadOnly(t *testing.T) {
 	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
 	events := runner.NewEvents(time.Now)
 	reg := prometheus.NewRegistry()
-	w := newDiskWatch(map[string]string{"log": dir}, events, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	w := New(map[string]string{"log": dir}, events, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	check := func(want ...string) {
 		t.Helper()
 		w.check("log", dir)
@@ -56,7 +56,7 @@ func TestDiskWatchReportsFullAndReadOnly(t *testing.T) {
 	filler := filepath.Join(dir, "filler")
 	os.WriteFile(filler, make([]byte, 4<<20), 0o644) // ENOSPC once the tmpfs is full
 	check(ReasonFilesystemFull)
-	if fault("full") != 1 || value(w.available.WithLabelValues("log")) >= diskFullBytes {
+	if fault("full") != 1 || value(w.available.WithLabelValues("log")) >= fullBytes {
 		t.Errorf("metrics of a full filesystem: fault %v, available %v", fault("full"), value(w.available.WithLabelValues("log")))
 	}
 	os.Remove(filler)

@@ -1,4 +1,11 @@
-package main
+// Package diskspace watches the filesystems staticpod writes to on its own, the pod log
+// dir and the root dir, and reports when one becomes full or read-only and when it
+// recovers: an event, a log line and metrics. Neither fault stops a pod, so nothing else
+// would tell.
+//
+// It records its events in the runner's event log, so it imports runner (for Events and
+// Record); it must not import containerd or anything that runs pods.
+package diskspace
 
 import (
 	"context"
@@ -12,7 +19,7 @@ import (
 	"github.com/staticpod/staticpod/runner"
 )
 
-// Reasons of the events diskWatch records.
+// Reasons of the events a Watch records.
 const (
 	ReasonFilesystemFull      = "FilesystemFull"
 	ReasonFilesystemReadOnly  = "FilesystemReadOnly"
@@ -20,21 +27,21 @@ const (
 )
 
 const (
-	// diskCheckPeriod paces diskWatch: statfs is cheap, and a full log disk is news an
+	// checkPeriod paces a Watch: statfs is cheap, and a full log disk is news an
 	// operator wants within seconds.
-	diskCheckPeriod = 2 * time.Second
-	// diskFullBytes is the free space below which a filesystem counts as full: less
+	checkPeriod = 2 * time.Second
+	// fullBytes is the free space below which a filesystem counts as full: less
 	// than a few log records' worth of rotation.
-	diskFullBytes = 1 << 20
+	fullBytes = 1 << 20
 )
 
-// diskWatch reports the state of the filesystems staticpod writes to on its own: the
+// Watch reports the state of the filesystems staticpod writes to on its own: the
 // pod log dir, where the shims' log writers write what containers print (and drop it
 // while the filesystem is full, never blocking a container), and the root dir (pod
 // data, pushed manifests, remembered results). Neither fault stops a pod, so nothing
 // else would tell: it records an event when a filesystem becomes full or read-only and
 // when it recovers, logs the same, and exports the free space and the state as metrics.
-type diskWatch struct {
+type Watch struct {
 	dirs   map[string]string // what ("log", "root") -> directory
 	events *runner.Events
 	log    *slog.Logger
@@ -44,8 +51,10 @@ type diskWatch struct {
 	state     map[string]string    // what -> "", "full" or "read-only"; owned by Run
 }
 
-func newDiskWatch(dirs map[string]string, events *runner.Events, reg prometheus.Registerer, log *slog.Logger) *diskWatch {
-	w := &diskWatch{
+// New watches dirs (what, "log" or "root", -> directory), recording in events and
+// registering its metrics with reg.
+func New(dirs map[string]string, events *runner.Events, reg prometheus.Registerer, log *slog.Logger) *Watch {
+	w := &Watch{
 		dirs: dirs, events: events, log: log, state: map[string]string{},
 		available: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "staticpod_filesystem_available_bytes",
@@ -64,9 +73,9 @@ func newDiskWatch(dirs map[string]string, events *runner.Events, reg prometheus.
 	return w
 }
 
-// Run checks every diskCheckPeriod until ctx is done.
-func (w *diskWatch) Run(ctx context.Context) error {
-	tick := time.NewTicker(diskCheckPeriod)
+// Run checks every checkPeriod until ctx is done.
+func (w *Watch) Run(ctx context.Context) error {
+	tick := time.NewTicker(checkPeriod)
 	defer tick.Stop()
 	for {
 		for what, dir := range w.dirs {
@@ -81,7 +90,7 @@ func (w *diskWatch) Run(ctx context.Context) error {
 }
 
 // check looks at one filesystem and reports a change of its state.
-func (w *diskWatch) check(what, dir string) {
+func (w *Watch) check(what, dir string) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return // not made yet, or gone: nothing is written there either
@@ -92,7 +101,7 @@ func (w *diskWatch) check(what, dir string) {
 	switch {
 	case st.Flags&unix.ST_RDONLY != 0:
 		state = "read-only"
-	case avail < diskFullBytes:
+	case avail < fullBytes:
 		state = "full"
 	}
 	w.faulty.WithLabelValues(what, "full").Set(b2f(state == "full"))
