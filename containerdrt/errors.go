@@ -3,6 +3,7 @@ package containerdrt
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/containerd/errdefs"
 	"github.com/containerd/errdefs/pkg/errgrpc"
@@ -23,12 +24,22 @@ func convertErr(err error) error {
 		native = errgrpc.ToNative(err)
 	}
 	switch {
-	case errdefs.IsNotFound(native):
+	case errdefs.IsNotFound(native), taskGone(native):
 		return fmt.Errorf("%w: %w", runner.ErrNotFound, err)
 	case errdefs.IsUnavailable(native):
 		return fmt.Errorf("%w: %w", runner.ErrUnavailable, err)
 	}
 	return err
+}
+
+// taskNotExists is how containerd 1.6 says that a task is gone when its shim went
+// away during a call (a task deleted as the shim exits): a plain error, which reaches
+// the client as gRPC's Unknown, not as not found.
+const taskNotExists = "task does not exist"
+
+// taskGone reports whether err is containerd's unclassed "task does not exist".
+func taskGone(err error) bool {
+	return errdefs.IsUnknown(err) && strings.HasSuffix(err.Error(), taskNotExists)
 }
 
 // ignoreNotFound makes operations on what is already gone succeed, so that Runtime

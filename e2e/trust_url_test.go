@@ -5,7 +5,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // A token in the manifest URL's query is sent to the server and shown nowhere: not in
@@ -23,7 +24,7 @@ func TestManifestURLTokenShownNowhere(t *testing.T) {
 	}))
 	defer srv.Close()
 	sp := n.start("--manifest-url", srv.URL+"/pods?token=s3cret", "--http-check-frequency", "200ms")
-	n.await("the URL's pod", time.Minute, running("fleet-node1/main/0"))
+	n.awaitPhase("fleet-node1", corev1.PodRunning) // in /pods, not only in containerd
 	public := srv.URL + "/pods?token=REDACTED"
 
 	api := []string{"--api-socket", n.path("staticpod.sock")}
