@@ -18,7 +18,8 @@ import (
 // Runtime is what the runner needs from a container runtime: small, primitive
 // operations, each idempotent (stopping or removing what is already gone returns nil),
 // so that the runner can treat any error as "retry with back-off". A Runtime makes no
-// lifecycle decisions; it executes what the runner planned and reports what it sees.
+// lifecycle decisions; it executes what the runner planned, reports what it sees (List,
+// a read) and mends what a crash left behind when the runner asks (Repair).
 type Runtime interface {
 	// Type names the runtime: the scheme of the container IDs statuses report, as the
 	// kubelet reports them (ContainerID).
