@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/v2/core/containers"
 	gocni "github.com/containerd/go-cni"
 	"github.com/containernetworking/cni/libcni"
@@ -448,21 +447,13 @@ func (r *Runtime) interruptedNetworkSetup(info containers.Container) bool {
 
 // endInterruptedSetup stops a sandbox whose network setup was interrupted, tearing its
 // network down: its pod starts over in a new sandbox, as a kubelet's pod does when its
-// sandbox has no IP. It returns what List reports of it meanwhile.
-func (r *Runtime) endInterruptedSetup(ctx context.Context, info containers.Container, proc *task.Process) (containers.Container, *task.Process) {
-	r.log.Warn("the pod network of a sandbox was being set up when staticpod stopped: its pod starts over in a new sandbox", "id", info.ID)
-	if err := r.StopContainer(ctx, info.ID, 0); err != nil {
-		r.log.Warn("stop a sandbox whose network setup was interrupted", "id", info.ID, "err", err)
-		return info, proc
+// sandbox has no IP. List reports it unknown meanwhile; a stop that fails is tried
+// again by the next repair.
+func (rp *repairer) endInterruptedSetup(ctx context.Context, info containers.Container) {
+	rp.rt.log.Warn("the pod network of a sandbox was being set up when staticpod stopped: its pod starts over in a new sandbox", "id", info.ID)
+	if err := rp.rt.StopContainer(ctx, info.ID, 0); err != nil {
+		rp.rt.log.Warn("stop a sandbox whose network setup was interrupted", "id", info.ID, "err", err)
 	}
-	fresh, err := r.client.ContainerService().Get(ctx, info.ID)
-	if err != nil {
-		return info, &task.Process{ID: info.ID, Status: task.Status_UNKNOWN} // the next List looks again
-	}
-	if proc != nil {
-		proc = &task.Process{ID: proc.ID, Pid: proc.Pid, Status: task.Status_UNKNOWN} // stopped: the next List reaps it
-	}
-	return fresh, proc
 }
 
 // releaseNetwork tears down the pod network of sandbox id, if it has one, in its

@@ -229,7 +229,7 @@ func TestNoCNIConfiguration(t *testing.T) {
 }
 
 // A pod network outlives what leads to it: a sandbox whose record containerd lost is
-// torn down from its pin directory by the next List, and one whose namespace is gone
+// torn down from its pin directory by the next repair, and one whose namespace is gone
 // (a reboot) has its address released when it is removed.
 func TestPodNetworkTornDownWithoutItsRecord(t *testing.T) {
 	n := testenv.CNI(t, testBridge)
@@ -248,7 +248,7 @@ func TestPodNetworkTornDownWithoutItsRecord(t *testing.T) {
 	if err := r.client.ContainerService().Delete(ctx, sb.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.List(r.ctx); err != nil {
+	if _, err := r.relist(r.ctx); err != nil {
 		t.Fatal(err)
 	}
 	assertNoLeaks(t, n)
@@ -317,7 +317,7 @@ func (r *testRuntime) podIPOf(t *testing.T, uid any) string {
 
 func (r *testRuntime) listAll(t *testing.T) []runner.Container {
 	t.Helper()
-	all, err := r.List(r.ctx)
+	all, err := r.relist(r.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,8 +325,8 @@ func (r *testRuntime) listAll(t *testing.T) []runner.Container {
 }
 
 // A sandbox whose network setup a staticpod was making when it stopped (its record and
-// network there, its IPs not recorded) is stopped by the next staticpod's first List,
-// its network torn down, so that its pod starts over in a new sandbox with an address
+// network there, its IPs not recorded) is stopped by the repair after the next
+// staticpod's first relist, its network torn down, so that its pod starts over in a new sandbox with an address
 // it knows; pinned sandboxes and sandbox processes alike. A setup that gave no address
 // is recorded as such, and is no interrupted one.
 func TestInterruptedPodNetworkSetupIsUndone(t *testing.T) {
@@ -341,7 +341,7 @@ func TestInterruptedPodNetworkSetupIsUndone(t *testing.T) {
 		if _, err := r.setLabels(r.ctx, sb.ID, map[string]string{labelPodIPs: ""}); err != nil { // as if killed before it was written
 			t.Fatal(err)
 		}
-		if _, err := r.List(r.ctx); err != nil {
+		if _, err := r.relist(r.ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := r.find(t, sb.ID); got.State != runner.StateRunning {

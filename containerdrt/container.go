@@ -79,7 +79,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	labels[client.StopSignalLabel] = stopSignal(in)
 	labels[labelImageID] = req.Image.Digest
 	// With the container from the start, so that no listing misses it: a container
-	// OOM-killed at once is reaped by the relist its exit wakes (see oomKilled).
+	// OOM-killed at once is reaped after the relist its exit wakes (see oomKilled).
 	if n, ok := oomKills(path.Dir(cgroupDir(r.cgroup.container(pod, id)))); ok {
 		labels[labelPodOOMKills] = strconv.FormatInt(n, 10)
 	}
@@ -148,10 +148,10 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 // startTask creates and starts c's task and records when it started (containerd keeps
 // no start time of its own).
 func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Creator) error {
-	defer r.lost.creatingTask(c.ID())()
+	defer r.repairs.lost.creatingTask(c.ID())()
 	task, err := r.newTask(ctx, c, ioc)
 	if err != nil {
-		r.lost.watch() // containerd may have left a shim of the failed creation
+		r.repairs.lost.watch() // containerd may have left a shim of the failed creation
 		return convertErr(err)
 	}
 	started := time.Now().UTC() // before Start: a short-lived process may exit before Start returns
@@ -162,8 +162,8 @@ func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Cre
 		return convertErr(err)
 	}
 	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)}); err != nil {
-		// The container runs: failing its start would have it removed. List records a
-		// start time for a running task that has none.
+		// The container runs: failing its start would have it removed. Repair records
+		// a start time for a running task that has none.
 		r.log.Warn("record container start", "id", c.ID(), "err", convertErr(err))
 	}
 	return nil
@@ -223,7 +223,7 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 	if err := r.stopNetwork(ctx, id, labels); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", id, err)
 	}
-	r.awaitAside(ctx, id)
+	r.repairs.awaitAside(ctx, id)
 	task, err := c.Task(ctx, nil)
 	if err != nil {
 		return ignoreNotFound(convertErr(err))
@@ -293,7 +293,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 		return ignoreNotFound(convertErr(err))
 	}
 	labels := loadedLabels(ctx, c)
-	r.awaitAside(ctx, id)
+	r.repairs.awaitAside(ctx, id)
 	if task, err := c.Task(ctx, nil); err == nil {
 		if _, err := task.Delete(ctx, client.WithProcessKill); ignoreNotFound(convertErr(err)) != nil {
 			return fmt.Errorf("remove container %s: delete task: %w", id, convertErr(err))
@@ -309,7 +309,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	}
 	if dir := r.sandboxPins(id, labels); dir != "" {
 		r.pinMu.Lock()
-		delete(r.pinsSeen, id)
+		delete(r.repairs.pinsSeen, id)
 		err := unpinNamespaces(dir)
 		r.pinMu.Unlock()
 		if err != nil {

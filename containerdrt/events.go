@@ -56,9 +56,9 @@ func (r *Runtime) WatchExits(ctx context.Context, notify func()) error {
 	}
 }
 
-// recordOOM labels the container of a TaskOOM event as OOM-killed, for reap. The shim
-// reports the kill before the task's exit, and this runs before the exit's notify, so
-// the label is there when the exit is reaped.
+// recordOOM labels the container of a TaskOOM event as OOM-killed, for readExit. The
+// shim reports the kill before the task's exit, and this runs before the exit's notify,
+// so the label is there when the relist reads the exit.
 func (r *Runtime) recordOOM(ctx context.Context, e *events.Envelope) {
 	v, err := typeurl.UnmarshalAny(e.Event)
 	oom, ok := v.(*apievents.TaskOOM)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -36,67 +37,25 @@ const maxTerminationMessage = 4096
 // in two round trips to containerd (containers, then tasks) whatever their number; the
 // first is left out while the container records cannot have changed (see records).
 //
-// List also reaps: a task that has exited has its exit (code, time, reason, termination
-// message) recorded in its container's labels and is then deleted, so that an exited
-// container costs no shim process and its exit is still known after a restart of
-// staticpod or of containerd. If reaping fails, the container is reported from its task
-// as it is, and the next List tries again.
+// List only reads. What it sees that needs mending it reports as Repair will leave
+// it, where that can be read: a stopped task whose exit is not recorded yet reads
+// exited with the code, reason and message Repair records. What cannot be read before
+// it is mended reads unknown, which the runner waits on: a started container whose
+// task is gone (its processes may still run), a sandbox whose network setup was
+// interrupted, an exit whose message is the end of a log still being written. The last
+// List's sight is kept for Repair (see observation).
 func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 	ctx, cancel := r.call(ctx)
 	defer cancel()
-	infos, err := r.records.list(ctx, r.client.ContainerService(), r.cfg.Observe)
+	obs, err := r.observe(ctx)
 	if err != nil {
-		r.lost.watch() // containerd may lose track of shims as it restarts
-		return nil, fmt.Errorf("list containers: %w", convertErr(err))
+		r.repairs.listFailed()
+		return nil, err
 	}
-	if !r.cfg.Observe {
-		r.sweep.Do(func() {
-			r.sweepCreations(ctx, infos, r.started)
-			r.sweepPodData(infos)
-		})
-	}
-	resp, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
-	if err != nil {
-		r.lost.watch()
-		return nil, fmt.Errorf("list tasks: %w", convertErr(err))
-	}
-	procs := make(map[string]*task.Process, len(resp.Tasks))
-	for _, p := range resp.Tasks {
-		procs[taskContainer(p)] = p
-	}
-	type seen struct {
-		info containers.Container
-		proc *task.Process
-	}
-	all := make([]seen, 0, len(infos))
-	records := make(map[string]bool, len(infos)) // everything's in the namespace, ours or not
-	for _, info := range infos {
-		records[info.ID] = true
-		if _, ours := info.Labels[LabelKind]; !ours {
-			continue
-		}
-		if _, err := podUIDOf(info.Labels); err != nil {
-			r.forged.warn(r.log, info.ID, err)
-			continue
-		}
-		proc := procs[info.ID]
-		if !r.cfg.Observe {
-			info, proc = r.settle(ctx, info, proc)
-		}
-		all = append(all, seen{info, proc})
-	}
-	if !r.cfg.Observe {
-		infos := make([]containers.Container, len(all))
-		for i, s := range all {
-			infos[i] = s.info
-		}
-		r.releaseKeptTasks(ctx, infos, procs)
-		r.removeOrphanPins(ctx, infos)
-		r.endLostShims(ctx, records, procs)
-	}
-	out := make([]runner.Container, 0, len(all))
-	for _, s := range all {
-		c, err := r.container(s.info, s.proc)
+	r.repairs.saw(obs)
+	out := make([]runner.Container, 0, len(obs.ours))
+	for _, s := range obs.ours {
+		c, err := r.container(s.view())
 		if err != nil {
 			continue
 		}
@@ -105,47 +64,93 @@ func (r *Runtime) List(ctx context.Context) ([]runner.Container, error) {
 	return out, nil
 }
 
-// settle brings what containerd holds of a container up to date before it is reported:
-// a stopped task is reaped, a started container whose task vanished is marked lost, a
-// running one whose start was not recorded gets a start time, and a message left
-// pending by an interrupted reap is recorded. A failure is logged and the next List
-// tries again; meanwhile an exit that is not recorded whole is reported unknown, never
-// as an exit that would read differently later.
-func (r *Runtime) settle(ctx context.Context, info containers.Container, proc *task.Process) (containers.Container, *task.Process) {
+// observation is what one List read of containerd: what Repair works from.
+type observation struct {
+	infos []containers.Container   // every record of the namespace, ours or not; read-only
+	procs map[string]*task.Process // the tasks ListTasks returned, by container
+	ours  []sighting               // staticpod's containers
+}
+
+// sighting is what List read of one of staticpod's containers.
+type sighting struct {
+	info containers.Container // read-only: its labels may be the records cache's
+	// proc is its task: from ListTasks, or from a look of its own at a started
+	// container that ListTasks left out (see lookForTask); nil when it has none.
+	proc *task.Process
+	// exit is what its stopped task's exit is to be recorded as, read from the task,
+	// the termination-message file and the cgroups (see readExit); nil when its exit
+	// is recorded or it has no stopped task.
+	exit        map[string]string
+	lost        bool // started, and its task is gone: Repair records its end
+	interrupted bool // a sandbox whose network setup was interrupted: Repair stops it
+}
+
+// observe lists the records and the tasks, and reads what each of staticpod's
+// containers holds.
+func (r *Runtime) observe(ctx context.Context) (*observation, error) {
+	infos, err := r.records.list(ctx, r.client.ContainerService(), r.cfg.Observe)
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", convertErr(err))
+	}
+	resp, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", convertErr(err))
+	}
+	obs := &observation{infos: infos, procs: make(map[string]*task.Process, len(resp.Tasks)), ours: make([]sighting, 0, len(infos))}
+	for _, p := range resp.Tasks {
+		obs.procs[taskContainer(p)] = p
+	}
+	for _, info := range infos {
+		if _, ours := info.Labels[LabelKind]; !ours {
+			continue
+		}
+		if _, err := podUIDOf(info.Labels); err != nil {
+			r.forged.warn(r.log, info.ID, err)
+			continue
+		}
+		obs.ours = append(obs.ours, r.sight(ctx, info, obs.procs[info.ID]))
+	}
+	return obs, nil
+}
+
+// sight reads what a container holds beyond its record and its listed task.
+func (r *Runtime) sight(ctx context.Context, info containers.Container, proc *task.Process) sighting {
 	if r.interruptedNetworkSetup(info) {
-		return r.endInterruptedSetup(ctx, info, proc)
+		return sighting{info: info, proc: proc, interrupted: true}
 	}
 	if info.Labels[labelPinned] != "" {
-		return r.settlePinned(ctx, info), nil
+		return sighting{info: info} // what its labels say; Repair looks at its pins
 	}
-	if proc != nil && proc.Status == task.Status_STOPPED && info.Labels[labelFinishedAt] != "" && info.Labels[labelMessagePending] == "" &&
-		(keepTask(info) || r.deletingTask(info.ID)) {
-		return info, nil // reaped, and its task kept for its shim's sake (see keepTask) or being deleted
-	}
+	s := sighting{info: info, proc: proc}
 	if proc == nil && started(info) {
-		info, proc = r.missingTask(ctx, info) // a slow shim may answer alone that it stopped
+		s = r.lookForTask(ctx, info)
 	}
-	var err error
+	if s.proc != nil && s.proc.Status == task.Status_STOPPED &&
+		(s.info.Labels[labelFinishedAt] == "" || s.info.Labels[labelMessagePending] != "") {
+		s.exit = r.readExit(s.info, s.proc)
+	}
+	return s
+}
+
+// view is what List reports of a container it saw: its record and task as Repair will
+// leave them where that can be read, unknown where it cannot.
+func (s sighting) view() (containers.Container, *task.Process) {
+	info, proc := s.info, s.proc
 	switch {
+	case s.lost || s.interrupted:
+		pid := uint32(0)
+		if proc != nil {
+			pid = proc.Pid
+		}
+		return info, &task.Process{ID: info.ID, Pid: pid, Status: task.Status_UNKNOWN}
+	case s.exit != nil:
+		labels := make(map[string]string, len(info.Labels)+len(s.exit))
+		maps.Copy(labels, info.Labels)
+		maps.Copy(labels, s.exit)
+		info.Labels = labels
+		return info, nil // an exit whose message is pending reads unknown (toContainer)
 	case proc != nil && proc.Status == task.Status_STOPPED:
-		var gone bool
-		if info, gone, err = r.reap(ctx, info, proc); err == nil || gone {
-			proc = nil // reaped; or gone with its message pending, which reads as unknown
-		} else {
-			proc = &task.Process{ID: proc.ID, Pid: proc.Pid, Status: task.Status_UNKNOWN}
-		}
-	case proc != nil && proc.Status == task.Status_RUNNING && info.Labels[labelStartedAt] == "":
-		// Started by a staticpod that stopped before it recorded the start: the time
-		// of this sighting is the best left.
-		var all map[string]string
-		if all, err = r.setLabels(ctx, info.ID, map[string]string{labelStartedAt: time.Now().UTC().Format(time.RFC3339Nano)}); err == nil {
-			info.Labels = all
-		}
-	case proc == nil && info.Labels[labelMessagePending] != "":
-		info, err = r.recordLogMessage(ctx, info)
-	}
-	if err != nil {
-		r.log.Warn("record container exit", "id", info.ID, "err", err)
+		return info, nil // its exit is recorded; the task is kept or being deleted
 	}
 	return info, proc
 }
@@ -156,37 +161,47 @@ func started(info containers.Container) bool {
 	return info.Labels[labelStartedAt] != "" && info.Labels[labelFinishedAt] == ""
 }
 
-// missingTask looks again, alone, for the task of a started container that ListTasks
+// lookForTask looks again, alone, for the task of a started container that ListTasks
 // did not return. containerd leaves out tasks whose shim does not answer in time (a
 // slow disk), and those must not be taken for dead: such a container is reported with
 // an UNKNOWN task, which the runner waits on. A task that is really gone (the machine
-// rebooted, the shim was killed) is recorded as exited with code 255 and reason
-// Unknown, as containerd's CRI does, so its pod restarts it.
-func (r *Runtime) missingTask(ctx context.Context, info containers.Container) (containers.Container, *task.Process) {
+// rebooted, the shim was killed) makes the container lost: Repair kills what still
+// runs of it and records it as exited with code 255 and reason Unknown, as
+// containerd's CRI does, so its pod restarts it.
+func (r *Runtime) lookForTask(ctx context.Context, info containers.Container) sighting {
 	resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: info.ID})
 	switch {
 	case err == nil:
-		return info, resp.Process
+		return sighting{info: info, proc: resp.Process}
 	case !errdefs.IsNotFound(convertErr(err)) && ignoreNotFound(convertErr(err)) != nil:
-		return info, &task.Process{ID: info.ID, Status: task.Status_UNKNOWN}
+		return sighting{info: info, proc: &task.Process{ID: info.ID, Status: task.Status_UNKNOWN}}
 	}
 	// The task may have been reaped between the two lists: its exit is recorded then.
 	if fresh, err := r.client.ContainerService().Get(ctx, info.ID); err == nil && !started(fresh) {
-		return fresh, nil
+		return sighting{info: fresh}
 	}
-	if n := killOrphans(info); n > 0 {
-		r.log.Warn("killed the processes of a container whose shim is gone", "id", info.ID, "processes", n)
+	return sighting{info: info, lost: true}
+}
+
+// readExit reads what the exit of a stopped task is to be recorded as in its
+// container's labels (see reap): its code, time and reason, and the message the
+// container wrote to its termination-message file. The OOM kill count is read from
+// the task's cgroup while the task holds it. Only a failed FallbackToLogsOnError
+// container with no such message needs its log's end, which is complete only once the
+// task is deleted: its message is marked pending, and it reads unknown until then.
+func (r *Runtime) readExit(info containers.Container, proc *task.Process) map[string]string {
+	code := int32(proc.ExitStatus)
+	msg := readTerminationMessage(r.terminationPathOf(info.Labels))
+	exit := map[string]string{
+		labelExitCode:   strconv.Itoa(int(code)),
+		labelFinishedAt: proc.ExitedAt.AsTime().UTC().Format(time.RFC3339Nano),
+		labelReason:     exitReason(code, info.Labels[labelOOMKilled] != "" || oomKilled(info, code)),
+		labelMessage:    fitLabel(labelMessage, msg),
 	}
-	labels, err := r.setLabels(ctx, info.ID, map[string]string{
-		labelExitCode:   strconv.Itoa(lostTaskExitCode),
-		labelFinishedAt: time.Now().UTC().Format(time.RFC3339Nano),
-		labelReason:     "Unknown",
-	})
-	if err != nil {
-		return info, &task.Process{ID: info.ID, Status: task.Status_UNKNOWN}
+	if msg == "" && code != 0 && info.Labels[LabelTermPolicy] == string(corev1.TerminationMessageFallbackToLogsOnError) {
+		exit[labelMessagePending] = "log"
 	}
-	info.Labels = labels
-	return info, nil
+	return exit
 }
 
 // lostTaskExitCode is the exit code of a container whose task vanished, as on the CRI.
@@ -290,122 +305,6 @@ func parseTime(s string) time.Time {
 	return t
 }
 
-// reap records the exit of a stopped task in its container's labels, then deletes the
-// task. The OOM kill count is read from the task's cgroup before the delete removes it.
-//
-// The termination message is read from the container's termination-message file at
-// once. Only a failed FallbackToLogsOnError container with no such message needs its
-// log's end, and the log is complete only once the task is deleted: the shim holds the
-// write ends of the output pipes until then, and on delete closes them and waits for the
-// log writer to drain them and exit. Such a container's exit is recorded first with its
-// message marked pending, so that neither a crash nor a failed call between the steps
-// loses the exit code, and the message follows once the task is gone. A pending
-// container is reported as unknown, never as exited without its message.
-//
-// The task of a container in a pinned sandbox is kept, stopped, when its message is
-// known (see keepTask). It returns the container as far as it got, and whether the
-// task is gone or kept.
-func (r *Runtime) reap(ctx context.Context, info containers.Container, proc *task.Process) (_ containers.Container, gone bool, _ error) {
-	code := int32(proc.ExitStatus)
-	msg := readTerminationMessage(r.terminationPathOf(info.Labels))
-	fromLog := msg == "" && code != 0 && info.Labels[LabelTermPolicy] == string(corev1.TerminationMessageFallbackToLogsOnError)
-	labels := map[string]string{
-		labelExitCode:   strconv.Itoa(int(code)),
-		labelFinishedAt: proc.ExitedAt.AsTime().UTC().Format(time.RFC3339Nano),
-		labelReason:     exitReason(code, info.Labels[labelOOMKilled] != "" || oomKilled(info, code)),
-		labelMessage:    fitLabel(labelMessage, msg),
-	}
-	if fromLog {
-		labels[labelMessagePending] = "log"
-	}
-	all, err := r.setLabels(ctx, info.ID, labels)
-	if err != nil {
-		return info, false, err
-	}
-	info.Labels = all
-	if !fromLog && keepTask(info) {
-		return info, true, nil
-	}
-	if !fromLog {
-		// The exit is recorded: the task's deletion (its shim's exit, tens of
-		// milliseconds) need not hold up the relist, and with it the restart.
-		r.deleteTaskAside(ctx, info.ID)
-		return info, true, nil
-	}
-	if _, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: info.ID}); ignoreNotFound(convertErr(err)) != nil {
-		return info, false, convertErr(err)
-	}
-	info, err = r.recordLogMessage(ctx, info)
-	return info, true, err
-}
-
-// deleteTaskAside deletes the stopped task of container id in the background, once;
-// until it is done, List reports the container as reaped, and StopContainer and
-// RemoveContainer wait for it (awaitAside). A delete that fails is tried again by the
-// next List's reap. Close waits for the deletes under way.
-func (r *Runtime) deleteTaskAside(ctx context.Context, id string) {
-	r.asideMu.Lock()
-	defer r.asideMu.Unlock()
-	if _, ok := r.aside[id]; ok {
-		return
-	}
-	done := make(chan struct{})
-	r.aside[id] = done
-	r.asideWG.Add(1)
-	go func() {
-		defer r.asideWG.Done()
-		// Once begun, a delete finishes even if List's caller gives up: one cut short
-		// leaves the shim, and runc's state, to nobody.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.CallTimeout)
-		_, err := r.client.TaskService().Delete(dctx, &tasks.DeleteTaskRequest{ContainerID: id})
-		cancel()
-		if err := ignoreNotFound(convertErr(err)); err != nil {
-			r.log.Warn("delete the stopped task of an exited container; the next relist tries again", "id", id, "err", err)
-		}
-		r.asideMu.Lock()
-		delete(r.aside, id)
-		r.asideMu.Unlock()
-		close(done)
-	}()
-}
-
-// deletingTask reports whether the task of container id is being deleted aside.
-func (r *Runtime) deletingTask(id string) bool {
-	r.asideMu.Lock()
-	defer r.asideMu.Unlock()
-	_, ok := r.aside[id]
-	return ok
-}
-
-// awaitAside waits until no delete of container id's task runs aside: a stop or a
-// removal meeting one would find a task whose shim is going.
-func (r *Runtime) awaitAside(ctx context.Context, id string) {
-	r.asideMu.Lock()
-	done, ok := r.aside[id]
-	r.asideMu.Unlock()
-	if !ok {
-		return
-	}
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
-}
-
-// recordLogMessage records the end of a reaped container's log as its termination
-// message. Its task is gone, so its log writer has finished.
-func (r *Runtime) recordLogMessage(ctx context.Context, info containers.Container) (containers.Container, error) {
-	all, err := r.setLabels(ctx, info.ID, map[string]string{
-		labelMessage:        fitLabel(labelMessage, logTail(ctx, r.logPathOf(info.Labels))),
-		labelMessagePending: "", // an empty value removes the label
-	})
-	if err != nil {
-		return info, err
-	}
-	info.Labels = all
-	return info, nil
-}
-
 // fitLabel makes value fit in a containerd label named key: valid UTF-8 (gRPC refuses
 // anything else) and cut, at a character's start, to what containerd keeps in a label.
 // A termination message of the kubelet's 4096 bytes, or of bytes that are not text,
@@ -484,33 +383,6 @@ func cgroupPath(info containers.Container) (string, bool) {
 		return "", false
 	}
 	return cgroupDir(spec.Linux.CgroupsPath), true
-}
-
-// killOrphans kills what still runs in the cgroup of a container whose task containerd
-// has forgotten (its shim died: nobody else will), so that the restart the runner
-// plans does not run beside it.
-func killOrphans(info containers.Container) int {
-	path, ok := cgroupPath(info)
-	if !ok {
-		return 0
-	}
-	killed := 0
-	for _, file := range []string{
-		filepath.Join(cgroupRoot, "pids", path, "cgroup.procs"), // cgroup v1
-		filepath.Join(cgroupRoot, path, "cgroup.procs"),         // cgroup v2
-	} {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			continue
-		}
-		for _, field := range strings.Fields(string(data)) {
-			if pid, err := strconv.Atoi(field); err == nil && pid > 1 && syscall.Kill(pid, syscall.SIGKILL) == nil {
-				killed++
-			}
-		}
-		break
-	}
-	return killed
 }
 
 // readKey reads "key N" from a cgroup file of such lines.

@@ -23,8 +23,8 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 )
 
-// How often List looks for shims containerd has lost track of. Looking reads the
-// command line of every process (6 ms at 100 pods), so List looks every lostShimLook
+// How often the repairs look for shims containerd has lost track of. Looking reads the
+// command line of every process (6 ms at 100 pods), so they look every lostShimLook
 // only for lostShimWatch after what leaves such shims: its start (the staticpod before
 // it may have been killed creating a task), a task creation that failed, and a
 // containerd that did not answer; else every lostShimRareLook. A shim is ended at the
@@ -75,7 +75,7 @@ func newLostShims(procRoot string) *lostShims {
 	return l
 }
 
-// watch has List look every period for the next lostShimWatch.
+// watch has the repairs look every period for the next lostShimWatch.
 func (l *lostShims) watch() {
 	l.mu.Lock()
 	l.until = time.Now().Add(lostShimWatch)
@@ -169,24 +169,24 @@ func (l *lostShims) clear(pid int) {
 // records are the container records List read, procs the tasks it listed. The ending
 // goes on in the background, one at a time, so that a shim that does not answer holds
 // up no relist; Close waits for it. Failures are logged; the next look tries again.
-func (r *Runtime) endLostShims(ctx context.Context, records map[string]bool, procs map[string]*task.Process) {
-	lost, stale := r.lost.confirm(r.cfg.Address, r.cfg.Namespace, r.cfg.Self, records, procs)
-	if len(lost)+len(stale) == 0 || !r.lost.busy.CompareAndSwap(false, true) {
+func (rp *repairer) endLostShims(ctx context.Context, records map[string]bool, procs map[string]*task.Process) {
+	lost, stale := rp.lost.confirm(rp.rt.cfg.Address, rp.rt.cfg.Namespace, rp.rt.cfg.Self, records, procs)
+	if len(lost)+len(stale) == 0 || !rp.lost.busy.CompareAndSwap(false, true) {
 		return
 	}
-	ctx = context.WithoutCancel(ctx) // List's own ends as it returns
-	r.lost.wg.Add(1)
+	ctx = context.WithoutCancel(ctx) // the repair's own ends as it returns
+	rp.lost.wg.Add(1)
 	go func() {
-		defer r.lost.wg.Done()
-		defer r.lost.busy.Store(false)
+		defer rp.lost.wg.Done()
+		defer rp.lost.busy.Store(false)
 		for _, lg := range stale {
 			// It drains what is left, if anything, then exits (logs.RunShimLogger).
-			if signalProcess(r.lost.procRoot, lg.PID, lg.Start, syscall.SIGTERM) == nil {
-				r.log.Warn("ended a log writer an interrupted task creation left in its shim", "pid", lg.PID, "shim", lg.Shim)
+			if signalProcess(rp.lost.procRoot, lg.PID, lg.Start, syscall.SIGTERM) == nil {
+				rp.rt.log.Warn("ended a log writer an interrupted task creation left in its shim", "pid", lg.PID, "shim", lg.Shim)
 			}
 		}
 		for _, s := range lost {
-			r.endLostShim(ctx, s, procs[s.ID] != nil)
+			rp.endLostShim(ctx, s, procs[s.ID] != nil)
 		}
 	}()
 }
@@ -194,31 +194,31 @@ func (r *Runtime) endLostShims(ctx context.Context, records map[string]bool, pro
 // endLostShim ends container s.ID in shim s, after checking that containerd has no
 // record of it when it lists a task for it (List may have read the records before the
 // container was made).
-func (r *Runtime) endLostShim(ctx context.Context, s shimProc, listed bool) {
+func (rp *repairer) endLostShim(ctx context.Context, s shimProc, listed bool) {
 	if listed {
-		cctx, cancel := r.call(ctx)
-		_, err := r.client.ContainerService().Get(cctx, s.ID)
+		cctx, cancel := rp.rt.call(ctx)
+		_, err := rp.rt.client.ContainerService().Get(cctx, s.ID)
 		cancel()
 		if !isNotFound(err) {
 			return // made since List read the records, or containerd did not answer
 		}
 	}
-	served, err := endShimContainer(ctx, r.lost.procRoot, runcRoot, r.cfg.Namespace, s)
+	served, err := endShimContainer(ctx, rp.lost.procRoot, runcRoot, rp.rt.cfg.Namespace, s)
 	switch {
 	case errors.Is(err, errOtherProcess):
 		// The shim exited since it was looked at: nothing to end.
-	case errors.Is(err, errShimSilent) && !hasChildren(r.lost.procRoot, s.PID):
+	case errors.Is(err, errShimSilent) && !hasChildren(rp.lost.procRoot, s.PID):
 		// Stuck before it serves anything (containerd 2.x leaves one blocked opening its
 		// log pipe in a bundle it removed): nothing runs under it.
-		if signalProcess(r.lost.procRoot, s.PID, s.Start, syscall.SIGKILL) == nil {
-			r.log.Warn("killed a shim containerd had lost track of, which answered nothing and ran nothing", "id", s.ID, "shim", s.PID)
+		if signalProcess(rp.lost.procRoot, s.PID, s.Start, syscall.SIGKILL) == nil {
+			rp.rt.log.Warn("killed a shim containerd had lost track of, which answered nothing and ran nothing", "id", s.ID, "shim", s.PID)
 		}
 	case err != nil:
-		r.log.Warn("end a container containerd lost track of in its shim", "id", s.ID, "shim", s.PID, "err", err)
+		rp.rt.log.Warn("end a container containerd lost track of in its shim", "id", s.ID, "shim", s.PID, "err", err)
 	case !served:
-		r.lost.clear(s.PID)
+		rp.lost.clear(s.PID)
 	default:
-		r.log.Warn("ended a container containerd had lost track of, and its shim", "id", s.ID, "shim", s.PID)
+		rp.rt.log.Warn("ended a container containerd had lost track of, and its shim", "id", s.ID, "shim", s.PID)
 	}
 }
 

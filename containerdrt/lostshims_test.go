@@ -129,7 +129,7 @@ func TestListeningSockets(t *testing.T) {
 // made for real: its record removed while its task runs (a creation that finished
 // after the next staticpod removed a container it took for never started), and its
 // task forgotten by containerd (a creation containerd cleaned up after its client
-// died, while the shim finished it). List ends both in their shims, which exit, and
+// died, while the shim finished it). Repair ends both in their shims, which exit, and
 // leaves a healthy container alone. The runtime reaches containerd through a symlink
 // to its socket file (as k3s links /run/containerd/containerd.sock to its own), while
 // containerd starts its shims with the socket's own path.
@@ -141,7 +141,7 @@ func TestLostShimsAreEnded(t *testing.T) {
 	}
 	r := newTestRuntimeOn(t, d, func(cfg *Config) { cfg.Address = linked })
 	t.Cleanup(func() { killShimsOf("/proc", r.cfg.Address, r.cfg.Namespace) }) // after a failure
-	r.lost.period = 100 * time.Millisecond
+	r.repairs.lost.period = 100 * time.Millisecond
 	run := func(name string) runner.Container {
 		pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: "+name+"}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
 		c := r.mustRunPod(t, pod)["c"]
@@ -172,7 +172,7 @@ func TestLostShimsAreEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Await(t, "List to reconnect", 30*time.Second, func() bool {
-		_, err := r.List(r.ctx)
+		_, err := r.relist(r.ctx)
 		return err == nil
 	})
 	if err := d.Client.ContainerService().Delete(r.ctx, unrecorded.ID); err != nil {
@@ -192,13 +192,13 @@ func TestLostShimsAreEnded(t *testing.T) {
 
 	for _, c := range []runner.Container{unrecorded, forgotten} {
 		testenv.Await(t, "the shim and the process of "+c.ID+" gone", 30*time.Second, func() bool {
-			if _, err := r.List(r.ctx); err != nil {
+			if _, err := r.relist(r.ctx); err != nil {
 				t.Fatal(err)
 			}
 			return !alive(shims[c.ID]) && !alive(int(c.PID))
 		})
 	}
-	if _, err := r.List(r.ctx); err != nil {
+	if _, err := r.relist(r.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if !alive(shims[healthy.ID]) || !alive(int(healthy.PID)) {
@@ -254,7 +254,7 @@ func installAsShim(t *testing.T, program, dir string) string {
 // runs under it, and left alone (and reported) when something does.
 func TestSilentLostShims(t *testing.T) {
 	r := newTestRuntime(t)
-	r.lost.period = 100 * time.Millisecond
+	r.repairs.lost.period = 100 * time.Millisecond
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -294,7 +294,7 @@ func TestSilentLostShims(t *testing.T) {
 		return err1 == nil && err2 == nil && hasChildren("/proc", busy.Process.Pid)
 	})
 	testenv.Await(t, "the idle silent shim killed", 30*time.Second, func() bool {
-		if _, err := r.List(r.ctx); err != nil {
+		if _, err := r.relist(r.ctx); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -305,7 +305,7 @@ func TestSilentLostShims(t *testing.T) {
 		}
 	})
 	testenv.Await(t, "the ending that killed it to finish, the busy shim's turn included", 30*time.Second, func() bool {
-		return !r.lost.busy.Load()
+		return !r.repairs.lost.busy.Load()
 	})
 	if err := busy.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Fatalf("the silent shim with a child was killed: %v", err)

@@ -200,7 +200,7 @@ func (r *Runtime) sandboxPins(id string, labels map[string]string) string {
 // pinsHeld reports whether every namespace in files is still pinned in dir: a reboot,
 // or someone's umount, leaves empty files, and a staticpod killed while pinning leaves
 // some missing. Only a missing file or one that holds no namespace counts as lost; any
-// other error (out of descriptors, say) is taken for held, and the next List looks
+// other error (out of descriptors, say) is taken for held, and the next repair looks
 // again.
 func pinsHeld(dir string, files []string) bool {
 	for _, file := range files {
@@ -250,49 +250,49 @@ func pinProcessNamespace(pid uint32, ns pinnedNamespace, dir string) error {
 // settlePinned records that a pinned sandbox ended when its pins no longer hold (the
 // machine rebooted, or someone unmounted them): its pod then starts over in a new
 // sandbox, as a kubelet's pod does when its sandbox dies.
-func (r *Runtime) settlePinned(ctx context.Context, info containers.Container) containers.Container {
+func (rp *repairer) settlePinned(ctx context.Context, info containers.Container) containers.Container {
 	if info.Labels[labelFinishedAt] != "" {
 		return info
 	}
-	r.pinMu.Lock()
-	defer r.pinMu.Unlock()
-	if time.Since(r.pinsSeen[info.ID]) < pinRecheck {
+	rp.rt.pinMu.Lock()
+	defer rp.rt.pinMu.Unlock()
+	if time.Since(rp.pinsSeen[info.ID]) < pinRecheck {
 		return info
 	}
-	if pinsHeld(r.pinsOf(info.Labels), pinnedFiles(info.Labels)) {
-		r.pinsSeen[info.ID] = time.Now()
+	if pinsHeld(rp.rt.pinsOf(info.Labels), pinnedFiles(info.Labels)) {
+		rp.pinsSeen[info.ID] = time.Now()
 		return info
 	}
-	delete(r.pinsSeen, info.ID)
+	delete(rp.pinsSeen, info.ID)
 	// info may predate a stop that took the pins while this waited for pinMu.
-	fresh, err := r.client.ContainerService().Get(ctx, info.ID)
+	fresh, err := rp.rt.client.ContainerService().Get(ctx, info.ID)
 	switch {
 	case isNotFound(err):
-		return containers.Container{ID: info.ID} // removed meanwhile: no labels, so List leaves it out
+		return containers.Container{ID: info.ID} // removed meanwhile: no labels, so the repair leaves it out
 	case err != nil:
-		return info // the next List looks again
+		return info // the next repair looks again
 	case fresh.Labels[labelFinishedAt] != "":
 		return fresh
 	}
-	labels, err := r.setLabels(ctx, info.ID, map[string]string{
+	labels, err := rp.rt.setLabels(ctx, info.ID, map[string]string{
 		labelExitCode:   strconv.Itoa(lostTaskExitCode),
 		labelFinishedAt: time.Now().UTC().Format(time.RFC3339Nano),
 		labelReason:     "Unknown",
 	})
 	if err != nil {
 		if !isNotFound(err) {
-			r.log.Warn("record the end of a sandbox whose namespaces are gone", "id", info.ID, "err", err)
+			rp.rt.log.Warn("record the end of a sandbox whose namespaces are gone", "id", info.ID, "err", err)
 		}
 		return info
 	}
-	r.log.Warn("the namespaces of a sandbox are gone: its pod starts over in a new one", "id", info.ID, "pins", info.Labels[labelPinned])
+	rp.rt.log.Warn("the namespaces of a sandbox are gone: its pod starts over in a new one", "id", info.ID, "pins", info.Labels[labelPinned])
 	info.Labels = labels
 	return info
 }
 
 // pinRecheck is how long a sandbox's pins, once seen holding, are taken to hold
 // without a look: they go only when staticpod removes them (which it knows), or when
-// someone unmounts them by hand, which List notices this much later. Looking at every
+// someone unmounts them by hand, which the repairs notice this much later. Looking at every
 // relist cost 0.2 % of a core at 100 pods.
 const pinRecheck = 5 * time.Second
 
@@ -307,7 +307,7 @@ func (r *Runtime) stopPinned(ctx context.Context, id string, labels map[string]s
 	}
 	r.pinMu.Lock()
 	defer r.pinMu.Unlock()
-	delete(r.pinsSeen, id)
+	delete(r.repairs.pinsSeen, id)
 	if err := unpinNamespaces(r.pinsOf(labels)); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", id, err)
 	}
@@ -341,7 +341,7 @@ func keepTask(info containers.Container) bool {
 
 // releaseKeptTasks deletes the kept tasks no shim needs any longer: those of pods that
 // have another task that is not stopped, and those whose sandbox ended.
-func (r *Runtime) releaseKeptTasks(ctx context.Context, infos []containers.Container, procs map[string]*task.Process) {
+func (rp *repairer) releaseKeptTasks(ctx context.Context, infos []containers.Container, procs map[string]*task.Process) {
 	kept := func(info containers.Container) bool {
 		p := procs[info.ID]
 		return keepTask(info) && p != nil && p.Status == task.Status_STOPPED && info.Labels[labelFinishedAt] != ""
@@ -361,12 +361,12 @@ func (r *Runtime) releaseKeptTasks(ctx context.Context, infos []containers.Conta
 			continue
 		}
 		// A delete cut short leaves the shim, and runc's state, to nobody: once begun,
-		// it finishes even if List's caller gives up.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.CallTimeout)
-		_, err := r.client.TaskService().Delete(dctx, &tasks.DeleteTaskRequest{ContainerID: info.ID})
+		// it finishes even if the repair's caller gives up.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rp.rt.cfg.CallTimeout)
+		_, err := rp.rt.client.TaskService().Delete(dctx, &tasks.DeleteTaskRequest{ContainerID: info.ID})
 		cancel()
 		if err := ignoreNotFound(convertErr(err)); err != nil {
-			r.log.Warn("delete the stopped task of an exited container", "id", info.ID, "err", err)
+			rp.rt.log.Warn("delete the stopped task of an exited container", "id", info.ID, "err", err)
 		}
 	}
 }
@@ -374,8 +374,8 @@ func (r *Runtime) releaseKeptTasks(ctx context.Context, infos []containers.Conta
 // removeOrphanPins unpins the namespaces of sandboxes containerd no longer knows: left
 // by a staticpod killed while it removed a sandbox, or by a loss of containerd's
 // records. infos are all of staticpod's containers.
-func (r *Runtime) removeOrphanPins(ctx context.Context, infos []containers.Container) {
-	dir := filepath.Join(r.cfg.RootDir, namespacesDir)
+func (rp *repairer) removeOrphanPins(ctx context.Context, infos []containers.Container) {
+	dir := filepath.Join(rp.rt.cfg.RootDir, namespacesDir)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -384,27 +384,27 @@ func (r *Runtime) removeOrphanPins(ctx context.Context, infos []containers.Conta
 	for _, info := range infos {
 		known[info.ID] = true
 	}
-	r.pinMu.Lock()
-	defer r.pinMu.Unlock()
+	rp.rt.pinMu.Lock()
+	defer rp.rt.pinMu.Unlock()
 	for _, e := range entries {
 		if known[e.Name()] {
 			continue
 		}
 		// Made since infos were listed? A sandbox is recorded before it is pinned, under
 		// pinMu, so it is found now.
-		if _, err := r.client.ContainerService().Get(ctx, e.Name()); !isNotFound(err) {
+		if _, err := rp.rt.client.ContainerService().Get(ctx, e.Name()); !isNotFound(err) {
 			continue
 		}
-		if released, err := r.releaseNetwork(ctx, e.Name(), nil); err != nil {
-			r.log.Warn("tear down the pod network of a sandbox that is gone", "id", e.Name(), "err", err)
-			continue // its namespace must hold until its network is gone: the next List tries again
+		if released, err := rp.rt.releaseNetwork(ctx, e.Name(), nil); err != nil {
+			rp.rt.log.Warn("tear down the pod network of a sandbox that is gone", "id", e.Name(), "err", err)
+			continue // its namespace must hold until its network is gone: the next repair tries again
 		} else if released {
-			r.log.Info("tore down the pod network of a sandbox that is gone", "id", e.Name())
+			rp.rt.log.Info("tore down the pod network of a sandbox that is gone", "id", e.Name())
 		}
 		if err := unpinNamespaces(filepath.Join(dir, e.Name())); err != nil {
-			r.log.Warn("remove the pinned namespaces of a sandbox that is gone", "id", e.Name(), "err", err)
+			rp.rt.log.Warn("remove the pinned namespaces of a sandbox that is gone", "id", e.Name(), "err", err)
 			continue
 		}
-		r.log.Info("removed the pinned namespaces of a sandbox that is gone", "id", e.Name())
+		rp.rt.log.Info("removed the pinned namespaces of a sandbox that is gone", "id", e.Name())
 	}
 }

@@ -102,7 +102,7 @@ func TestPinnedSandboxLost(t *testing.T) {
 }
 
 // Pins that no sandbox leads to (a staticpod killed while removing one, containerd's
-// records lost) are removed by the next List.
+// records lost) are removed by the next repair.
 func TestOrphanPinsAreRemoved(t *testing.T) {
 	r := newTestRuntime(t)
 	dir := r.pinDir("ghost_0_12345678")
@@ -112,7 +112,7 @@ func TestOrphanPinsAreRemoved(t *testing.T) {
 	if !pinsHeld(dir, []string{"net", "uts", "ipc"}) {
 		t.Fatal("pinNamespaces left pins that hold nothing")
 	}
-	if _, err := r.List(r.ctx); err != nil {
+	if _, err := r.relist(r.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -142,7 +142,7 @@ func TestRestartKeepsThePodShim(t *testing.T) {
 	if got := r.shimOf(t); got != shim {
 		t.Errorf("after a restart the pod's shim is %d, want %d still", got, shim)
 	}
-	if _, err := r.List(r.ctx); err != nil {
+	if _, err := r.relist(r.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if r.hasTask(t, cs["c"].ID) {
@@ -161,7 +161,7 @@ func TestRestartKeepsThePodShim(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Await(t, "the pod's shim to exit once its sandbox stopped", 10*time.Second, func() bool {
-		if _, err := r.List(r.ctx); err != nil {
+		if _, err := r.relist(r.ctx); err != nil {
 			t.Fatal(err)
 		}
 		return syscall.Kill(shim, 0) != nil
@@ -259,7 +259,7 @@ func TestPinsHeld(t *testing.T) {
 }
 
 // A reap interrupted after the exit was recorded and before the task was deleted is
-// finished by the next List: the task goes, the exit is reported (not unknown).
+// finished by the next repair: the task goes, the exit is reported (not unknown).
 func TestInterruptedReapIsFinished(t *testing.T) {
 	r := newTestRuntime(t)
 	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: halfreaped}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sh, -c, \"exit 2\"]}\n")
@@ -285,7 +285,7 @@ func TestInterruptedReapIsFinished(t *testing.T) {
 	if got, _ := r.find(t, cs["c"].ID); got.State != runner.StateExited || got.ExitCode != 2 {
 		t.Errorf("after an interrupted reap: %s exit %d, want exited 2", got.State, got.ExitCode)
 	}
-	r.asideWG.Wait() // the task is deleted beside the relist
+	r.repairs.asideWG.Wait() // the task is deleted beside the relist
 	if r.hasTask(t, cs["c"].ID) {
 		t.Error("the task of an interrupted reap is left")
 	}

@@ -21,7 +21,7 @@ func TestListReusesRecordsUntilTheyChange(t *testing.T) {
 	id := cs["c"].ID
 	label := func() string {
 		t.Helper()
-		all, err := r.List(r.ctx)
+		all, err := r.relist(r.ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -90,7 +90,7 @@ func (r *Runtime) removeStaleBundle(path, id string) bool {
 	if err != nil || !st.IsDir() || time.Since(st.ModTime()) < bundleSettle {
 		return false
 	}
-	for _, s := range findShims(r.lost.procRoot, r.cfg.Address, r.cfg.Namespace) {
+	for _, s := range findShims(r.repairs.lost.procRoot, r.cfg.Address, r.cfg.Namespace) {
 		if s.ID == id {
 			return false // it serves the container, or ends: see lostShims
 		}

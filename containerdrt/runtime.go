@@ -41,11 +41,11 @@ type Config struct {
 	CNI        CNIConfig   // pod networks; without a ConfDir, pods not on the host's network have loopback only
 	Cgroups    CgroupConfig
 	FIFODir    string // where exec's FIFOs are made; "" = containerd's default
-	// Observe makes List only report: it records no exit and deletes no task. For a
-	// second Runtime that watches a namespace a daemon owns (tests, tools); two
-	// reapers of one namespace would race. An observer sees what the owner has
-	// recorded: a stopped task it has not reaped yet reads exited without reason or
-	// message, one whose message is pending reads unknown.
+	// Observe makes a Runtime that only watches a namespace a daemon owns (tests,
+	// tools): Repair does nothing (an observer never calls it: two repairers of one
+	// namespace would race), List reads the records anew every time (it knows of no
+	// writes), and New settles no cgroup driver. An observer sees what the owner has
+	// recorded or will: see List.
 	Observe     bool
 	HostIP      string        // the node's IP; "" = the first global unicast address
 	CallTimeout time.Duration // bound of every containerd call; 0 = DefaultCallTimeout
@@ -64,23 +64,18 @@ type Runtime struct {
 	rootMu        sync.Mutex // guards rootInstalled
 	rootInstalled bool       // the sandbox root holds this binary (see sandboxRoot)
 
-	// pinMu orders the making and removing of pinned sandboxes with List's look at
-	// them, so that a sandbox being made is never taken for one whose pins are lost.
-	pinMu    sync.Mutex
-	pinsSeen map[string]time.Time // sandbox ID -> when its pins were last seen holding (see pinRecheck)
-
-	asideMu sync.Mutex               // guards aside
-	aside   map[string]chan struct{} // containers whose stopped task is being deleted (deleteTaskAside), to the delete's end
-	asideWG sync.WaitGroup           // the deletes under way
+	// pinMu orders the making and removing of pinned sandboxes with the repairer's
+	// look at them, so that a sandbox being made is never taken for one whose pins are
+	// lost. It guards repairs.pinsSeen.
+	pinMu sync.Mutex
 
 	records *records // the container records of the last List
 
-	lost *lostShims // shims serving containers containerd lost track of
+	repairs *repairer // mends what List saw (Repair)
 
 	forged forgedUIDs // containers whose UID label List ignores, warned about once
 
 	started time.Time // when New ran: leases older than this are not this Runtime's
-	sweep   sync.Once // sweepCreations and sweepPodData, at the first List
 }
 
 var _ runner.Runtime = (*Runtime)(nil)
@@ -102,8 +97,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
 	}
-	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: newNetwork(cfg.CNI, cfg.Logger), pinsSeen: map[string]time.Time{}, aside: map[string]chan struct{}{}, records: recs, started: time.Now(),
-		lost: newLostShims("/proc")}
+	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: newNetwork(cfg.CNI, cfg.Logger), records: recs, started: time.Now()}
+	r.repairs = newRepairer(r)
 	r.cgroup = podCgroups{driver: CgroupDriverCgroupfs, root: "/" + cfg.Namespace} // an observer's: it makes none
 	r.images = newImages(c, cfg.Images, cfg.Logger)
 	r.images.providers = providers
@@ -190,8 +185,7 @@ func (r *Runtime) HostIP() string { return r.cfg.HostIP }
 
 // Close releases the connection to containerd. Containers keep running.
 func (r *Runtime) Close() error {
-	r.asideWG.Wait() // each bounded by the call timeout
-	r.lost.wg.Wait() // bounded by the shims' answers and the call timeout
+	r.repairs.wait()
 	return r.client.Close()
 }
 

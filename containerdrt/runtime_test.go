@@ -152,10 +152,10 @@ func (r *testRuntime) mustCreateUnstarted(t *testing.T, name string) runner.Cont
 	return created
 }
 
-// find returns the container with id from List.
+// find returns the container with id from a relist (see relist).
 func (r *testRuntime) find(t *testing.T, id string) (runner.Container, bool) {
 	t.Helper()
-	all, err := r.List(r.ctx)
+	all, err := r.relist(r.ctx)
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
@@ -167,7 +167,7 @@ func (r *testRuntime) find(t *testing.T, id string) (runner.Container, bool) {
 	return runner.Container{}, false
 }
 
-// awaitState polls List, as the PLEG does, until the container is in state.
+// awaitState relists (see relist), as the runner does, until the container is in state.
 func (r *testRuntime) awaitState(t *testing.T, id string, state runner.State) runner.Container {
 	t.Helper()
 	var c runner.Container
@@ -257,7 +257,7 @@ spec:
 		t.Fatal(err)
 	}
 	defer again.Close()
-	all, err := again.List(r.ctx)
+	all, err := again.relist(r.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +436,7 @@ spec:
 		cs := r.mustRunPod(t, pod) // its cleanups stop and remove everything
 		r.awaitState(t, cs["c"].ID, runner.StateRunning)
 	})
-	all, err := r.List(r.ctx)
+	all, err := r.relist(r.ctx)
 	if err != nil || len(all) != 0 {
 		t.Errorf("List after removal = %v, %v; want nothing", all, err)
 	}
@@ -509,8 +509,8 @@ spec:
 	}
 
 	// An exit recorded with its message pending (staticpod stopped between the steps of
-	// a reap) is not reported as terminated until the message is recorded, and the next
-	// List records it.
+	// a reap) is not reported as terminated until the message is recorded, which the
+	// next repair does.
 	c, err := r.client.LoadContainer(r.ctx, cs["fails"].ID)
 	if err != nil {
 		t.Fatal(err)
@@ -590,4 +590,14 @@ func TestStaleRuncStateIsRemoved(t *testing.T) {
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("state of a live process: %v", err)
 	}
+}
+
+// relist lists and repairs as the runner's loop does after each relist: List, Repair,
+// and List again when the repair changed what List reports.
+func (r *Runtime) relist(ctx context.Context) ([]runner.Container, error) {
+	all, err := r.List(ctx)
+	if err != nil || !r.Repair(ctx) {
+		return all, err
+	}
+	return r.List(ctx)
 }

@@ -258,10 +258,10 @@ func (r *testRuntime) startAttempt(t *testing.T, pod *corev1.Pod, c *corev1.Cont
 	return r.awaitState(t, created.ID, runner.StateRunning), sb
 }
 
-// sandboxOf returns the running sandbox of pod, from List.
+// sandboxOf returns the running sandbox of pod, from a relist.
 func (r *testRuntime) sandboxOf(t *testing.T, pod *corev1.Pod) runner.Container {
 	t.Helper()
-	all, err := r.List(r.ctx)
+	all, err := r.relist(r.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,12 +88,12 @@ func asNobody(cmd *exec.Cmd) {
 // A user who starts processes with a shim's command line for staticpod's namespace and
 // containerd (one that answers the task API, one that answers nothing), in a
 // directory laid out as a task bundle's that they swap for a symlink to another
-// directory when told to kill, gets nothing done as root: List looks at them again and
+// directory when told to kill, gets nothing done as root: the repairs look at them again and
 // again and neither kills them, nor makes or removes a directory where they run, nor
 // reaches the directory their symlink points to.
 func TestFakeShimsOfAUserAreLeftAlone(t *testing.T) {
 	r := newTestRuntime(t)
-	r.lost.period = 100 * time.Millisecond
+	r.repairs.lost.period = 100 * time.Millisecond
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -153,15 +153,15 @@ func TestFakeShimsOfAUserAreLeftAlone(t *testing.T) {
 	// ending they started over, see everything there is to see.
 	looks, last := 0, time.Time{}
 	testenv.Await(t, "three looks for lost shims, and no ending under way", 30*time.Second, func() bool {
-		if _, err := r.List(r.ctx); err != nil {
+		if _, err := r.relist(r.ctx); err != nil {
 			t.Fatal(err)
 		}
-		r.lost.mu.Lock()
-		if r.lost.last != last {
-			looks, last = looks+1, r.lost.last
+		r.repairs.lost.mu.Lock()
+		if r.repairs.lost.last != last {
+			looks, last = looks+1, r.repairs.lost.last
 		}
-		r.lost.mu.Unlock()
-		return looks >= 3 && !r.lost.busy.Load()
+		r.repairs.lost.mu.Unlock()
+		return looks >= 3 && !r.repairs.lost.busy.Load()
 	})
 	select {
 	case who := <-exited:

@@ -16,14 +16,14 @@ import (
 // keeps the container's snapshot for 24 h. A lease created before since, all of whose
 // resources are snapshots that no container record names, is deleted with them. A live
 // staticpod never leaves such a lease (a creation that fails ends its lease), so it
-// runs once, at the first List of a Runtime that acts: before any pod's worker creates
-// a container, as workers wait for the first relist. Failures are logged; a lease left
+// runs once, at the first repair: before any pod's worker creates a container, as
+// workers wait for the first relist and its repair. Failures are logged; a lease left
 // costs a snapshot until it expires.
-func (r *Runtime) sweepCreations(ctx context.Context, infos []containers.Container, since time.Time) {
-	ls := r.client.LeasesService()
+func (rp *repairer) sweepCreations(ctx context.Context, infos []containers.Container, since time.Time) {
+	ls := rp.rt.client.LeasesService()
 	all, err := ls.List(ctx)
 	if err != nil {
-		r.log.Warn("list leases of interrupted creations", "err", convertErr(err))
+		rp.rt.log.Warn("list leases of interrupted creations", "err", convertErr(err))
 		return
 	}
 	records := make(map[string]bool, len(infos))
@@ -39,10 +39,10 @@ func (r *Runtime) sweepCreations(ctx context.Context, infos []containers.Contain
 			continue
 		}
 		if err := ls.Delete(ctx, l, leases.SynchronousDelete); ignoreNotFound(convertErr(err)) != nil {
-			r.log.Warn("delete the lease of an interrupted creation", "lease", l.ID, "err", convertErr(err))
+			rp.rt.log.Warn("delete the lease of an interrupted creation", "lease", l.ID, "err", convertErr(err))
 			continue
 		}
-		r.log.Info("removed the snapshot of an interrupted creation", "lease", l.ID, "snapshot", res[0].ID)
+		rp.rt.log.Info("removed the snapshot of an interrupted creation", "lease", l.ID, "snapshot", res[0].ID)
 	}
 }
 
@@ -60,35 +60,35 @@ func orphanedSnapshots(res []leases.Resource, records map[string]bool) bool {
 // sweepPodData removes the pod directories (unmounting their tmpfs volumes and /dev/shm)
 // and log directories of pods that no container record names: what a staticpod killed
 // between removing a pod's last container and removing its data leaves, which nothing
-// else would ever find. Like sweepCreations it runs once, at the first List, before any
+// else would ever find. Like sweepCreations it runs once, at the first repair, before any
 // worker prepares a pod; a pod that is still wanted gets its directories anew.
-func (r *Runtime) sweepPodData(infos []containers.Container) {
+func (rp *repairer) sweepPodData(infos []containers.Container) {
 	uids := make(map[string]bool, len(infos))
 	for _, info := range infos {
 		uids[info.Labels[LabelPodUID]] = true
 	}
-	entries, _ := os.ReadDir(filepath.Join(r.cfg.RootDir, podsDir))
+	entries, _ := os.ReadDir(filepath.Join(rp.rt.cfg.RootDir, podsDir))
 	for _, e := range entries {
 		if uids[e.Name()] {
 			continue
 		}
-		if err := removePod(filepath.Join(r.cfg.RootDir, podsDir, e.Name())); err != nil {
-			r.log.Warn("remove the data of a pod that is gone", "uid", e.Name(), "err", err)
+		if err := removePod(filepath.Join(rp.rt.cfg.RootDir, podsDir, e.Name())); err != nil {
+			rp.rt.log.Warn("remove the data of a pod that is gone", "uid", e.Name(), "err", err)
 			continue
 		}
-		r.log.Info("removed the data of a pod that is gone", "uid", e.Name())
+		rp.rt.log.Info("removed the data of a pod that is gone", "uid", e.Name())
 	}
-	if r.cfg.PodLogDir == "" {
+	if rp.rt.cfg.PodLogDir == "" {
 		return
 	}
-	logs, _ := os.ReadDir(r.cfg.PodLogDir)
+	logs, _ := os.ReadDir(rp.rt.cfg.PodLogDir)
 	for _, e := range logs {
 		uid := e.Name()[strings.LastIndexByte(e.Name(), '_')+1:]
 		if !e.IsDir() || uids[uid] || !strings.Contains(e.Name(), "_") {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(r.cfg.PodLogDir, e.Name())); err != nil {
-			r.log.Warn("remove the logs of a pod that is gone", "uid", uid, "err", err)
+		if err := os.RemoveAll(filepath.Join(rp.rt.cfg.PodLogDir, e.Name())); err != nil {
+			rp.rt.log.Warn("remove the logs of a pod that is gone", "uid", uid, "err", err)
 		}
 	}
 }

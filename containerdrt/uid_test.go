@@ -73,7 +73,7 @@ func TestForgedUIDLabelIsIgnored(t *testing.T) {
 	}
 
 	for range 2 {
-		all, err := r.List(r.ctx)
+		all, err := r.relist(r.ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,6 +36,8 @@ type fakeRuntime struct {
 	// volumes are the ConfigMaps and Secrets each pod's volumes were last synced with,
 	// by SyncVolumes or CreateContainer.
 	volumes map[types.UID]manifests.Objects
+	// repair is what Repair does; it reports whether it changed a container.
+	repair func() bool
 }
 
 func newFakeRuntime(now func() time.Time) *fakeRuntime {
@@ -191,6 +193,16 @@ func (f *fakeRuntime) List(context.Context) ([]Container, error) {
 		out = append(out, *c)
 	}
 	return out, nil
+}
+
+// Repair records the call and runs repair, if the test set one, while it holds no
+// lock: the repair may change containers.
+func (f *fakeRuntime) Repair(context.Context) bool {
+	f.enter("Repair")
+	f.mu.Lock()
+	repair := f.repair
+	f.mu.Unlock()
+	return repair != nil && repair()
 }
 
 func (f *fakeRuntime) put(c Container) {

@@ -118,7 +118,7 @@ func (r *Runner) runPLEG(ctx context.Context) {
 			r.metrics.relistInterval.Observe(start.Sub(last).Seconds())
 		}
 		last = start
-		events, err := r.pleg.Relist(ctx)
+		events, err := r.relistRepaired(ctx) // see relistRepaired: repairs come before workers act
 		r.metrics.relistDuration.Observe(time.Since(start).Seconds())
 		select {
 		case r.plegOut <- relistDone{events, err}:

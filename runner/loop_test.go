@@ -676,3 +676,52 @@ func TestRelistWakesOnlyTheWorkersItConcerns(t *testing.T) {
 		t.Fatalf("woken %v at the periodic resync, want all three", got)
 	}
 }
+
+// The loop has the runtime repair what each relist saw, and relists again when the
+// repair changed something, before any worker acts on it: a container that a crash
+// left unknown is restarted once the repair recorded its end, never raced by it.
+func TestRepairFollowsEveryRelistAndPrecedesTheFirstSync(t *testing.T) {
+	f := newFakeRuntime(time.Now)
+	pod := testPod(t, "mended", "sleep 100", corev1.RestartPolicyAlways)
+	pod.Spec.HostNetwork = true
+	f.put(Container{ID: "lost", Kind: KindContainer, PodUID: pod.UID, PodName: pod.Name, PodNamespace: pod.Namespace, Name: "c",
+		Hash: manifests.ContainerHash(&pod.Spec.Containers[0]), State: StateUnknown})
+	repairs := 0
+	f.repair = func() bool { // called with f.mu free
+		repairs++
+		if repairs > 1 {
+			return false
+		}
+		return f.change("lost", func(c *Container) { c.State, c.ExitCode = StateExited, 255 }) == nil
+	}
+	r, err := New(Options{Runtime: f, RelistPeriod: 10 * time.Millisecond, HostIP: "10.0.0.1", ResultsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if err := r.Update(ctx, manifests.Update{Source: manifests.SourceFile, Pods: []*corev1.Pod{pod}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Await(t, "the lost container's successor running and 5 relists", 10*time.Second, func() bool {
+		return f.byName(pod.UID)["c/1"].State == StateRunning && r.Relists() >= 5
+	})
+	f.mu.Lock()
+	calls := slices.Clone(f.calls)
+	f.mu.Unlock()
+	first := slices.IndexFunc(calls, func(op string) bool { return op != "List" && op != "Repair" })
+	if want := []string{"List", "Repair", "List"}; !slices.Equal(calls[:first], want) {
+		t.Errorf("calls before the first sync = %v, want %v: a repair that changed something is listed again before workers act", calls[:first], want)
+	}
+	var relists []string
+	for _, op := range calls[first:] {
+		if op == "List" || op == "Repair" {
+			relists = append(relists, op)
+		}
+	}
+	if got := strings.ReplaceAll(strings.Join(relists, " "), "List Repair", ""); strings.TrimSpace(got) != "" && strings.TrimSpace(got) != "List" {
+		t.Errorf("relists after the first = %v, want each List followed by a Repair", relists)
+	}
+}

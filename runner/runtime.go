@@ -18,7 +18,8 @@ import (
 // Runtime is what the runner needs from a container runtime: small, primitive
 // operations, each idempotent (stopping or removing what is already gone returns nil),
 // so that the runner can treat any error as "retry with back-off". A Runtime makes no
-// lifecycle decisions; it executes what the runner planned and reports what it sees.
+// lifecycle decisions; it executes what the runner planned, reports what it sees (List,
+// a read) and mends what a crash left behind when the runner asks (Repair).
 type Runtime interface {
 	// Type names the runtime: the scheme of the container IDs statuses report, as the
 	// kubelet reports them (ContainerID).
@@ -65,8 +66,16 @@ type Runtime interface {
 
 	// List returns every sandbox and container the runtime holds for staticpod, with
 	// their state, in one call. The picture must be complete enough to rebuild all
-	// state after a restart of staticpod.
+	// state after a restart of staticpod. List only reads: what a crash or a lost
+	// process left for Repair to mend reads unknown until it is mended.
 	List(ctx context.Context) ([]Container, error)
+	// Repair mends what the last List saw that needs it: it records exits and releases
+	// what they leave, and ends what a crash, a killed process or a lost shim left
+	// behind. Each repair that fails is logged and tried again by the next Repair. It
+	// reports whether it changed what List reports, so that the caller lists again
+	// before it acts. Only the one who owns the runtime's containers repairs; an
+	// observer only lists.
+	Repair(ctx context.Context) (changed bool)
 }
 
 // ContainerID is the ID a status reports for the container with the runtime ID id:
