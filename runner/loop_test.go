@@ -685,7 +685,7 @@ func TestRepairFollowsEveryRelistAndPrecedesTheFirstSync(t *testing.T) {
 	pod := testPod(t, "mended", "sleep 100", corev1.RestartPolicyAlways)
 	pod.Spec.HostNetwork = true
 	f.put(Container{ID: "lost", Kind: KindContainer, PodUID: pod.UID, PodName: pod.Name, PodNamespace: pod.Namespace, Name: "c",
-		Hash: manifests.ContainerHash(&pod.Spec.Containers[0]), State: StateUnknown})
+		Source: manifests.SourceFile, Hash: manifests.ContainerHash(&pod.Spec.Containers[0]), State: StateUnknown})
 	repairs := 0
 	f.repair = func() bool { // called with f.mu free
 		repairs++
