@@ -102,33 +102,40 @@ func (f *Floor) StartCtr(ctx context.Context, hostNet bool) (time.Duration, erro
 	return Last(started).Sub(start), nil
 }
 
-// Shims measures the PSS of the floor's shims while count containers run; the
-// containers are removed after.
-func (f *Floor) Shims(ctx context.Context, count int) (Usage, error) {
+// StartIdle starts count containers through the client, each `sleep 3600` in a
+// network namespace of its own, and returns the time of the last one's start event.
+// They run until Remove.
+func (f *Floor) StartIdle(ctx context.Context, count int) (time.Time, error) {
 	ctx = namespaces.WithNamespace(ctx, f.ns)
-	defer f.remove(ctx)
 	img, err := f.d.Client.GetImage(ctx, Image)
 	if err != nil {
-		return Usage{}, err
+		return time.Time{}, err
 	}
+	mark := f.events.Mark()
 	for i := range count {
 		id := fmt.Sprintf("floor-%d", i)
 		cont, err := f.d.Client.NewContainer(ctx, id, client.WithImage(img), client.WithNewSnapshot(id, img),
 			client.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("sleep", "3600")))
 		if err != nil {
-			return Usage{}, err
+			return time.Time{}, err
 		}
 		task, err := cont.NewTask(ctx, cio.NullIO)
 		if err != nil {
-			return Usage{}, err
+			return time.Time{}, err
 		}
 		if err := task.Start(ctx); err != nil {
-			return Usage{}, err
+			return time.Time{}, err
 		}
 	}
-	fp, err := Measure(0, f.d.Address, f.ns)
-	return fp.Shims, err
+	started, err := f.events.Await(mark, count, time.Minute, In(f.ns, "/tasks/start"))
+	if err != nil {
+		return time.Time{}, err
+	}
+	return Last(started), nil
 }
+
+// Remove deletes every container of the floor's namespace.
+func (f *Floor) Remove(ctx context.Context) { f.remove(namespaces.WithNamespace(ctx, f.ns)) }
 
 // remove deletes every container of the floor's namespace, its task and snapshot.
 func (f *Floor) remove(ctx context.Context) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -59,7 +60,8 @@ func NewNode(ctx context.Context, d *testenv.Daemon, dir, name, binary string, f
 func (n *Node) path(rel string) string { return filepath.Join(n.Dir, rel) }
 
 // Start runs `staticpod run` for the node, with staticpod's defaults but for where it
-// keeps things; its log goes to <dir>/staticpod.log.
+// keeps things, as a service manager starts it: without the Go runtime's settings of
+// the benchmark's environment (see daemonEnv). Its log goes to <dir>/staticpod.log.
 func (n *Node) Start() error {
 	args := append([]string{"run",
 		"--pod-manifest-path", n.Manifests,
@@ -80,6 +82,7 @@ func (n *Node) Start() error {
 	n.log = log
 	n.cmd = exec.Command(n.Binary, args...)
 	n.cmd.Stdout, n.cmd.Stderr = log, log
+	n.cmd.Env = daemonEnv(os.Environ())
 	n.exited = make(chan struct{})
 	n.Started = time.Now()
 	if err := n.cmd.Start(); err != nil {
@@ -87,6 +90,19 @@ func (n *Node) Start() error {
 	}
 	go func() { n.cmd.Wait(); close(n.exited) }()
 	return nil
+}
+
+// goRuntimeSettings are the environment variables that change how the Go runtime
+// behaves: the daemon picks its own GOGC (see leanHeap in staticpod's run.go) unless
+// GOGC is set, and its memory is measured as it runs for a user.
+var goRuntimeSettings = []string{"GOGC", "GOMEMLIMIT", "GODEBUG", "GOMAXPROCS"}
+
+// daemonEnv is env without goRuntimeSettings.
+func daemonEnv(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(goRuntimeSettings, k)
+	})
 }
 
 // PID is the daemon's process ID, 0 when it does not run.

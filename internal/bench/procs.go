@@ -3,7 +3,9 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,9 +47,61 @@ func CPUTicks(pid int) (int64, error) {
 // ticksPerSecond is USER_HZ, which Linux fixes at 100 for user space.
 const ticksPerSecond = 100
 
+// Smaps is what /proc/<pid>/smaps_rollup sums over a process's mappings, in KiB. PSS
+// divides each page among the processes that map it: a binary's file pages cost a
+// process less while another process runs the same binary.
+type Smaps struct {
+	RSS, PSS         int64
+	PSSAnon, PSSFile int64 // of PSS: anonymous pages (heap, stacks) and file pages (the binary)
+}
+
+// ParseSmapsRollup reads the "Key: <n> kB" lines of an smaps_rollup file. It fails
+// when there is no Pss line: that is no smaps_rollup.
+func ParseSmapsRollup(r io.Reader) (Smaps, error) {
+	var s Smaps
+	fields := map[string]*int64{"Rss:": &s.RSS, "Pss:": &s.PSS, "Pss_Anon:": &s.PSSAnon, "Pss_File:": &s.PSSFile}
+	seen := false
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 {
+			continue
+		}
+		dst, ok := fields[f[0]]
+		if !ok {
+			continue
+		}
+		kib, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil || (len(f) > 2 && f[2] != "kB") {
+			return Smaps{}, fmt.Errorf("smaps_rollup: %q: not a size in kB", sc.Text())
+		}
+		*dst = kib
+		seen = seen || f[0] == "Pss:"
+	}
+	if err := sc.Err(); err != nil {
+		return Smaps{}, fmt.Errorf("smaps_rollup: %w", err)
+	}
+	if !seen {
+		return Smaps{}, errors.New("smaps_rollup: no Pss line")
+	}
+	return s, nil
+}
+
+// ReadSmaps reads a process's smaps_rollup; ok is false once it has exited.
+func ReadSmaps(pid int) (s Smaps, ok bool) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return Smaps{}, false
+	}
+	defer f.Close()
+	s, err = ParseSmapsRollup(f)
+	return s, err == nil
+}
+
 // PSS returns a process's proportional set size in KiB; ok is false once it has exited.
 func PSS(pid int) (kib int64, ok bool) {
-	return procValue(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:")
+	s, ok := ReadSmaps(pid)
+	return s.PSS, ok
 }
 
 // RSS returns a process's resident set size in KiB; ok is false once it has exited.
@@ -103,60 +157,4 @@ func flagValue(args []string, name string) string {
 		return ""
 	}
 	return args[i+1]
-}
-
-// Usage is what the processes of one kind cost.
-type Usage struct {
-	Procs int   `json:"procs"`
-	KiB   int64 `json:"kib"` // PSS, summed
-}
-
-// Footprint is what staticpod's processes on a node cost, by kind: the daemon, the
-// shims of its namespace, and the shims' pause and logger children. The apps are left
-// out: they are the user's.
-type Footprint struct {
-	Daemon, Shims, Pause, Loggers Usage
-}
-
-// Total is the PSS of every kind.
-func (f Footprint) Total() int64 {
-	return f.Daemon.KiB + f.Shims.KiB + f.Pause.KiB + f.Loggers.KiB
-}
-
-// Measure reads the footprint of the daemon with PID daemon (none if 0) and of the
-// shims serving ns for the containerd at address. The processes are told apart by what
-// they are: pause processes and log writers are the shims' children whose first
-// argument is "pause" or "logger", whatever binary runs them. A process that exits
-// while it is measured is left out.
-func Measure(daemon int, address, ns string) (Footprint, error) {
-	var f Footprint
-	add := func(u *Usage, pid int) {
-		if kib, ok := PSS(pid); ok {
-			u.Procs++
-			u.KiB += kib
-		}
-	}
-	if daemon > 0 {
-		add(&f.Daemon, daemon)
-	}
-	procs, err := Processes()
-	if err != nil {
-		return f, err
-	}
-	shims := Shims(procs, address, ns)
-	for pid := range shims {
-		add(&f.Shims, pid)
-	}
-	for _, p := range procs {
-		if !shims[p.PPID] || len(p.Args) < 2 {
-			continue
-		}
-		switch p.Args[1] {
-		case "pause":
-			add(&f.Pause, p.PID)
-		case "logger":
-			add(&f.Loggers, p.PID)
-		}
-	}
-	return f, nil
 }

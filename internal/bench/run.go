@@ -22,7 +22,7 @@ type Options struct {
 	Idle   time.Duration // how long each idle figure is taken over (60 s; 10 s when Quick)
 	Logf   func(format string, args ...any)
 	Flags  []string // given to every staticpod, after the nodes' own
-	Only   string   // when set, run only the steps of that name: floors, start, present, removal, restart, steady
+	Only   string   // when set, run only the steps of that name: floors, start, present, removal, restart, steady, footprint
 }
 
 // runs reports whether step is to be run.
@@ -67,7 +67,7 @@ func New(ctx context.Context, opts Options) (*Run, error) {
 func (r *Run) Close() error {
 	r.events.Close()
 	ctx := context.Background()
-	for _, ns := range []string{"floor", "bench", "restart", "relist-only"} {
+	for _, ns := range []string{"floor", "bench", "restart", "relist-only", "footprint"} {
 		r.d.PurgeNamespace(ctx, ns)
 	}
 	return errors.Join(r.d.Stop(ctx), testenv.UnmountUnder(r.opts.Dir))
@@ -95,6 +95,26 @@ func (r *Run) All(ctx context.Context) error {
 		if floors, err = r.floors(ctx); err != nil {
 			return fmt.Errorf("floors: %w", err)
 		}
+	}
+	if err := r.onMain(ctx, floors); err != nil {
+		return err
+	}
+	// Last, when no other staticpod runs: see footprint.
+	if r.opts.runs("footprint") {
+		r.opts.Logf("footprint")
+		if err := r.footprint(ctx); err != nil {
+			return fmt.Errorf("footprint: %w", err)
+		}
+	}
+	r.Report.Duration = time.Since(began).Round(time.Second).String()
+	return nil
+}
+
+// onMain runs the steps on the main node, and the restarts beside them on nodes of
+// their own; every daemon has stopped when it returns.
+func (r *Run) onMain(ctx context.Context, floors floorSet) error {
+	if !slices.ContainsFunc([]string{"start", "present", "removal", "restart", "steady"}, r.opts.runs) {
+		return nil
 	}
 	main, err := r.node(ctx, "bench")
 	if err != nil {
@@ -134,8 +154,8 @@ func (r *Run) All(ctx context.Context) error {
 		g.Go(chain)
 	}
 	if r.opts.runs("steady") {
-		r.opts.Logf("idle, relist, footprint, cold start")
-		if err := r.steady(ctx, main, floors); err != nil {
+		r.opts.Logf("idle, relist, cold start")
+		if err := r.steady(ctx, main); err != nil {
 			g.Wait()
 			return fmt.Errorf("steady: %w (staticpod's log:\n%s)", err, main.LogTail())
 		}
@@ -143,7 +163,6 @@ func (r *Run) All(ctx context.Context) error {
 	if err := g.Wait(); err != nil {
 		return fmt.Errorf("restarts: %w", err)
 	}
-	r.Report.Duration = time.Since(began).Round(time.Second).String()
 	return nil
 }
 
@@ -151,7 +170,8 @@ func (r *Run) All(ctx context.Context) error {
 type floorSet map[string][]float64
 
 // floors measures what containerd costs alone: one container by `ctr run -d` and by
-// the client; 20 and 100 by the client, one after the other and all at once.
+// the client; 20 and 100 by the client, one after the other and all at once. The
+// footprint measures its floor itself.
 func (r *Run) floors(ctx context.Context) (floorSet, error) {
 	r.opts.Logf("floors")
 	fs := floorSet{}
@@ -185,11 +205,6 @@ func (r *Run) floors(ctx context.Context) (floorSet, error) {
 		}
 		fs.add("client/net=pod/n=100/concurrent=true", d)
 	}
-	shims, err := r.floor.Shims(ctx, 20)
-	if err != nil {
-		return nil, err
-	}
-	fs["shims/n=20"] = []float64{mib(shims.KiB)}
 	return fs, nil
 }
 
