@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -213,6 +214,11 @@ func (rp *repairer) endLostShim(ctx context.Context, s shimProc, listed bool) {
 		if signalProcess(rp.lost.procRoot, s.PID, s.Start, syscall.SIGKILL) == nil {
 			rp.rt.log.Warn("killed a shim containerd had lost track of, which answered nothing and ran nothing", "id", s.ID, "shim", s.PID)
 		}
+	case errors.Is(err, errNoRuncState) && !hasChildren(rp.lost.procRoot, s.PID):
+		// It counts a container runc never had, and runs nothing: only it is left.
+		if signalProcess(rp.lost.procRoot, s.PID, s.Start, syscall.SIGKILL) == nil {
+			rp.rt.log.Warn("killed a shim containerd had lost track of, whose container runc never made, and which ran nothing", "id", s.ID, "shim", s.PID)
+		}
 	case err != nil:
 		rp.rt.log.Warn("end a container containerd lost track of in its shim", "id", s.ID, "shim", s.PID, "err", err)
 	case !served:
@@ -222,8 +228,12 @@ func (rp *repairer) endLostShim(ctx context.Context, s shimProc, listed bool) {
 	}
 }
 
-// errShimSilent is endShimContainer's error when the shim does not answer at all.
-var errShimSilent = errors.New("the shim does not answer")
+// errShimSilent is endShimContainer's error when the shim does not answer at all;
+// errNoRuncState when it serves a container runc keeps no state of.
+var (
+	errShimSilent  = errors.New("the shim does not answer")
+	errNoRuncState = errors.New("runc keeps no state of the container")
+)
 
 // hasChildren reports whether process pid has child processes (or whether that cannot
 // be told).
@@ -259,6 +269,13 @@ func endShimContainer(ctx context.Context, procRoot, runcRoot, ns string, s shim
 	// runc writes its log into the task's bundle, which containerd removed when it
 	// forgot the task: without it, no kill or delete would work.
 	done, err := restoreBundle(runcRoot, ns, s.ID)
+	if errors.Is(err, fs.ErrNotExist) {
+		// runc keeps no state of the container: its creation was cut short before runc
+		// made it, or runc's state went with it. Nothing of it runs in runc, and its
+		// bundle cannot be told (it is never taken from the shim): the caller ends a
+		// shim that runs nothing.
+		return true, fmt.Errorf("%w: %w", errNoRuncState, err)
+	}
 	if err != nil {
 		return true, err
 	}

@@ -312,6 +312,47 @@ func TestSilentLostShims(t *testing.T) {
 	}
 }
 
+// A staticpod killed while containerd made a task can leave a shim that serves the
+// container, while runc never made it: runc keeps no state of it, so its bundle cannot
+// be found (it is never taken from the shim's working directory), and the shim runs
+// nothing. Such a shim is killed; one with a child is left.
+func TestLostShimWithoutRuncStateIsKilled(t *testing.T) {
+	r := newTestRuntime(t)
+	r.repairs.lost.period = 100 * time.Millisecond
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	shimPath := installAsShim(t, self, dir)
+	cmd := exec.Command(shimPath, "-namespace", r.cfg.Namespace, "-id", "cut_c_0_1", "-address", r.cfg.Address)
+	cmd.Env = append(os.Environ(), fakeShimEnv+"="+filepath.Join(dir, "cut.sock")) // answers as a shim serving it
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	testenv.Await(t, "the fake shim listening", 10*time.Second, func() bool {
+		_, err := listeningSockets("/proc", cmd.Process.Pid)
+		return err == nil
+	})
+	if _, err := os.Stat(filepath.Join(runcRoot, r.cfg.Namespace, "cut_c_0_1")); !os.IsNotExist(err) {
+		t.Fatalf("runc state of the fake shim's container: %v, want none", err)
+	}
+	testenv.Await(t, "the shim serving a container runc never made killed", 30*time.Second, func() bool {
+		if _, err := r.relist(r.ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-exited:
+			return true
+		default:
+			return false
+		}
+	})
+}
+
 // A task bundle containerd left behind (its deletion failed) made every later start of
 // the same container ID fail with "mkdir <bundle>: file exists" until containerd
 // restarted. One older than bundleSettle with no shim is removed, with the renamed
