@@ -98,9 +98,9 @@ func NewPush(dir, node string, log *slog.Logger) (*Push, error) {
 		return nil, fmt.Errorf("create push store %s: %w", dir, err)
 	}
 	p := &Push{
-		dir:     dir,
-		node:    node,
-		log:     log.With("source", manifests.SourceAPI),
+		dir:       dir,
+		node:      node,
+		log:       log.With("source", manifests.SourceAPI),
 		changed:   make(chan struct{}, 1),
 		entries:   map[string]entry{},
 		startWait: startWait,

@@ -328,7 +328,7 @@ func (r *Runner) StopAll(ctx context.Context) error {
 		return err
 	}
 	r.stopPods(ctx, func(*corev1.Pod) bool { return true }, 0)
-	_, err := r.pleg.Relist(ctx) // reaps the exits: no shim stays behind for a stopped task
+	_, err := r.relistRepaired(ctx) // the repair reaps the exits: no shim stays behind for a stopped task
 	return err
 }
 
