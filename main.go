@@ -1,5 +1,11 @@
-// Command staticpod runs Kubernetes Pod manifests from a directory and from a URL on one
-// machine, with no apiserver, on containerd.
+// Command staticpod runs Kubernetes Pod manifests from a directory, a URL and pushes
+// through its API on one machine, with no apiserver, on containerd.
+//
+// This package only wires: the urfave/cli app with the commands of packages cli, once
+// and validate, and staticpod run, whose parts (runtime, runner, sources, API, and
+// internal/dirlock, internal/diskspace, internal/service, internal/nodeshutdown) live
+// in packages of their own. Flag defaults are the constants of the packages that own
+// the settings. deps_test.go holds every package of the module to its import rules.
 package main
 
 import (

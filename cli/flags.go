@@ -6,6 +6,12 @@
 //
 // The commands talk to the daemon only, through the api/client package, exec included:
 // cli must not link containerd, the runner or Prometheus.
+//
+// It also lends the other commands (run, once, validate) what they share with these,
+// not yet moved to where it belongs: the STATICPOD_* environment names (Env), the node
+// name flag and NodeName, the daemon's default root dir and containerd address, the
+// table printer and the status words (NewTable, DisplayName, TerminatedReason,
+// ConditionTrue, Count).
 package cli
 
 import (

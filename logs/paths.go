@@ -1,9 +1,10 @@
 // Package logs owns the CRI log files of containers: the layout the kubelet uses under
 // /var/log/pods and /var/log/containers, the writer that turns a container's stdout and
 // stderr into CRI-format records (`<RFC3339Nano> stdout|stderr F|P <content>`) and
-// rotates them, the configuration the staticpod logger subcommand receives from
-// containerd's binary:// log driver and that subcommand's body (RunShimLogger), and the
-// reader that prints them back (tail, follow across rotation).
+// rotates them, the configuration the log writer receives from containerd's binary://
+// log driver and the log writer's body (RunShimLogger, which the helper program runs as
+// `staticpod-helper logger`, and staticpod's hidden logger command too), and the reader
+// that prints them back (tail, follow across rotation).
 //
 // It imports nothing of staticpod's, so that the runtime (which names log files) and the
 // logger process and API (which write and read them) can all use it.

@@ -2,8 +2,10 @@
 // for CI, without a daemon, in a containerd namespace of its own; streams their logs;
 // exits with the first failing container's code; and removes everything it made.
 //
-// It talks to containerd only through containerdrt (and starts a private one through
-// internal/ctrd): it must not import containerd's packages itself.
+// It loads the manifests with watcher.Scan, runs them with a runner of its own, and
+// prints with the printers of package cli. It talks to containerd only through
+// containerdrt (and starts a private one through internal/ctrd): it must not import
+// containerd's packages itself.
 package once
 
 import (

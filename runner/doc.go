@@ -1,7 +1,12 @@
-// Package runner decides what runs: it merges the snapshots of the manifest sources,
-// owns the sync loop, the pod workers, the PLEG and its cache, restart back-off, probes
-// and pod status, and defines the Runtime interface it needs from a container runtime.
+// Package runner decides what runs: it merges the snapshots of the manifest sources
+// (Config: one name and one UID per pod), admits pods (Admit: restrictions, host ports),
+// and owns the sync loop, the pod workers, the PLEG and its cache, the pure Plan,
+// restart back-off, probes and lifecycle hooks, pod status, events, finished-pod
+// results, garbage collection, image GC's policy and collector, and stopping every pod
+// (StopAll, StopForShutdown). It defines the Runtime interface it needs from a
+// container runtime, and calls its Repair after each relist, before it acts on it.
 //
 // It imports manifests and api/wire (the types of the API's answers it produces) and
-// nothing else of staticpod's; in particular it never imports containerd. Only main (and tests) wire a concrete Runtime into it.
+// nothing else of staticpod's; in particular it never imports containerd. main and
+// once wire a concrete Runtime into it, and tests a fake one.
 package runner

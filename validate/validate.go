@@ -3,8 +3,9 @@
 // merge of UIDs and its admission under the restriction flags), and reports every
 // problem by file and field. It also holds the restriction flags, which run shares.
 //
-// It runs the daemon's own checks, so it imports watcher, manifests and runner; it
-// must not import containerd.
+// It runs the daemon's own checks, so it imports watcher, manifests and runner, and
+// cli for the flags and counts it shares with the other commands; it must not import
+// containerd.
 package validate
 
 import (

@@ -1,11 +1,13 @@
 // Package client is a Go client of staticpod's local HTTP API (the daemon's package api),
 // over the daemon's unix socket or over its TCP listener with a bearer token. It lists
-// pods, reads one pod, its events and its containers' logs, and reports what went wrong
-// as typed errors for errors.As: *UnreachableError when no daemon answered, *NotFoundError
-// for a pod the daemon does not run, *APIError for any other answer but 2xx.
+// pods, reads one pod, its events and its containers' logs, lists the images and the
+// ConfigMaps and Secrets (names and keys), and reports what went wrong as typed errors
+// for errors.As: *UnreachableError when no daemon answered, *NotFoundError for a pod the
+// daemon does not run, *APIError for any other answer but 2xx.
 //
 // Exec runs a command in a container over an upgraded connection (see package wire for
-// its frames), with its input, output, terminal and exit code.
+// its frames), with its input, output, terminal and exit code; *ExecError is a command
+// that did not run to its end.
 //
 // It owns no command line and talks to no runtime: it must not import urfave/cli,
 // containerd, the runner or Prometheus. The types of the API's answers are package

@@ -1,6 +1,6 @@
 // Package dirlock gives one process the use of directories: an exclusive flock(2) on a
 // lock file in each, taken without waiting. A second staticpod on the same root dir or
-// pod log dir finds the lock held and stops before it touches anything: its first relist
+// pod log dir finds the lock held and stops before it touches anything: its first repair
 // would otherwise remove, as the data of pods that are gone, every pod directory and log
 // directory of the first one's pods.
 //

@@ -1,8 +1,11 @@
-// Package pause is a pod's sandbox process: it holds the pod's network, IPC and UTS
-// namespaces (and PID namespace when the pod shares one) for the pod's containers to
+// Package pause is the sandbox process of a pod whose containers share a PID namespace:
+// it holds the pod's network, IPC, UTS and PID namespaces for the pod's containers to
 // join, brings loopback up, reaps the zombies it inherits as init, and exits on SIGTERM
-// or SIGINT. staticpod runs itself as this process (the hidden "pause" command) from a
-// read-only root that holds only its binary, so that no pause image is ever pulled.
+// or SIGINT. The helper program runs it (`staticpod-helper pause`; staticpod's hidden
+// "pause" command has the same argv, for sandboxes an older staticpod made) from a
+// read-only root that holds only that program, so that no pause image is ever pulled.
+// Other pods have pinned namespaces and no process; containerdrt brings their loopback
+// up with LoopbackUp.
 //
 // It imports nothing of staticpod's.
 package pause
