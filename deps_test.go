@@ -23,8 +23,9 @@ const module = "github.com/staticpod/staticpod"
 // daemon's parts that are neither source nor runtime (disk-space faults, the systemd
 // service, graceful node shutdown) are packages of their own under internal, which
 // main wires to the runner; the helper program links only the log writer and the
-// sandbox process; only main imports everything. A package added to the module needs a
-// rule here.
+// sandbox process; internal/proc, a leaf, is the one reader of /proc (the runtime's
+// shim scans, the benchmarks' and the test environment's process lists); only main
+// imports everything. A package added to the module needs a rule here.
 var rules = map[string][]string{
 	"":                             {"*"},
 	"manifests":                    nil,
@@ -33,13 +34,13 @@ var rules = map[string][]string{
 	"httpsource":                   {"manifests"},
 	"api/wire":                     nil,
 	"runner":                       {"manifests", "api/wire"},
-	"containerdrt":                 {"manifests", "runner", "api/wire", "logs", "internal/pause", "internal/systemd"},
+	"containerdrt":                 {"manifests", "runner", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc"},
 	"api":                          {"manifests", "runner", "api/wire", "logs", "httpsource"},
 	"api/apitest":                  {"api/wire"},
 	"api/client":                   {"api/wire", "manifests"},
 	"cli":                          {"api/client", "api/wire", "manifests"},
 	"validate":                     {"cli", "api/client", "api/wire", "watcher", "manifests", "runner"},
-	"once":                         {"cli", "api/client", "api/wire", "containerdrt", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd"},
+	"once":                         {"cli", "api/client", "api/wire", "containerdrt", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd", "internal/proc"},
 	"e2e":                          nil, // its tests import what they test
 	"internal/ctrd":                nil,
 	"internal/dirlock":             nil,                                                     // main's lock of the root and pod log dirs
@@ -48,13 +49,14 @@ var rules = map[string][]string{
 	"internal/nodeshutdown":        {"runner", "manifests", "api/wire", "internal/systemd"}, // stops the pods through the runner
 	"internal/pause":               nil,
 	"internal/systemd":             nil,
+	"internal/proc":                nil, // a leaf: whoever reads /proc may use it
 	"internal/helper":              nil, // it embeds the helper program's bytes, not its packages
 	helperCommand:                  {"logs", "internal/pause"},
-	"internal/testenv":             {"internal/ctrd"},
-	"internal/testenv/cmd/mkimage": {"internal/testenv", "internal/ctrd"},
+	"internal/testenv":             {"internal/ctrd", "internal/proc"},
+	"internal/testenv/cmd/mkimage": {"internal/testenv", "internal/ctrd", "internal/proc"},
 	"internal/testenv/cmd/udpecho": nil,
-	"internal/bench":               {"containerdrt", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd"},
-	benchCommand:                   {"internal/bench", "containerdrt", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd"},
+	"internal/bench":               {"containerdrt", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
+	benchCommand:                   {"internal/bench", "containerdrt", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
 }
 
 // benchCommand is make bench's program.

@@ -1,15 +1,11 @@
 package containerdrt
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +18,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/staticpod/staticpod/internal/proc"
 )
 
 // How often the repairs look for shims containerd has lost track of. Looking reads the
@@ -238,17 +236,8 @@ var (
 // hasChildren reports whether process pid has child processes (or whether that cannot
 // be told).
 func hasChildren(procRoot string, pid int) bool {
-	threads, err := filepath.Glob(filepath.Join(procRoot, strconv.Itoa(pid), "task", "*", "children"))
-	if err != nil || len(threads) == 0 {
-		return true
-	}
-	for _, t := range threads {
-		data, err := os.ReadFile(t)
-		if err != nil || strings.TrimSpace(string(data)) != "" {
-			return true
-		}
-	}
-	return false
+	children, err := proc.Children(procRoot, pid)
+	return err != nil || len(children) > 0
 }
 
 // endShimContainer asks shim s whether it serves the container it was started for and,
@@ -300,12 +289,12 @@ func endShimContainer(ctx context.Context, procRoot, runcRoot, ns string, s shim
 // is not found, errShimSilent when no socket answers at all, errOtherProcess when the
 // PID no longer names the shim looked at (its sockets would be another process's).
 func dialShim(ctx context.Context, procRoot string, s shimProc) (*ttrpc.Client, string, error) {
-	sockets, err := listeningSockets(procRoot, s.PID)
+	sockets, err := proc.ListeningUnixSockets(procRoot, s.PID)
 	if err != nil {
 		return nil, "", err
 	}
 	// The sockets are the shim's only if its PID still names it.
-	if _, start, ok := parentAndStart(filepath.Join(procRoot, strconv.Itoa(s.PID), "stat")); !ok || start != s.Start {
+	if _, start, ok := parentAndStart(procRoot, s.PID); !ok || start != s.Start {
 		return nil, "", fmt.Errorf("shim %d: %w", s.PID, errOtherProcess)
 	}
 	for _, socket := range sockets {
@@ -361,44 +350,4 @@ func restoreBundle(runcRoot, ns, id string) (func(), error) {
 		dir.remove(id)
 		dir.Close()
 	}, nil
-}
-
-// listeningSockets returns the paths of the unix sockets process pid listens on, found
-// from its descriptors and its network namespace's table of unix sockets under
-// procRoot. A shim of containerd 1.x listens on one, its task API; one of 2.x on two.
-func listeningSockets(procRoot string, pid int) ([]string, error) {
-	dir := filepath.Join(procRoot, strconv.Itoa(pid))
-	fds, err := os.ReadDir(filepath.Join(dir, "fd"))
-	if err != nil {
-		return nil, fmt.Errorf("descriptors of shim %d: %w", pid, err)
-	}
-	inodes := map[string]bool{}
-	for _, fd := range fds {
-		link, err := os.Readlink(filepath.Join(dir, "fd", fd.Name()))
-		if inode, ok := strings.CutPrefix(link, "socket:["); err == nil && ok {
-			inodes[strings.TrimSuffix(inode, "]")] = true
-		}
-	}
-	f, err := os.Open(filepath.Join(dir, "net", "unix"))
-	if err != nil {
-		return nil, fmt.Errorf("unix sockets of shim %d: %w", pid, err)
-	}
-	defer f.Close()
-	// Num RefCount Protocol Flags Type St Inode Path; a listening socket has the flag
-	// __SO_ACCEPTCON (00010000) and state 01 (unconnected).
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 8 && fields[3] == "00010000" && fields[5] == "01" && inodes[fields[6]] {
-			out = append(out, fields[7])
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("unix sockets of shim %d: %w", pid, err)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("shim " + strconv.Itoa(pid) + " listens on no unix socket")
-	}
-	return out, nil
 }

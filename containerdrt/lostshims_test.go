@@ -19,6 +19,7 @@ import (
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
+	"github.com/staticpod/staticpod/internal/proc"
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -98,30 +99,6 @@ func TestLostShimsAreConfirmedAtASecondLook(t *testing.T) {
 	quiet.confirm("/run/c.sock", "ns", proc.helper(), records, procs)
 	if quiet.last == looked {
 		t.Fatal("did not look again at once in a watch")
-	}
-}
-
-func TestListeningSockets(t *testing.T) {
-	dir := t.TempDir()
-	var want []string
-	for _, name := range []string{"a.sock", "b.sock"} {
-		path := filepath.Join(dir, name)
-		ln, err := net.Listen("unix", path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		want = append(want, path)
-	}
-	conn, err := net.Dial("unix", want[0]) // a connected socket beside them is none
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	got, err := listeningSockets("/proc", os.Getpid())
-	slices.Sort(got)
-	if err != nil || !slices.Equal(got, want) {
-		t.Fatalf("listeningSockets = %q, %v; want %q", got, err, want)
 	}
 }
 
@@ -289,9 +266,9 @@ func TestSilentLostShims(t *testing.T) {
 	exited := make(chan struct{})
 	go func() { idle.Wait(); close(exited) }()
 	testenv.Await(t, "a child under the busy shim, and both listening", 10*time.Second, func() bool {
-		_, err1 := listeningSockets("/proc", idle.Process.Pid)
-		_, err2 := listeningSockets("/proc", busy.Process.Pid)
-		return err1 == nil && err2 == nil && hasChildren("/proc", busy.Process.Pid)
+		_, err1 := proc.ListeningUnixSockets(proc.Root, idle.Process.Pid)
+		_, err2 := proc.ListeningUnixSockets(proc.Root, busy.Process.Pid)
+		return err1 == nil && err2 == nil && hasChildren(proc.Root, busy.Process.Pid)
 	})
 	testenv.Await(t, "the idle silent shim killed", 30*time.Second, func() bool {
 		if _, err := r.relist(r.ctx); err != nil {
@@ -334,7 +311,7 @@ func TestLostShimWithoutRuncStateIsKilled(t *testing.T) {
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	testenv.Await(t, "the fake shim listening", 10*time.Second, func() bool {
-		_, err := listeningSockets("/proc", cmd.Process.Pid)
+		_, err := proc.ListeningUnixSockets(proc.Root, cmd.Process.Pid)
 		return err == nil
 	})
 	if _, err := os.Stat(filepath.Join(runcRoot, r.cfg.Namespace, "cut_c_0_1")); !os.IsNotExist(err) {

@@ -9,6 +9,8 @@ import (
 
 	cimages "github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/leases"
+
+	"github.com/staticpod/staticpod/internal/proc"
 )
 
 // PurgeNamespace deletes the runtime's namespace: its images and leases first (their
@@ -42,7 +44,7 @@ func (r *Runtime) PurgeNamespace(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("delete containerd namespace %s: %w", r.cfg.Namespace, convertErr(err)))
 		return errors.Join(errs...)
 	}
-	if n := killShimsOf("/proc", r.cfg.Address, r.cfg.Namespace); n > 0 {
+	if n := killShimsOf(proc.Root, r.cfg.Address, r.cfg.Namespace); n > 0 {
 		r.log.Warn("killed shims containerd left behind", "namespace", r.cfg.Namespace, "shims", n)
 		// A shim killed before it deleted its container leaves runc's state of it.
 		entries, _ := os.ReadDir(filepath.Join(runcRoot, r.cfg.Namespace))

@@ -13,6 +13,8 @@ import (
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/v2/core/containers"
+
+	"github.com/staticpod/staticpod/internal/proc"
 )
 
 // repairer mends what List saw: it records the exits of stopped tasks and deletes the
@@ -43,7 +45,7 @@ type repairer struct {
 }
 
 func newRepairer(rt *Runtime) *repairer {
-	return &repairer{rt: rt, pinsSeen: map[string]time.Time{}, aside: map[string]chan struct{}{}, lost: newLostShims("/proc")}
+	return &repairer{rt: rt, pinsSeen: map[string]time.Time{}, aside: map[string]chan struct{}{}, lost: newLostShims(proc.Root)}
 }
 
 // saw keeps what a List saw for the next repair.

@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/staticpod/staticpod/internal/proc"
 )
 
 // runcRoot is where containerd's runc shim has runc keep its state, one directory per
@@ -44,8 +45,8 @@ func alive(pid int) bool {
 	if syscall.Kill(pid, 0) != nil {
 		return false
 	}
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	return err != nil || !strings.Contains(string(stat), ") Z ")
+	st, err := proc.ReadStat(proc.Root, pid)
+	return err != nil || st.State != "Z"
 }
 
 // staleBundle returns the bundle directory named by err when err is containerd's

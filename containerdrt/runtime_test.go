@@ -550,8 +550,7 @@ func TestLostTaskIsReportedExited(t *testing.T) {
 	}
 	what := fmt.Sprintf("the container's process %d gone after its shim died, not running beside the restart", running.PID)
 	testenv.Await(t, what, 10*time.Second, func() bool { // gone, or a zombie of init's
-		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", running.PID))
-		return syscall.Kill(int(running.PID), 0) != nil || strings.Contains(string(stat), ") Z ")
+		return !alive(int(running.PID))
 	})
 }
 

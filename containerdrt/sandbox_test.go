@@ -232,8 +232,7 @@ func TestLostGroupShim(t *testing.T) {
 	}
 	for _, pid := range pids {
 		testenv.Await(t, fmt.Sprintf("process %d gone after its shim died", pid), 10*time.Second, func() bool {
-			stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-			return syscall.Kill(int(pid), 0) != nil || strings.Contains(string(stat), ") Z ")
+			return !alive(int(pid))
 		})
 	}
 }

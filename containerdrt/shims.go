@@ -1,12 +1,11 @@
 package containerdrt
 
 import (
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/staticpod/staticpod/internal/proc"
 	"github.com/staticpod/staticpod/logs"
 )
 
@@ -50,32 +49,27 @@ type shimCandidate struct {
 // more after it was judged, tells it from a process that took its PID meanwhile: that
 // one's trust would go with the first one's command line.
 func scanShims(procRoot, address, ns, helper string) ([]shimProc, []loggerProc) {
-	entries, err := os.ReadDir(procRoot)
+	pids, err := proc.PIDs(procRoot)
 	if err != nil {
 		return nil, nil
 	}
 	var candidates []shimCandidate
 	var daemons []shimProc // processes named containerd: one of them listens on address
 	var loggers []loggerProc
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		proc := filepath.Join(procRoot, e.Name())
-		if args, ok := readArgs(proc); !ok || !mayBeOurs(args, ns) {
+	for _, pid := range pids {
+		if args, ok := readArgs(procRoot, pid); !ok || !mayBeOurs(args, ns) {
 			continue // most processes: one read each
 		}
-		ppid, start, ok := parentAndStart(filepath.Join(proc, "stat"))
-		if !ok || !hostRootProcess(proc) {
+		ppid, start, ok := parentAndStart(procRoot, pid)
+		if !ok || !hostRootProcess(procRoot, pid) {
 			continue
 		}
-		args, ok := readArgs(proc)
+		args, ok := readArgs(procRoot, pid)
 		if !ok {
 			continue
 		}
 		still := func() bool {
-			p, s, ok := parentAndStart(filepath.Join(proc, "stat"))
+			p, s, ok := parentAndStart(procRoot, pid)
 			return ok && p == ppid && s == start
 		}
 		switch flags, ok := shimFlags(args); {
@@ -89,7 +83,7 @@ func scanShims(procRoot, address, ns, helper string) ([]shimProc, []loggerProc) 
 		case ok:
 		case filepath.Base(args[0]) == "containerd":
 			daemons = append(daemons, shimProc{PID: pid, Start: start}) // see shimDirs
-		case isLogWriter(args) && trustedLogWriter(proc, helper) && still():
+		case isLogWriter(args) && trustedLogWriter(procRoot, pid, helper) && still():
 			loggers = append(loggers, loggerProc{PID: pid, Shim: ppid, Config: args[2], Start: start})
 		}
 	}
@@ -126,33 +120,17 @@ func scanShims(procRoot, address, ns, helper string) ([]shimProc, []loggerProc) 
 	return shims, kept
 }
 
-// parentAndStart reads a process's parent PID and start time from its stat file.
-func parentAndStart(path string) (int, uint64, bool) {
-	stat, err := os.ReadFile(path)
-	if err != nil {
-		return 0, 0, false
-	}
-	// The command name, in parentheses, may hold anything: the fields follow its end.
-	end := strings.LastIndexByte(string(stat), ')')
-	if end < 0 {
-		return 0, 0, false
-	}
-	fields := strings.Fields(string(stat[end+1:])) // state, ppid, ... starttime (the 22nd of all)
-	if len(fields) < 20 {
-		return 0, 0, false
-	}
-	ppid, err1 := strconv.Atoi(fields[1])
-	start, err2 := strconv.ParseUint(fields[19], 10, 64)
-	return ppid, start, err1 == nil && err2 == nil
+// parentAndStart reads the parent PID and start time of process pid under procRoot.
+func parentAndStart(procRoot string, pid int) (int, uint64, bool) {
+	st, err := proc.ReadStat(procRoot, pid)
+	return st.PPID, st.StartTime, err == nil
 }
 
-// readArgs reads the command line of the process whose /proc directory is proc.
-func readArgs(proc string) ([]string, bool) {
-	cmdline, err := os.ReadFile(filepath.Join(proc, "cmdline"))
-	if err != nil || len(cmdline) == 0 {
-		return nil, false
-	}
-	return strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"), true
+// readArgs reads the command line of process pid under procRoot; not ok when it has
+// none.
+func readArgs(procRoot string, pid int) ([]string, bool) {
+	args, err := proc.Cmdline(procRoot, pid)
+	return args, err == nil && len(args) > 0
 }
 
 // mayBeOurs reports whether args, a process's command line, may be that of a shim

@@ -273,7 +273,7 @@ func TestKillShimsOf(t *testing.T) {
 	for c, ns := range map[*exec.Cmd]string{left: "gone", other: "kept", reused: "gone"} {
 		pid := c.Process.Pid
 		proc.add(t, pid, 1, 0, "/usr/bin/containerd-shim-runc-v2", "-namespace", ns, "-id", "x_c_0_1", "-address", "/run/c.sock")
-		_, start, ok := parentAndStart(fmt.Sprintf("/proc/%d/stat", pid))
+		_, start, ok := parentAndStart("/proc", pid)
 		if !ok {
 			t.Fatalf("no start time of process %d", pid)
 		}

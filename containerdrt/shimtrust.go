@@ -1,7 +1,6 @@
 package containerdrt
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -14,15 +13,13 @@ import (
 
 	"github.com/containerd/containerd/v2/pkg/identifiers"
 	"golang.org/x/sys/unix"
+
+	"github.com/staticpod/staticpod/internal/proc"
 )
 
 // shimBinaryPrefix begins the name of every containerd shim binary
 // (containerd-shim-runc-v2, containerd-shim-kata-v2, ...).
 const shimBinaryPrefix = "containerd-shim-"
-
-// deletedSuffix ends the target of /proc/<pid>/exe when the binary was replaced or
-// removed since the process started it (an upgrade of containerd).
-const deletedSuffix = " (deleted)"
 
 // trustedShim reports whether process pid under procRoot is a shim containerd started,
 // as far as anyone but root could fake, and when it started. It must run as root in
@@ -31,15 +28,14 @@ const deletedSuffix = " (deleted)"
 // containerd finds its shims in, see shimDirs). A shim whose binary was replaced since
 // it started (an upgrade) is taken by the path it was started from.
 func trustedShim(procRoot string, pid int, dirs []string) (uint64, bool) {
-	proc := filepath.Join(procRoot, strconv.Itoa(pid))
-	if !hostRootProcess(proc) {
+	if !hostRootProcess(procRoot, pid) {
 		return 0, false
 	}
-	link, err := os.Readlink(filepath.Join(proc, "exe"))
+	link, err := proc.Exe(procRoot, pid)
 	if err != nil {
 		return 0, false
 	}
-	path := strings.TrimSuffix(link, deletedSuffix)
+	path := strings.TrimSuffix(link, proc.DeletedSuffix)
 	name := filepath.Base(path)
 	if !strings.HasPrefix(name, shimBinaryPrefix) {
 		return 0, false
@@ -48,65 +44,58 @@ func trustedShim(procRoot string, pid int, dirs []string) (uint64, bool) {
 		if !slices.Contains(dirs, filepath.Dir(path)) {
 			return 0, false
 		}
-	} else if !slices.ContainsFunc(dirs, func(dir string) bool { return sameFile(filepath.Join(proc, "exe"), filepath.Join(dir, name)) }) {
+	} else if !slices.ContainsFunc(dirs, func(dir string) bool { return runs(procRoot, pid, filepath.Join(dir, name)) }) {
 		return 0, false
 	}
-	_, start, ok := parentAndStart(filepath.Join(proc, "stat"))
+	_, start, ok := parentAndStart(procRoot, pid)
 	return start, ok
 }
 
-// hostRootProcess reports whether the process whose /proc directory is proc runs as
-// root (a user cannot become it) in the host's root directory (a container's
-// processes see another). Whatever staticpod trusts does: shims, their log writers,
-// containerd. It looks up nothing the process names.
-func hostRootProcess(proc string) bool {
-	return ownedByRoot(proc) && sameFile(filepath.Join(proc, "root"), "/")
+// hostRootProcess reports whether process pid under procRoot runs as root (a user
+// cannot become it) in the host's root directory (a container's processes see
+// another). Whatever staticpod trusts does: shims, their log writers, containerd. It
+// looks up nothing the process names.
+func hostRootProcess(procRoot string, pid int) bool {
+	if !ownedByRoot(procRoot, pid) {
+		return false
+	}
+	root, err1 := proc.RootDir(procRoot, pid)
+	host, err2 := os.Stat("/")
+	return err1 == nil && err2 == nil && os.SameFile(root, host)
 }
 
-// trustedLogWriter reports whether the process whose /proc directory is proc, known to
-// run as root in the host's root directory (see hostRootProcess), runs helper, the
+// trustedLogWriter reports whether process pid under procRoot, known to run as root in the host's root directory (see hostRootProcess), runs helper, the
 // binary staticpod has shims start as log writers (Config.Self), or ran the file that
 // was at helper's path before it was replaced (an upgrade: the file is gone). A
 // container's main process is its shim's child too, and may name itself a log writer.
-func trustedLogWriter(proc, helper string) bool {
+func trustedLogWriter(procRoot string, pid int, helper string) bool {
 	if helper == "" {
 		return false
 	}
-	exe := filepath.Join(proc, "exe")
-	link, err := os.Readlink(exe)
+	link, err := proc.Exe(procRoot, pid)
 	if err != nil {
 		return false
 	}
-	if path, replaced := strings.CutSuffix(link, deletedSuffix); replaced {
+	if path, replaced := strings.CutSuffix(link, proc.DeletedSuffix); replaced {
 		resolved, err := filepath.EvalSymlinks(helper)
 		return err == nil && path == resolved
 	}
-	return sameFile(exe, helper)
+	return runs(procRoot, pid, helper)
 }
 
-// ownedByRoot reports whether the process whose /proc directory is proc runs as root:
-// real and effective user 0, from its status file.
-func ownedByRoot(proc string) bool {
-	f, err := os.Open(filepath.Join(proc, "status"))
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if ids, ok := strings.CutPrefix(sc.Text(), "Uid:"); ok {
-			fields := strings.Fields(ids) // real, effective, saved, filesystem
-			return len(fields) == 4 && fields[0] == "0" && fields[1] == "0"
-		}
-	}
-	return false
+// ownedByRoot reports whether process pid under procRoot runs as root: real and
+// effective user 0, from its status file.
+func ownedByRoot(procRoot string, pid int) bool {
+	st, err := proc.ReadStatus(procRoot, pid)
+	return err == nil && st.UIDs[0] == 0 && st.UIDs[1] == 0
 }
 
-// sameFile reports whether paths a and b name the same file, their symlinks followed.
-func sameFile(a, b string) bool {
-	fa, err1 := os.Stat(a)
-	fb, err2 := os.Stat(b)
-	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+// runs reports whether process pid under procRoot runs the file at path, its symlinks
+// followed.
+func runs(procRoot string, pid int, path string) bool {
+	exe, err1 := proc.ExeFile(procRoot, pid)
+	fi, err2 := os.Stat(path)
+	return err1 == nil && err2 == nil && os.SameFile(exe, fi)
 }
 
 // shimDirs returns the directories containerd runs shims from: those of PATH (it looks
@@ -116,14 +105,13 @@ func sameFile(a, b string) bool {
 func shimDirs(procRoot string, address socket, daemons []shimProc) []string {
 	dirs := filepath.SplitList(os.Getenv("PATH"))
 	for _, d := range daemons {
-		proc := filepath.Join(procRoot, strconv.Itoa(d.PID))
-		sockets, _ := listeningSockets(procRoot, d.PID)
+		sockets, _ := proc.ListeningUnixSockets(procRoot, d.PID)
 		if !slices.ContainsFunc(sockets, func(s string) bool { return socketOf(s).is(address) }) {
 			continue
 		}
-		exe, err := os.Readlink(filepath.Join(proc, "exe"))
-		if _, start, ok := parentAndStart(filepath.Join(proc, "stat")); err == nil && ok && start == d.Start {
-			return append(dirs, filepath.Dir(strings.TrimSuffix(exe, deletedSuffix)))
+		exe, err := proc.Exe(procRoot, d.PID)
+		if _, start, ok := parentAndStart(procRoot, d.PID); err == nil && ok && start == d.Start {
+			return append(dirs, filepath.Dir(strings.TrimSuffix(exe, proc.DeletedSuffix)))
 		}
 	}
 	if bin, err := exec.LookPath("containerd"); err == nil {
@@ -169,7 +157,7 @@ func signalProcess(procRoot string, pid int, start uint64, sig syscall.Signal) e
 	default:
 		return fmt.Errorf("signal process %d: %w", pid, err)
 	}
-	if _, now, ok := parentAndStart(filepath.Join(procRoot, strconv.Itoa(pid), "stat")); !ok || now != start {
+	if _, now, ok := parentAndStart(procRoot, pid); !ok || now != start {
 		return fmt.Errorf("signal process %d: %w", pid, errOtherProcess)
 	}
 	if fd < 0 {

@@ -3,7 +3,6 @@ package containerdrt
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/staticpod/staticpod/internal/proc"
 	"github.com/staticpod/staticpod/internal/testenv"
 )
 
@@ -144,8 +144,8 @@ func TestFakeShimsOfAUserAreLeftAlone(t *testing.T) {
 	go func() { answering.Wait(); exited <- "the answering fake" }()
 	go func() { silent.Wait(); exited <- "the silent fake" }()
 	testenv.Await(t, "both fakes listening", 10*time.Second, func() bool {
-		_, err1 := listeningSockets("/proc", answering.Process.Pid)
-		_, err2 := listeningSockets("/proc", silent.Process.Pid)
+		_, err1 := proc.ListeningUnixSockets(proc.Root, answering.Process.Pid)
+		_, err2 := proc.ListeningUnixSockets(proc.Root, silent.Process.Pid)
 		return err1 == nil && err2 == nil
 	})
 
@@ -315,10 +315,10 @@ func TestDialShimRefusesAPIDReusedSinceTheLook(t *testing.T) {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	pid := cmd.Process.Pid
 	testenv.Await(t, "the fake shim listening", 10*time.Second, func() bool {
-		_, err := listeningSockets("/proc", pid)
+		_, err := proc.ListeningUnixSockets(proc.Root, pid)
 		return err == nil
 	})
-	_, start, ok := parentAndStart(fmt.Sprintf("/proc/%d/stat", pid))
+	_, start, ok := parentAndStart(proc.Root, pid)
 	if !ok {
 		t.Fatal("no start time")
 	}

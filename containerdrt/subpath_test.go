@@ -192,3 +192,10 @@ func mountCount(t *testing.T, path string) int {
 	}
 	return len(ms)
 }
+
+// sameFile reports whether paths a and b name the same file, their symlinks followed.
+func sameFile(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}

@@ -2,15 +2,14 @@ package e2e
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/staticpod/staticpod/internal/helper"
+	"github.com/staticpod/staticpod/internal/proc"
 	"github.com/staticpod/staticpod/logs"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -32,7 +31,7 @@ func TestLogWriterAndSandboxRunTheHelper(t *testing.T) {
 	}
 
 	writer := logWriterOf(t, c)
-	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", writer)); err != nil || exe != installed {
+	if exe, err := proc.Exe(proc.Root, writer); err != nil || exe != installed {
 		t.Errorf("the log writer of %s (pid %d) runs %q (%v), want %s", c.ID, writer, exe, err, installed)
 	}
 
@@ -51,7 +50,7 @@ func TestLogWriterAndSandboxRunTheHelper(t *testing.T) {
 	}
 	// It runs from a root of its own, where the program has another name: compare what
 	// it runs.
-	exe, err := os.ReadFile(fmt.Sprintf("/proc/%d/exe", sandbox.PID))
+	exe, err := os.ReadFile(proc.Path(proc.Root, int(sandbox.PID), "exe"))
 	if args := processArgs(int(sandbox.PID)); err != nil || !bytes.Equal(exe, program) || len(args) < 2 || args[1] != "pause" {
 		t.Errorf("the sandbox process %d runs %v, %d bytes (%v); want %s pause (%d bytes)", sandbox.PID, args, len(exe), err, helper.Name, len(program))
 	}
@@ -65,14 +64,13 @@ func logWriterOf(t *testing.T, c runner.Container) int {
 	if shim <= 1 {
 		t.Fatalf("container %s (pid %d) has no shim", c.ID, c.PID)
 	}
-	entries, err := os.ReadDir("/proc")
+	pids, err := proc.PIDs(proc.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var seen []string
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || parentPID(pid) != shim {
+	for _, pid := range pids {
+		if parentPID(pid) != shim {
 			continue
 		}
 		args := processArgs(pid)
@@ -90,25 +88,12 @@ func logWriterOf(t *testing.T, c runner.Container) int {
 
 // parentPID returns the parent of process pid, or 0 if it is gone.
 func parentPID(pid int) int {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name, in parentheses, may hold spaces: the state and the parent
-	// follow its closing one.
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(fields) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(fields[1])
-	return ppid
+	st, _ := proc.ReadStat(proc.Root, pid)
+	return st.PPID
 }
 
 // processArgs returns the command line of process pid; none if it is gone.
 func processArgs(pid int) []string {
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || len(cmdline) == 0 {
-		return nil
-	}
-	return strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	args, _ := proc.Cmdline(proc.Root, pid)
+	return args
 }

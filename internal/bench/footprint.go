@@ -1,12 +1,11 @@
 package bench
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 
+	"github.com/staticpod/staticpod/internal/proc"
 	"github.com/staticpod/staticpod/internal/testenv"
 )
 
@@ -59,7 +58,7 @@ type FileID struct{ Dev, Ino uint64 }
 // Exe is the file a process runs; ok is false for a kernel thread or a process that
 // has exited.
 func Exe(pid int) (id FileID, ok bool) {
-	fi, err := os.Stat(fmt.Sprintf("/proc/%d/exe", pid))
+	fi, err := proc.ExeFile(proc.Root, pid)
 	if err != nil {
 		return FileID{}, false
 	}
@@ -129,7 +128,7 @@ func (f Footprint) Total() int64 {
 
 // Sum adds up the smaps of set by kind. A process whose smaps cannot be read has
 // exited meanwhile and is left out.
-func Sum(set map[int]Kind, read func(pid int) (Smaps, bool)) Footprint {
+func Sum(set map[int]Kind, read func(pid int) (proc.Smaps, bool)) Footprint {
 	var f Footprint
 	for pid, k := range set {
 		s, ok := read(pid)

@@ -1,63 +1,14 @@
 package bench
 
 import (
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/staticpod/staticpod/internal/proc"
 	"github.com/staticpod/staticpod/internal/testenv"
 )
-
-// A rollup as Linux 6.x writes it: the header line, then "Key: <n> kB" lines.
-const rollup = `56057bf47000-7ffc02e73000 ---p 00000000 00:00 0                          [rollup]
-Rss:               40020 kB
-Pss:               40012 kB
-Pss_Dirty:         13240 kB
-Pss_Anon:          13240 kB
-Pss_File:          26772 kB
-Pss_Shmem:             0 kB
-Shared_Clean:        136 kB
-Anonymous:         13240 kB
-SwapPss:               0 kB
-`
-
-func TestParseSmapsRollupReadsPSSAndItsParts(t *testing.T) {
-	for _, tc := range []struct {
-		name, in string
-		want     Smaps
-		err      bool
-	}{
-		{name: "linux 6", in: rollup, want: Smaps{RSS: 40020, PSS: 40012, PSSAnon: 13240, PSSFile: 26772}},
-		// Before Linux 5.9 there is no Pss_Anon or Pss_File: PSS alone.
-		{name: "older kernel", in: "00400000-7ffd ---p 00000000 00:00 0 [rollup]\nRss: 900 kB\nPss: 512 kB\nSwapPss: 3 kB\n", want: Smaps{RSS: 900, PSS: 512}},
-		{name: "blank lines", in: "\nPss: 7 kB\n\n", want: Smaps{PSS: 7}},
-		{name: "no Pss line", in: "Rss: 900 kB\n", err: true},
-		{name: "empty", in: "", err: true},
-		{name: "not a number", in: "Pss: lots kB\n", err: true},
-		{name: "another unit", in: "Pss: 5 MB\n", err: true},
-	} {
-		got, err := ParseSmapsRollup(strings.NewReader(tc.in))
-		if (err != nil) != tc.err {
-			t.Errorf("%s: ParseSmapsRollup error %v, want error %t", tc.name, err, tc.err)
-			continue
-		}
-		if diff := cmp.Diff(tc.want, got); diff != "" {
-			t.Errorf("%s: ParseSmapsRollup (-want +got):\n%s", tc.name, diff)
-		}
-	}
-}
-
-func TestReadSmapsOfThisProcess(t *testing.T) {
-	s, ok := ReadSmaps(os.Getpid())
-	if !ok || s.PSS <= 0 || s.RSS < s.PSS {
-		t.Errorf("ReadSmaps(self) = %+v, %t; want a PSS above 0 and at most the RSS", s, ok)
-	}
-	if _, ok := ReadSmaps(-1); ok {
-		t.Error("ReadSmaps(-1) ok, want not: no such process")
-	}
-}
 
 const sock = "/run/ctd/containerd.sock"
 
@@ -125,13 +76,13 @@ func TestSharersCountsOtherProcessesOfTheSameBinaries(t *testing.T) {
 // Sum adds the smaps of each kind; a process that exited meanwhile is left out.
 func TestSumAddsUpByKindAndLeavesOutTheGone(t *testing.T) {
 	set := map[int]Kind{1: KindDaemon, 2: KindShim, 3: KindShim, 4: KindLogger, 5: KindLogger}
-	smaps := map[int]Smaps{
+	smaps := map[int]proc.Smaps{
 		1: {PSS: 40000, PSSAnon: 13000, PSSFile: 27000},
 		2: {PSS: 3000, PSSAnon: 2500, PSSFile: 500},
 		3: {PSS: 3100, PSSAnon: 2600, PSSFile: 500},
 		4: {PSS: 660, PSSAnon: 560, PSSFile: 100},
 	}
-	got := Sum(set, func(pid int) (Smaps, bool) { s, ok := smaps[pid]; return s, ok })
+	got := Sum(set, func(pid int) (proc.Smaps, bool) { s, ok := smaps[pid]; return s, ok })
 	want := Footprint{
 		Daemon:  Usage{Procs: 1, KiB: 40000, Anon: 13000, File: 27000},
 		Shims:   Usage{Procs: 2, KiB: 6100, Anon: 5100, File: 1000},

@@ -6,10 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/staticpod/staticpod/internal/proc"
 )
 
 // killShims kills the shims started for the daemon at address, with every process under
@@ -88,8 +89,8 @@ func awaitGone(pids []int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		alive := slices.DeleteFunc(slices.Clone(pids), func(pid int) bool {
-			state, _, ok := readStat(pid)
-			return !ok || state == "Z"
+			st, err := proc.ReadStat(proc.Root, pid)
+			return err != nil || st.State == "Z"
 		})
 		if len(alive) == 0 {
 			return nil
@@ -110,44 +111,20 @@ type Process struct {
 // Processes reads every live process's parent and arguments from /proc. A process that
 // exits while it is read is left out.
 func Processes() ([]Process, error) {
-	entries, err := os.ReadDir("/proc")
+	pids, err := proc.PIDs(proc.Root)
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)
 	}
 	var procs []Process
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		state, ppid, ok := readStat(pid)
-		if !ok || state == "Z" {
+	for _, pid := range pids {
+		st, err := proc.ReadStat(proc.Root, pid)
+		if err != nil || st.State == "Z" {
 			continue // exited while we looked, or waiting for its parent to reap it
 		}
-		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-		procs = append(procs, Process{PID: pid, PPID: ppid, Args: args})
+		args, _ := proc.Cmdline(proc.Root, pid)
+		procs = append(procs, Process{PID: pid, PPID: st.PPID, Args: args})
 	}
 	return procs, nil
-}
-
-// readStat returns a process's state and parent from /proc/<pid>/stat, whose second field
-// (the command name in parentheses) may itself hold spaces and parentheses.
-func readStat(pid int) (state string, ppid int, ok bool) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", 0, false
-	}
-	i := strings.LastIndexByte(string(data), ')')
-	if i < 0 {
-		return "", 0, false
-	}
-	fields := strings.Fields(string(data[i+1:]))
-	if len(fields) < 2 {
-		return "", 0, false
-	}
-	ppid, err = strconv.Atoi(fields[1])
-	return fields[0], ppid, err == nil
 }
 
 // descendants returns root and every process below it.
