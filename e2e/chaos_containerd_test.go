@@ -11,6 +11,7 @@ import (
 
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
@@ -33,6 +34,10 @@ func TestChaosContainerdRestartedAndStoppedUnderRunningPods(t *testing.T) {
 	n.await("both pods running", time.Minute, func(cs map[string]runner.Container) bool {
 		return running("web-node1/main/0")(cs) && running("host-node1/main/0")(cs)
 	})
+	// And staticpod heard that they started: a start whose answer a restart of
+	// containerd cuts off is a start that failed, to staticpod, whatever containerd did.
+	n.awaitPhase("web-node1", corev1.PodRunning)
+	n.awaitPhase("host-node1", corev1.PodRunning)
 	before := taskPIDs(t, d, n.ns)
 	t.Logf("tasks before: %v", before)
 
