@@ -212,10 +212,21 @@ func (rp *repairer) endLostShim(ctx context.Context, s shimProc, listed bool) {
 		if signalProcess(rp.lost.procRoot, s.PID, s.Start, syscall.SIGKILL) == nil {
 			rp.rt.log.Warn("killed a shim containerd had lost track of, which answered nothing and ran nothing", "id", s.ID, "shim", s.PID)
 		}
-	case errors.Is(err, errNoRuncState) && !hasChildren(rp.lost.procRoot, s.PID):
-		// It counts a container runc never had, and runs nothing: only it is left.
+	case errors.Is(err, errNoRuncState):
+		// It counts a container runc never had. Its children, if any, must all be its
+		// log writers (the shim starts them before runc creates anything): then nothing
+		// of a container runs under it, and it and they are ended. Anything else under
+		// it is left, and reported.
+		writers, ok := logWritersOnly(rp.lost.procRoot, s.PID, rp.rt.cfg.Self)
+		if !ok {
+			rp.rt.log.Warn("end a container containerd lost track of in its shim", "id", s.ID, "shim", s.PID, "err", err)
+			return
+		}
 		if signalProcess(rp.lost.procRoot, s.PID, s.Start, syscall.SIGKILL) == nil {
-			rp.rt.log.Warn("killed a shim containerd had lost track of, whose container runc never made, and which ran nothing", "id", s.ID, "shim", s.PID)
+			for _, w := range writers { // they drain what is left, if anything, then exit
+				signalProcess(rp.lost.procRoot, w.PID, w.Start, syscall.SIGTERM)
+			}
+			rp.rt.log.Warn("killed a shim containerd had lost track of, whose container runc never made, and which ran nothing but its log writers", "id", s.ID, "shim", s.PID, "log-writers", len(writers))
 		}
 	case err != nil:
 		rp.rt.log.Warn("end a container containerd lost track of in its shim", "id", s.ID, "shim", s.PID, "err", err)
@@ -232,6 +243,25 @@ var (
 	errShimSilent  = errors.New("the shim does not answer")
 	errNoRuncState = errors.New("runc keeps no state of the container")
 )
+
+// logWritersOnly returns the children of process pid under procRoot when every one of
+// them is a log writer of staticpod's (root's, in the host's root directory, running
+// helper); not ok when another runs there, or when that cannot be told.
+func logWritersOnly(procRoot string, pid int, helper string) ([]loggerProc, bool) {
+	children, err := proc.Children(procRoot, pid)
+	if err != nil {
+		return nil, false
+	}
+	var writers []loggerProc
+	for _, c := range children {
+		parent, start, ok := parentAndStart(procRoot, c)
+		if !ok || parent != pid || !hostRootProcess(procRoot, c) || !trustedLogWriter(procRoot, c, helper) {
+			return nil, false
+		}
+		writers = append(writers, loggerProc{PID: c, Shim: pid, Start: start})
+	}
+	return writers, true
+}
 
 // hasChildren reports whether process pid has child processes (or whether that cannot
 // be told).

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -335,4 +336,58 @@ func TestDialShimRefusesAPIDReusedSinceTheLook(t *testing.T) {
 		t.Fatalf("dialShim of the shim looked at: %v", err)
 	}
 	c.Close()
+}
+
+// A lost shim whose container runc never made is ended only when all that runs under
+// it is its own log writers: a container's process there, or a "logger" that is not
+// staticpod's helper run by root in the host's root, keeps it alive.
+func TestLogWritersOnly(t *testing.T) {
+	children := func(p fakeProc, pid int, kids ...int) {
+		dir := filepath.Join(string(p), strconv.Itoa(pid), "task", strconv.Itoa(pid))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var list []string
+		for _, k := range kids {
+			list = append(list, strconv.Itoa(k))
+		}
+		if err := os.WriteFile(filepath.Join(dir, "children"), []byte(strings.Join(list, " ")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		set  func(p fakeProc)
+		want []int // the log writers; nil with ok false
+		ok   bool
+	}{
+		{"nothing under it", func(p fakeProc) { children(p, 10) }, nil, true},
+		{"its log writer", func(p fakeProc) { p.logger(t, 20, 10, 500, "path=b"); children(p, 10, 20) }, []int{20}, true},
+		{"a container's process beside it", func(p fakeProc) {
+			p.logger(t, 20, 10, 500, "path=b")
+			p.add(t, 22, 10, 600, "sh", "-c", "sleep 1")
+			p.inRoot(t, 22, t.TempDir())
+			children(p, 10, 20, 22)
+		}, nil, false},
+		{"a logger of a user's", func(p fakeProc) {
+			p.logger(t, 20, 10, 500, "path=b")
+			p.run(t, 20, 65534, p.helper())
+			children(p, 10, 20)
+		}, nil, false},
+		{"children that cannot be read", func(p fakeProc) {}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newFakeProc(t)
+			p.shim(t, 10, "ns", "b_c_0_1")
+			tc.set(p)
+			writers, ok := logWritersOnly(string(p), 10, p.helper())
+			var got []int
+			for _, w := range writers {
+				got = append(got, w.PID)
+			}
+			if ok != tc.ok || !slices.Equal(got, tc.want) {
+				t.Errorf("logWritersOnly = %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
 }
