@@ -160,10 +160,11 @@ check_oom_kill() {
 }
 
 # A --cgroup-driver that contradicts containerd's SystemdCgroup stops staticpod at start,
-# before it touches anything, with the fix in the message.
+# before it touches anything, with the fix in the message. It gets a root dir and a pod
+# log dir of its own: on the service's, the service's lock would stop it first.
 check_mismatch() {
 	local out
-	out=$(staticpod run --cgroup-driver cgroupfs --root-dir /tmp/mismatch --api-socket /tmp/mismatch/sp.sock 2>&1)
+	out=$(staticpod run --cgroup-driver cgroupfs --root-dir /tmp/mismatch --pod-log-dir /tmp/mismatch/log --api-socket /tmp/mismatch/sp.sock 2>&1)
 	local code=$?
 	echo "$out" | sed 's/^/VMTEST SHOW /'
 	if [ $code -ne 0 ] && echo "$out" | grep -q "start staticpod with --cgroup-driver systemd, or set SystemdCgroup = false"; then
