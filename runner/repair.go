@@ -6,14 +6,24 @@ import "context"
 // again when the repair changed what the runtime reports: the events are those of both
 // relists, and the cache is the repaired state.
 //
-// It assumes that no worker acts on the first relist before the repair that follows
-// it is done: workers start only once the loop has the first relist's result, which
-// runPLEG hands over after this returns. That is what orders the repairs of a
+// The first call repairs before the PLEG's cache is filled at all: the loop starts a
+// worker for a pod once the cache has a generation, so the first repair must come
+// before the first relist that fills it. That is what orders the repairs of a
 // restart (stopping a sandbox whose network setup was interrupted, killing what a lost
 // shim left running, sweeping interrupted creations) before any pod's first sync. On
 // later relists, a worker that reads the cache between the two relists sees what
 // needs repair as unknown, and waits.
 func (r *Runner) relistRepaired(ctx context.Context) ([]Event, error) {
+	if !r.repairedOnce.Load() {
+		// Before the PLEG's cache shows anything at all: the loop starts a worker for a
+		// pod as soon as the cache has a generation, which the first relist gives it
+		// before the repair that follows. The runtime is listed for the repair alone.
+		if _, err := r.rt.List(ctx); err != nil {
+			return nil, err
+		}
+		r.rt.Repair(ctx)
+		r.repairedOnce.Store(true)
+	}
 	events, err := r.pleg.Relist(ctx)
 	if err != nil || !r.rt.Repair(ctx) {
 		return events, err

@@ -71,7 +71,10 @@ type Runner struct {
 	done     chan types.UID         // workers whose pod is gone
 	arrived  chan func(string) bool // images that came without a pull, see ImagesArrived
 	relists  atomic.Uint64          // relists handed to the loop, see Relists
-	known    chan struct{}          // closed by the loop once UIDHolder can tell, see UIDsKnown
+	// repairedOnce is set once the runtime repaired before the first relist (see
+	// relistRepaired).
+	repairedOnce atomic.Bool
+	known        chan struct{} // closed by the loop once UIDHolder can tell, see UIDsKnown
 
 	mu           sync.RWMutex // guards statuses, ready, objects, objectsGen, seen, desired, workerPods and wantedImages
 	statuses     map[types.UID]*corev1.Pod
