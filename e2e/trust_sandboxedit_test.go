@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -62,7 +64,12 @@ func TestEditOfHostNetworkUnderAGivenUIDRecreatesTheSandbox(t *testing.T) {
 	if out, _, _ := runSplit(t, "", nil, "describe", "web-node1", "--api-socket", n.path("staticpod.sock")); !strings.Contains(out, "SandboxChanged") {
 		t.Errorf("describe web-node1 does not tell that the sandbox changed:\n%s", out)
 	}
-	pod := n.pods()["web-node1"]
+	var pod corev1.Pod
+	// /pods has the edit once the worker heard the start, a moment after it ran.
+	testenv.Await(t, "GET /pods to show the edit", 10*time.Second, func() bool {
+		pod = n.pods()["web-node1"]
+		return pod.Spec.HostNetwork && containerStatus(&pod, "main").RestartCount == 1
+	})
 	if pod.UID != types.UID(uid) || !pod.Spec.HostNetwork || containerStatus(&pod, "main").RestartCount != 1 {
 		t.Errorf("GET /pods: uid %s, hostNetwork %t, restart count %d; want %s, true, 1",
 			pod.UID, pod.Spec.HostNetwork, containerStatus(&pod, "main").RestartCount, uid)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/internal/testenv"
@@ -45,9 +46,16 @@ func TestEditOfAPodThatGivesItsUIDReplacesItsContainer(t *testing.T) {
 	if got := podsOf(cs, "web-node1"); len(got) > 2 {
 		t.Errorf("containers of the pod: %v, want the old one and its replacement alone", got)
 	}
-	pod := n.pods()["web-node1"]
-	if pod.UID != types.UID(uid) || pod.Spec.Containers[0].Command[2] != "trap 'exit 0' TERM; echo second; sleep 3600 & wait" {
-		t.Errorf("GET /pods: uid %s, command %q; want %s and the edited command", pod.UID, pod.Spec.Containers[0].Command, uid)
+	// /pods has the edit once the worker heard the start (the container may run a
+	// moment before that), under the same UID.
+	edited := "trap 'exit 0' TERM; echo second; sleep 3600 & wait"
+	var pod corev1.Pod
+	testenv.Await(t, "GET /pods to show the edited command", 10*time.Second, func() bool {
+		pod = n.pods()["web-node1"]
+		return len(pod.Spec.Containers) > 0 && len(pod.Spec.Containers[0].Command) > 2 && pod.Spec.Containers[0].Command[2] == edited
+	})
+	if pod.UID != types.UID(uid) {
+		t.Errorf("GET /pods: uid %s, want %s", pod.UID, uid)
 	}
 
 	// A label is no part of a container's spec: the kubelet updates the pod and
