@@ -91,15 +91,9 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 			"exec needs a connection upgrade: send Connection: Upgrade and Upgrade: "+wire.ExecProtocol)
 		return
 	}
-	name, container := r.PathValue("name"), r.PathValue("container")
-	pod := s.findPod(r.PathValue("namespace"), name)
-	if pod == nil {
-		writeNotFound(w, "pods", name)
-		return
-	}
-	if !hasContainer(pod, container) {
-		writeNotFoundMsg(w, "containers", container, fmt.Sprintf("container %q not found in pod %q; its containers are: %s",
-			container, podRef(pod), containerNames(pod)))
+	container := r.PathValue("container")
+	pod, ok := s.podContainer(w, r)
+	if !ok {
 		return
 	}
 	id, err := runningID(pod, container)

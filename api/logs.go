@@ -64,15 +64,9 @@ func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
 		writeBadRequest(w, err.Error())
 		return
 	}
-	name, container := r.PathValue("name"), r.PathValue("container")
-	pod := s.findPod(r.PathValue("namespace"), name)
-	if pod == nil {
-		writeNotFound(w, "pods", name)
-		return
-	}
-	if !hasContainer(pod, container) {
-		writeNotFoundMsg(w, "containers", container, fmt.Sprintf("container %q not found in pod %q; its containers are: %s",
-			container, podRef(pod), containerNames(pod)))
+	container := r.PathValue("container")
+	pod, ok := s.podContainer(w, r)
+	if !ok {
 		return
 	}
 	status := containerStatus(pod, container)
@@ -194,4 +188,22 @@ func (s *Server) logPathOf(status corev1.ContainerStatus, previous bool) (string
 		return "", false
 	}
 	return path, true
+}
+
+// podContainer finds the pod and container a request's path names ({namespace}, {name},
+// {container}) among the pods the runner knows, answering 404 and reporting false when
+// either is not there.
+func (s *Server) podContainer(w http.ResponseWriter, r *http.Request) (*corev1.Pod, bool) {
+	name, container := r.PathValue("name"), r.PathValue("container")
+	pod := s.findPod(r.PathValue("namespace"), name)
+	if pod == nil {
+		writeNotFound(w, "pods", name)
+		return nil, false
+	}
+	if !hasContainer(pod, container) {
+		writeNotFoundMsg(w, "containers", container, fmt.Sprintf("container %q not found in pod %q; its containers are: %s",
+			container, podRef(pod), containerNames(pod)))
+		return nil, false
+	}
+	return pod, true
 }
