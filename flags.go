@@ -8,6 +8,7 @@ import (
 	"github.com/staticpod/staticpod/api/client"
 	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/containerdrt"
+	"github.com/staticpod/staticpod/containerdrt/images"
 	"github.com/staticpod/staticpod/httpsource"
 	"github.com/staticpod/staticpod/logs"
 	"github.com/staticpod/staticpod/runner"
@@ -50,7 +51,7 @@ func runFlags() []cli.Flag {
 		str("image-dir", "", "directory of image tarballs imported at start and when added"),
 		str("registry-config", "", "docker config.json with registry credentials, searched before the usual places"),
 		&cli.StringSliceFlag{Name: "insecure-registry", Usage: "registry `host[:port]` or CIDR reached over plain HTTP (repeatable)", EnvVars: spcli.Env("insecure-registry")},
-		str("registry-config-dir", containerdrt.DefaultRegistryConfigDir, "containerd's registry host configuration, <dir>/<host>/hosts.toml: mirrors, CAs, client certificates, plain-HTTP hosts (\"\" for none)"),
+		str("registry-config-dir", images.DefaultRegistryConfigDir, "containerd's registry host configuration, <dir>/<host>/hosts.toml: mirrors, CAs, client certificates, plain-HTTP hosts (\"\" for none)"),
 		str("image-credential-provider-config", "", "the kubelet's CredentialProviderConfig file (or directory): credential provider plugins for pulls"),
 		str("image-credential-provider-bin-dir", "", "directory of the credential provider plugins' binaries"),
 		&cli.IntFlag{Name: "image-gc-high-threshold", Value: runner.DefaultImageGCHighThreshold, Usage: "percent of the image filesystem in use at which unused images are removed (100: never)", EnvVars: spcli.Env("image-gc-high-threshold")},

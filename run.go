@@ -19,6 +19,7 @@ import (
 	"github.com/staticpod/staticpod/api"
 	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/containerdrt"
+	"github.com/staticpod/staticpod/containerdrt/images"
 	"github.com/staticpod/staticpod/httpsource"
 	"github.com/staticpod/staticpod/internal/ctrd"
 	"github.com/staticpod/staticpod/internal/dirlock"
@@ -318,7 +319,7 @@ func runtimeConfig(c *cli.Context, root, self string, log *slog.Logger) containe
 			MaxFiles:      c.Int("container-log-max-files"),
 			ContainersDir: c.String("container-log-dir"),
 		},
-		Images: containerdrt.ImageConfig{
+		Images: images.Config{
 			RegistryConfig:           c.String("registry-config"),
 			RegistryConfigDir:        c.String("registry-config-dir"),
 			InsecureRegistries:       c.StringSlice("insecure-registry"),

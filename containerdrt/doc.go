@@ -1,9 +1,10 @@
 // Package containerdrt implements the runner's Runtime on containerd through its native
-// v2 Go client: images (pulls, credentials, --image-dir imports, the image store's side
-// of garbage collection), sandboxes (pinned namespaces, or a pause process for a shared
-// PID namespace), pod networks (CNI), cgroups, containers and their OCI specs, pod
-// directories and volumes, tasks, logs, exec, listing and repair. It is one package
-// still, not yet laid out along those seams.
+// v2 Go client: images, through the image store of package containerdrt/images (pulls,
+// credentials, --image-dir imports, the store's side of garbage collection), sandboxes
+// (pinned namespaces, or a pause process for a shared PID namespace), pod networks
+// (CNI), cgroups, containers and their OCI specs, pod directories and volumes, tasks,
+// logs, exec, listing and repair. Beside images, it is one package still, not yet laid
+// out along those seams.
 //
 // It executes what the runner planned and reports what it sees; which pod and which
 // container should run is the runner's to decide. List only reads (list.go). What a
@@ -21,7 +22,7 @@
 // the host side of hostPath, subPath, /dev/shm and termination-message mounts as it
 // builds them. The pod's own files are written before, by preparePod (poddir.go).
 //
-// It imports manifests, logs, internal/pause (loopback in a pinned sandbox),
-// internal/systemd (pod slices under the systemd cgroup driver), and runner for the
-// Runtime contract and its types only.
+// It imports manifests, logs, containerdrt/images (the image store), internal/pause
+// (loopback in a pinned sandbox), internal/systemd (pod slices under the systemd cgroup
+// driver), and runner for the Runtime contract and its types only.
 package containerdrt

@@ -11,6 +11,10 @@ import (
 	"github.com/staticpod/staticpod/runner"
 )
 
+// ErrConfig classes New's failures that come from its configuration rather than from
+// containerd, so that the caller does not suggest starting one.
+var ErrConfig = errors.New("invalid configuration")
+
 // convertErr translates a containerd or gRPC error once, at the boundary, into the
 // classes the runner knows: not found, and unavailable (containerd does not answer).
 func convertErr(err error) error {

@@ -54,9 +54,6 @@ const (
 	labelNetwork     = labelPrefix + "network"
 	labelPodIPs      = labelPrefix + "pod-ips"
 	labelNetworkNote = labelPrefix + "network-note"
-	// labelImageArchive, on an image, is the archive of the image dir it was last
-	// imported from (an absolute path): the image is pinned while it is there.
-	labelImageArchive = labelPrefix + "image-archive"
 )
 
 // maxLabelSize is the most containerd keeps in one label, key and value together.

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/staticpod/staticpod/containerdrt/images"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -30,15 +31,15 @@ const (
 
 // Config configures a Runtime.
 type Config struct {
-	Address    string      // containerd's socket: a path, or unix:///path (see SocketPath)
-	Namespace  string      // the containerd namespace staticpod owns
-	RootDir    string      // pods/<uid> (volumes, /etc files), pinned namespaces, the sandbox root
-	PodLogDir  string      // CRI log files: <dir>/<namespace>_<name>_<uid>/<container>/<attempt>.log
-	Self       string      // run as log writer and sandbox: staticpod-helper (see internal/helper) or staticpod; "" = this binary
-	Log        LogConfig   // rotation of container logs and their /var/log/containers links
-	Images     ImageConfig // pulls and imports
-	SeccompDir string      // Localhost seccomp profiles
-	CNI        CNIConfig   // pod networks; without a ConfDir, pods not on the host's network have loopback only
+	Address    string        // containerd's socket: a path, or unix:///path (see SocketPath)
+	Namespace  string        // the containerd namespace staticpod owns
+	RootDir    string        // pods/<uid> (volumes, /etc files), pinned namespaces, the sandbox root
+	PodLogDir  string        // CRI log files: <dir>/<namespace>_<name>_<uid>/<container>/<attempt>.log
+	Self       string        // run as log writer and sandbox: staticpod-helper (see internal/helper) or staticpod; "" = this binary
+	Log        LogConfig     // rotation of container logs and their /var/log/containers links
+	Images     images.Config // pulls and imports
+	SeccompDir string        // Localhost seccomp profiles
+	CNI        CNIConfig     // pod networks; without a ConfDir, pods not on the host's network have loopback only
 	Cgroups    CgroupConfig
 	FIFODir    string // where exec's FIFOs are made; "" = containerd's default
 	// Observe makes a Runtime that only watches a namespace a daemon owns (tests,
@@ -56,7 +57,7 @@ type Config struct {
 type Runtime struct {
 	client *client.Client
 	cfg    Config
-	images *images
+	images *images.Store
 	cgroup podCgroups // where pods and containers are placed
 	net    *network
 	log    *slog.Logger
@@ -87,21 +88,21 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err := cfg.complete(); err != nil {
 		return nil, err
 	}
-	providers, err := loadCredentialProviders(cfg.Images.CredentialProviderConfig, cfg.Images.CredentialProviderBinDir)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
 	recs := &records{}
 	c, err := client.New(cfg.Address, client.WithDefaultNamespace(cfg.Namespace), client.WithTimeout(10*time.Second),
 		client.WithExtraDialOpts([]grpc.DialOption{grpc.WithChainUnaryInterceptor(recs.count)}))
 	if err != nil {
 		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
 	}
+	imgs, err := images.New(c, cfg.Images, cfg.Logger)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: newNetwork(cfg.CNI, cfg.Logger), records: recs, started: time.Now()}
 	r.repairs = newRepairer(r)
 	r.cgroup = podCgroups{driver: CgroupDriverCgroupfs, root: "/" + cfg.Namespace} // an observer's: it makes none
-	r.images = newImages(c, cfg.Images, cfg.Logger)
-	r.images.providers = providers
+	r.images = imgs
 	ctx, cancel := r.call(ctx)
 	defer cancel()
 	if _, err := c.Version(ctx); err != nil {
@@ -213,7 +214,7 @@ func (r *Runtime) Images() interface {
 // EnsureImage makes image present per policy. A pull is bounded by ctx alone, not by
 // the call timeout: a large image on a slow link may take long.
 func (r *Runtime) EnsureImage(ctx context.Context, image string, policy corev1.PullPolicy) (runner.Image, error) {
-	return r.images.ensure(namespaces.WithNamespace(ctx, r.cfg.Namespace), image, policy)
+	return r.images.Ensure(namespaces.WithNamespace(ctx, r.cfg.Namespace), image, policy)
 }
 
 // call returns ctx with staticpod's namespace and the call timeout.

@@ -18,7 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	spcli "github.com/staticpod/staticpod/cli"
-	"github.com/staticpod/staticpod/containerdrt"
+	"github.com/staticpod/staticpod/containerdrt/images"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -71,7 +71,7 @@ func flags() []cli.Flag {
 		str("image-dir", "", "directory of image tarballs imported before the pods start"),
 		str("registry-config", "", "docker config.json with registry credentials"),
 		&cli.StringSliceFlag{Name: "insecure-registry", Usage: "registry `host[:port]` or CIDR reached over plain HTTP (repeatable)"},
-		str("registry-config-dir", containerdrt.DefaultRegistryConfigDir, "containerd's registry host configuration, <dir>/<host>/hosts.toml: mirrors, CAs, client certificates, plain-HTTP hosts (\"\" for none)"),
+		str("registry-config-dir", images.DefaultRegistryConfigDir, "containerd's registry host configuration, <dir>/<host>/hosts.toml: mirrors, CAs, client certificates, plain-HTTP hosts (\"\" for none)"),
 		str("image-credential-provider-config", "", "the kubelet's CredentialProviderConfig file (or directory): credential provider plugins for pulls"),
 		str("image-credential-provider-bin-dir", "", "directory of the credential provider plugins' binaries"),
 		str("log-level", "error", "level of staticpod's own log lines: debug, info, warn or error"),

@@ -19,6 +19,7 @@ import (
 
 	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/containerdrt"
+	"github.com/staticpod/staticpod/containerdrt/images"
 	"github.com/staticpod/staticpod/internal/ctrd"
 	"github.com/staticpod/staticpod/internal/helper"
 	"github.com/staticpod/staticpod/manifests"
@@ -99,7 +100,7 @@ func (j *job) setup(ctx context.Context) error {
 	}
 	cfg := containerdrt.Config{
 		Address: address, Namespace: j.ns, RootDir: j.root, PodLogDir: j.logDir, Self: self,
-		Images: containerdrt.ImageConfig{
+		Images: images.Config{
 			RegistryConfig: c.String("registry-config"), InsecureRegistries: c.StringSlice("insecure-registry"),
 			RegistryConfigDir: c.String("registry-config-dir"), ImageDir: c.String("image-dir"),
 			CredentialProviderConfig: c.String("image-credential-provider-config"),

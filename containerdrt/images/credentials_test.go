@@ -1,4 +1,4 @@
-package containerdrt
+package images
 
 import (
 	"context"
@@ -33,16 +33,16 @@ server = "https://upstream.invalid"
 `, mirror.host))
 
 	const ref = "upstream.invalid/app/mirrored:1"
-	_, err := newImages(d.Client, ImageConfig{}, pullLogger(t)).ensure(ctx, ref, corev1.PullAlways)
+	_, err := newStore(d.Client, Config{}, pullLogger(t)).Ensure(ctx, ref, corev1.PullAlways)
 	if err == nil {
 		t.Fatalf("ensure(%s) without hosts.toml succeeded, want a failure to reach upstream.invalid", ref)
 	}
-	img, err := newImages(d.Client, ImageConfig{RegistryConfigDir: certsd}, pullLogger(t)).ensure(ctx, ref, corev1.PullAlways)
+	img, err := newStore(d.Client, Config{RegistryConfigDir: certsd}, pullLogger(t)).Ensure(ctx, ref, corev1.PullAlways)
 	if err != nil {
 		t.Fatalf("ensure(%s) through the mirror = %v", ref, err)
 	}
 	if img.Ref != ref {
-		t.Errorf("ensure(%s) = %+v, want the image named %s", ref, img, ref)
+		t.Errorf("Ensure(%s) = %+v, want the image named %s", ref, img, ref)
 	}
 	if got := mirror.take(); got.manifests == 0 || got.blobs == 0 {
 		t.Errorf("mirror served %v, want the manifest and blob GETs of the pull", got.all)
@@ -70,7 +70,7 @@ func TestEnsureUsesDockerCredentialHelper(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "config.json")
 		writeConfigFile(t, path, config)
 		os.Remove(filepath.Join(bin, "calls.log"))
-		img, err := newImages(d.Client, ImageConfig{RegistryConfig: path}, pullLogger(t)).ensure(ctx, ref, corev1.PullAlways)
+		img, err := newStore(d.Client, Config{RegistryConfig: path}, pullLogger(t)).Ensure(ctx, ref, corev1.PullAlways)
 		if err != nil || img.Ref != ref {
 			t.Errorf("ensure with %s = %+v, %v, want %s pulled", name, img, err, ref)
 		}
@@ -83,7 +83,7 @@ func TestEnsureUsesDockerCredentialHelper(t *testing.T) {
 	writeConfigFile(t, filepath.Join(bin, "creds.json"), `{}`)
 	path := filepath.Join(t.TempDir(), "config.json")
 	writeConfigFile(t, path, fmt.Sprintf(`{"credsStore": "stub", "auths": {%q: {"username": "helped", "password": "h3lper"}}}`, reg.host))
-	if _, err := newImages(d.Client, ImageConfig{RegistryConfig: path}, pullLogger(t)).ensure(ctx, ref, corev1.PullAlways); err != nil {
+	if _, err := newStore(d.Client, Config{RegistryConfig: path}, pullLogger(t)).Ensure(ctx, ref, corev1.PullAlways); err != nil {
 		t.Errorf("ensure with a helper that has nothing and an auths entry = %v", err)
 	}
 }
@@ -117,11 +117,11 @@ providers:
 	if err != nil {
 		t.Fatalf("loadCredentialProviders = %v", err)
 	}
-	imgs := newImages(d.Client, ImageConfig{}, pullLogger(t))
+	imgs := newStore(d.Client, Config{}, pullLogger(t))
 	imgs.providers = providers
 
 	for range 2 {
-		if img, err := imgs.ensure(ctx, ref, corev1.PullAlways); err != nil || img.Ref != ref {
+		if img, err := imgs.Ensure(ctx, ref, corev1.PullAlways); err != nil || img.Ref != ref {
 			t.Fatalf("ensure = %+v, %v, want %s pulled", img, err, ref)
 		}
 	}
@@ -238,7 +238,7 @@ func TestProviderCredentialsOnlyForTheImagesRegistry(t *testing.T) {
 		"reg.example.com": {auth: map[string]providerAuth{"reg.example.com": {Username: "u", Password: "p"}}, expires: time.Now().Add(time.Hour)},
 	}}
 	broken := &credentialProvider{name: "broken", path: filepath.Join(t.TempDir(), "absent"), matchImages: []string{"reg.example.com"}, now: time.Now, cache: map[string]providerCacheEntry{}}
-	imgs := &images{log: pullLogger(t), providers: []*credentialProvider{broken, p}}
+	imgs := &Store{log: pullLogger(t), providers: []*credentialProvider{broken, p}}
 	ctx := context.Background()
 	if user, pass, ok := imgs.providerCredentials(ctx, "reg.example.com/app:1", "reg.example.com"); !ok || user != "u" || pass != "p" {
 		t.Errorf("providerCredentials(registry) = %q, %q, %v, want u, p", user, pass, ok)

@@ -1,4 +1,4 @@
-package containerdrt
+package images
 
 import (
 	"bufio"
@@ -24,6 +24,9 @@ const (
 	importSettle = time.Second
 	// importTimeout bounds the import and unpack of one archive.
 	importTimeout = 10 * time.Minute
+	// labelArchive, on an image, is the archive of the image dir it was last imported
+	// from (an absolute path): the image is pinned while it is there.
+	labelArchive = "io.staticpod.image-archive"
 )
 
 // importFile imports the image archive at path and unpacks its images for the
@@ -34,7 +37,7 @@ const (
 // RepoTags, all normalized (busybox:1 -> docker.io/library/busybox:1). An image named only
 // by a tag is skipped: nothing says which repository it belongs to. Only the host's
 // platform is imported from a multi-platform archive.
-func (i *images) importFile(ctx context.Context, path string) ([]string, error) {
+func (s *Store) importFile(ctx context.Context, path string) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", path, err)
@@ -48,8 +51,8 @@ func (i *images) importFile(ctx context.Context, path string) ([]string, error) 
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", path, err)
 	}
-	imported, err := i.client.Import(ctx, r, client.WithImageRefTranslator(ociRefName),
-		client.WithImageLabels(map[string]string{labelImageArchive: archive}))
+	imported, err := s.client.Import(ctx, r, client.WithImageRefTranslator(ociRefName),
+		client.WithImageLabels(map[string]string{labelArchive: archive}))
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", path, err)
 	}
@@ -58,7 +61,7 @@ func (i *images) importFile(ctx context.Context, path string) ([]string, error) 
 	}
 	var names []string
 	for _, img := range imported {
-		if err := i.unpack(ctx, client.NewImage(i.client, img)); err != nil {
+		if err := s.unpack(ctx, client.NewImage(s.client, img)); err != nil {
 			return names, fmt.Errorf("import %s: %w", path, err)
 		}
 		names = append(names, img.Name)
@@ -108,9 +111,9 @@ func ociRefName(name string) string {
 // After each import, arrived (when not nil) is told which images came in, as a function
 // that reports whether a pod's image string names one of them, so that pods waiting for
 // them need not wait out a back-off.
-func (i *images) Run(ctx context.Context, arrived func(provides func(image string) bool)) error {
-	defer i.markScanned()
-	dir := i.cfg.ImageDir
+func (s *Store) Run(ctx context.Context, arrived func(provides func(image string) bool)) error {
+	defer s.markScanned()
+	dir := s.cfg.ImageDir
 	if dir == "" {
 		return nil
 	}
@@ -126,11 +129,11 @@ func (i *images) Run(ctx context.Context, arrived func(provides func(image strin
 	if err := w.Add(dir); err != nil {
 		return fmt.Errorf("watch image dir %s: %w", dir, err)
 	}
-	d := &dirImports{images: i, arrived: arrived, seen: map[string]fileStamp{}, pending: map[string]time.Time{}}
+	d := &dirImports{Store: s, arrived: arrived, seen: map[string]fileStamp{}, pending: map[string]time.Time{}}
 	if err := d.scan(ctx, dir); err != nil {
 		return err
 	}
-	i.markScanned()
+	s.markScanned()
 	return d.watch(ctx, w)
 }
 
@@ -142,7 +145,7 @@ type fileStamp struct {
 
 // dirImports is Run's state. It is owned by Run's goroutine and needs no lock.
 type dirImports struct {
-	*images
+	*Store
 	arrived func(provides func(image string) bool) // see Run; may be nil
 	seen    map[string]fileStamp                   // the version of each file last imported or tried
 	pending map[string]time.Time                   // files that changed, by when they will have settled
@@ -269,38 +272,38 @@ func (d *dirImports) importOne(ctx context.Context, path string) {
 
 // pin records the images the archive at path brought, nil once it is gone: image
 // garbage collection keeps them while it is there.
-func (i *images) pin(path string, names []string) {
+func (s *Store) pin(path string, names []string) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	i.archiveMu.Lock()
-	defer i.archiveMu.Unlock()
+	s.archiveMu.Lock()
+	defer s.archiveMu.Unlock()
 	if names == nil {
-		delete(i.archives, path)
+		delete(s.archives, path)
 		return
 	}
-	i.archives[path] = names
+	s.archives[path] = names
 }
 
 // pinned reports whether an archive in the image dir brings the image named name, whose
-// labelImageArchive label is archive. The archives imported since staticpod started say
+// labelArchive label is archive. The archives imported since staticpod started say
 // which images they bring; an archive whose import failed this time (the disk was full,
 // say) still pins the images it brought before, as long as it is there.
-func (i *images) pinned(name, archive string) bool {
-	i.archiveMu.Lock()
-	defer i.archiveMu.Unlock()
-	for _, names := range i.archives {
+func (s *Store) pinned(name, archive string) bool {
+	s.archiveMu.Lock()
+	defer s.archiveMu.Unlock()
+	for _, names := range s.archives {
 		if slices.Contains(names, name) {
 			return true
 		}
 	}
-	if archive == "" || i.cfg.ImageDir == "" {
+	if archive == "" || s.cfg.ImageDir == "" {
 		return false
 	}
-	if _, imported := i.archives[archive]; imported {
+	if _, imported := s.archives[archive]; imported {
 		return false // its latest version does not bring this image
 	}
-	dir, err := filepath.Abs(i.cfg.ImageDir)
+	dir, err := filepath.Abs(s.cfg.ImageDir)
 	if err != nil || filepath.Dir(archive) != dir {
 		return false
 	}

@@ -1,4 +1,4 @@
-package containerdrt
+package images
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ func TestFailingCredentialProgramsLeakNothing(t *testing.T) {
 	bin := t.TempDir()
 	const host = "registry.example.com"
 	var logged bytes.Buffer
-	imgs := newImages(nil, ImageConfig{}, slog.New(slog.NewTextHandler(&logged, nil)))
+	imgs := newStore(nil, Config{}, slog.New(slog.NewTextHandler(&logged, nil)))
 
 	leakyProgram(t, filepath.Join(bin, "docker-credential-leaky"), 3)
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))

@@ -1,4 +1,4 @@
-package containerdrt
+package images
 
 import (
 	"context"
@@ -33,15 +33,15 @@ const (
 // hosts.toml names no server (or that has none) is reached over plain HTTP when it is on
 // loopback or insecure; a mirror's scheme is the one hosts.toml spells. Registries that
 // challenge are answered with credentials (see pullCredentials).
-func (i *images) resolver(ctx context.Context, name string) remotes.Resolver {
-	creds := i.pullCredentials(ctx, name)
+func (s *Store) resolver(ctx context.Context, name string) remotes.Resolver {
+	creds := s.pullCredentials(ctx, name)
 	var hostDir func(string) (string, error)
-	if i.cfg.RegistryConfigDir != "" {
-		hostDir = config.HostDirFromRoot(i.cfg.RegistryConfigDir)
+	if s.cfg.RegistryConfigDir != "" {
+		hostDir = config.HostDirFromRoot(s.cfg.RegistryConfigDir)
 	}
 	hosts := func(host string) ([]docker.RegistryHost, error) {
 		opts := config.HostOptions{HostDir: hostDir, Credentials: creds}
-		if plainHTTP(host, i.cfg.InsecureRegistries) {
+		if plainHTTP(host, s.cfg.InsecureRegistries) {
 			opts.DefaultScheme = "http" // only for the registry itself, not for its mirrors
 		}
 		return config.ConfigureHosts(ctx, opts)(host)
@@ -54,12 +54,12 @@ func (i *images) resolver(ctx context.Context, name string) remotes.Resolver {
 // credential helpers and stores) and then those of the credential provider plugins,
 // which go only to the image's own registry, so that a mirror never sees a registry's
 // password. None is not an error: the registry then answers 401.
-func (i *images) pullCredentials(ctx context.Context, name string) func(host string) (string, string, error) {
+func (s *Store) pullCredentials(ctx context.Context, name string) func(host string) (string, string, error) {
 	return func(host string) (string, string, error) {
-		if user, pass, ok := i.credentials(ctx, host); ok {
+		if user, pass, ok := s.credentials(ctx, host); ok {
 			return user, pass, nil
 		}
-		if user, pass, ok := i.providerCredentials(ctx, name, host); ok {
+		if user, pass, ok := s.providerCredentials(ctx, name, host); ok {
 			return user, pass, nil
 		}
 		return "", "", nil
@@ -104,12 +104,12 @@ func splitHostname(host string) string {
 // docker-credential-* protocol, and else from its auths entry. Files are read at each
 // challenge, so an edited config.json needs no restart. Unreadable or malformed files are
 // skipped, as the kubelet does; a helper that fails is logged and skipped.
-func (i *images) credentials(ctx context.Context, host string) (user, pass string, ok bool) {
-	for _, path := range i.credentialPaths() {
+func (s *Store) credentials(ctx context.Context, host string) (user, pass string, ok bool) {
+	for _, path := range s.credentialPaths() {
 		conf, err := readDockerConfig(path)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
-				i.log.Debug("skipped registry credentials file", "path", path, "err", err)
+				s.log.Debug("skipped registry credentials file", "path", path, "err", err)
 			}
 			continue
 		}
@@ -117,14 +117,14 @@ func (i *images) credentials(ctx context.Context, host string) (user, pass strin
 			user, pass, found, err := helperCredentials(ctx, helper, host)
 			switch {
 			case err != nil:
-				i.log.Warn("registry credential helper failed", "host", host, "path", path, "err", err)
+				s.log.Warn("registry credential helper failed", "host", host, "path", path, "err", err)
 			case found:
-				i.log.Debug("using registry credentials", "host", host, "path", path, "helper", helper)
+				s.log.Debug("using registry credentials", "host", host, "path", path, "helper", helper)
 				return user, pass, true
 			}
 		}
 		if user, pass, ok := conf.Auths.lookup(host); ok {
-			i.log.Debug("using registry credentials", "host", host, "path", path)
+			s.log.Debug("using registry credentials", "host", host, "path", path)
 			return user, pass, true
 		}
 	}
@@ -135,10 +135,10 @@ func (i *images) credentials(ctx context.Context, host string) (user, pass strin
 // the kubelet's search path with staticpod's root dir in the place of the kubelet's:
 // config.json in the root dir, the working directory, $HOME/.docker and /.docker, then
 // .dockercfg in the root dir, the working directory, $HOME and /.
-func (i *images) credentialPaths() []string {
+func (s *Store) credentialPaths() []string {
 	var paths []string
-	if i.cfg.RegistryConfig != "" {
-		paths = append(paths, i.cfg.RegistryConfig)
+	if s.cfg.RegistryConfig != "" {
+		paths = append(paths, s.cfg.RegistryConfig)
 	}
 	cwd, _ := os.Getwd()
 	home := os.Getenv("HOME")
@@ -149,8 +149,8 @@ func (i *images) credentialPaths() []string {
 			}
 		}
 	}
-	add(dockerConfigJSON, i.cfg.RootDir, cwd, homeSubdir(home, ".docker"), "/.docker")
-	add(dockerCfg, i.cfg.RootDir, cwd, home, "/")
+	add(dockerConfigJSON, s.cfg.RootDir, cwd, homeSubdir(home, ".docker"), "/.docker")
+	add(dockerCfg, s.cfg.RootDir, cwd, home, "/")
 	return slices.Compact(paths)
 }
 

@@ -1,4 +1,4 @@
-package containerdrt
+package images
 
 import (
 	"archive/tar"
@@ -39,12 +39,12 @@ func TestEnsureIfNotPresentPullsOnce(t *testing.T) {
 	ctx := d.Context(t, d.Namespace(t))
 	reg := startTestRegistry(t, "", "")
 	ref := reg.push(t, "app/ifnotpresent:1", imageOptionsFor(t, ""))
-	imgs := newImages(d.Client, ImageConfig{}, pullLogger(t))
+	imgs := newStore(d.Client, Config{}, pullLogger(t))
 
 	start := time.Now()
-	first, err := imgs.ensure(ctx, ref, corev1.PullIfNotPresent)
+	first, err := imgs.Ensure(ctx, ref, corev1.PullIfNotPresent)
 	if err != nil {
-		t.Fatalf("ensure(%s, IfNotPresent) = %v", ref, err)
+		t.Fatalf("Ensure(%s, IfNotPresent) = %v", ref, err)
 	}
 	t.Logf("first pull took %v", time.Since(start))
 	if got := reg.take(); got.manifests == 0 || got.blobs == 0 {
@@ -52,9 +52,9 @@ func TestEnsureIfNotPresentPullsOnce(t *testing.T) {
 	}
 
 	start = time.Now()
-	second, err := imgs.ensure(ctx, ref, corev1.PullIfNotPresent)
+	second, err := imgs.Ensure(ctx, ref, corev1.PullIfNotPresent)
 	if err != nil {
-		t.Fatalf("second ensure(%s, IfNotPresent) = %v", ref, err)
+		t.Fatalf("second Ensure(%s, IfNotPresent) = %v", ref, err)
 	}
 	t.Logf("second ensure (local) took %v", time.Since(start))
 	if got := reg.take(); len(got.all) != 0 {
@@ -74,20 +74,20 @@ func TestEnsureAlwaysResolvesWithoutRefetching(t *testing.T) {
 	ctx := d.Context(t, d.Namespace(t))
 	reg := startTestRegistry(t, "", "")
 	ref := reg.push(t, "app/always:1", imageOptionsFor(t, ""))
-	imgs := newImages(d.Client, ImageConfig{}, pullLogger(t))
+	imgs := newStore(d.Client, Config{}, pullLogger(t))
 
-	first, err := imgs.ensure(ctx, ref, corev1.PullAlways)
+	first, err := imgs.Ensure(ctx, ref, corev1.PullAlways)
 	if err != nil {
-		t.Fatalf("ensure(%s, Always) = %v", ref, err)
+		t.Fatalf("Ensure(%s, Always) = %v", ref, err)
 	}
 	if got := reg.take(); got.blobs != 2 {
 		t.Errorf("first pull made requests %v, want the config and layer GETs", got.all)
 	}
 
 	start := time.Now()
-	second, err := imgs.ensure(ctx, ref, corev1.PullAlways)
+	second, err := imgs.Ensure(ctx, ref, corev1.PullAlways)
 	if err != nil {
-		t.Fatalf("second ensure(%s, Always) = %v", ref, err)
+		t.Fatalf("second Ensure(%s, Always) = %v", ref, err)
 	}
 	t.Logf("pull of an unchanged image took %v", time.Since(start))
 	got := reg.take()
@@ -102,7 +102,7 @@ func TestEnsureAlwaysResolvesWithoutRefetching(t *testing.T) {
 	// The tag moves to an image with a new config and the same layer: only the config is new.
 	reg.push(t, "app/always:1", imageOptionsFor(t, "VERSION=2"))
 	reg.take()
-	third, err := imgs.ensure(ctx, ref, corev1.PullAlways)
+	third, err := imgs.Ensure(ctx, ref, corev1.PullAlways)
 	if err != nil {
 		t.Fatalf("ensure(%s, Always) after a push = %v", ref, err)
 	}
@@ -119,26 +119,26 @@ func TestEnsureNever(t *testing.T) {
 	ctx := d.Context(t, d.Namespace(t))
 	reg := startTestRegistry(t, "", "")
 	ref := reg.push(t, "app/never:1", imageOptionsFor(t, ""))
-	imgs := newImages(d.Client, ImageConfig{}, pullLogger(t))
+	imgs := newStore(d.Client, Config{}, pullLogger(t))
 
-	_, err := imgs.ensure(ctx, ref, corev1.PullNever)
+	_, err := imgs.Ensure(ctx, ref, corev1.PullNever)
 	want := fmt.Sprintf("Container image %q is not present with pull policy of Never", ref)
 	if !errors.Is(err, runner.ErrImageNeverPull) || err.Error() != want {
-		t.Errorf("ensure(absent, Never) = %v, want ErrImageNeverPull %q", err, want)
+		t.Errorf("Ensure(absent, Never) = %v, want ErrImageNeverPull %q", err, want)
 	}
 	if got := reg.take(); len(got.all) != 0 {
 		t.Errorf("ensure(absent, Never) made requests %v, want none", got.all)
 	}
 
-	pulled, err := imgs.ensure(ctx, ref, corev1.PullIfNotPresent)
+	pulled, err := imgs.Ensure(ctx, ref, corev1.PullIfNotPresent)
 	if err != nil {
-		t.Fatalf("ensure(%s, IfNotPresent) = %v", ref, err)
+		t.Fatalf("Ensure(%s, IfNotPresent) = %v", ref, err)
 	}
 	reg.take()
-	got, err := imgs.ensure(ctx, ref, corev1.PullNever)
+	got, err := imgs.Ensure(ctx, ref, corev1.PullNever)
 	pulled.Pulled = false // present, not pulled again
 	if err != nil || got != pulled {
-		t.Errorf("ensure(present, Never) = %+v, %v, want %+v", got, err, pulled)
+		t.Errorf("Ensure(present, Never) = %+v, %v, want %+v", got, err, pulled)
 	}
 	if got := reg.take(); len(got.all) != 0 {
 		t.Errorf("ensure(present, Never) made requests %v, want none", got.all)
@@ -149,13 +149,13 @@ func TestEnsureMissingImageFailsWithRegistryMessage(t *testing.T) {
 	d := ctd.Daemon(t)
 	ctx := d.Context(t, d.Namespace(t))
 	reg := startTestRegistry(t, "", "")
-	imgs := newImages(d.Client, ImageConfig{}, pullLogger(t))
+	imgs := newStore(d.Client, Config{}, pullLogger(t))
 
 	for _, ref := range []string{reg.host + "/nope:1", reg.push(t, "app/missing:1", imageOptionsFor(t, "")) + "-other"} {
-		_, err := imgs.ensure(ctx, ref, corev1.PullIfNotPresent)
+		_, err := imgs.Ensure(ctx, ref, corev1.PullIfNotPresent)
 		prefix := fmt.Sprintf("failed to pull and unpack image %q: ", ref)
 		if !errors.Is(err, runner.ErrImagePull) || !strings.HasPrefix(err.Error(), prefix) || !strings.HasSuffix(err.Error(), "not found") {
-			t.Errorf("ensure(%s) = %v, want ErrImagePull %q...not found", ref, err, prefix)
+			t.Errorf("Ensure(%s) = %v, want ErrImagePull %q...not found", ref, err, prefix)
 		}
 	}
 }
@@ -173,10 +173,10 @@ func TestEnsureUsesRegistryConfigCredentials(t *testing.T) {
 		config := filepath.Join(t.TempDir(), "config.json")
 		auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
 		writeConfigFile(t, config, fmt.Sprintf(`{"auths": {"http://%s/v2/": {"auth": %q}}}`, reg.host, auth))
-		return newImages(d.Client, ImageConfig{RegistryConfig: config}, pullLogger(t)).ensure(ctx, ref, corev1.PullAlways)
+		return newStore(d.Client, Config{RegistryConfig: config}, pullLogger(t)).Ensure(ctx, ref, corev1.PullAlways)
 	}
 
-	_, err := newImages(d.Client, ImageConfig{}, pullLogger(t)).ensure(ctx, ref, corev1.PullAlways)
+	_, err := newStore(d.Client, Config{}, pullLogger(t)).Ensure(ctx, ref, corev1.PullAlways)
 	if !errors.Is(err, runner.ErrImagePull) || !strings.Contains(err.Error(), "no basic auth credentials") {
 		t.Errorf("ensure without credentials = %v, want ErrImagePull: ...no basic auth credentials", err)
 	}
@@ -193,9 +193,9 @@ func TestPulledImageRuns(t *testing.T) {
 	ctx := d.Context(t, d.Namespace(t))
 	reg := startTestRegistry(t, "", "")
 	ref := reg.push(t, "app/runs:1", imageOptionsFor(t, ""))
-	imgs := newImages(d.Client, ImageConfig{}, pullLogger(t))
-	if _, err := imgs.ensure(ctx, ref, corev1.PullIfNotPresent); err != nil {
-		t.Fatalf("ensure(%s) = %v", ref, err)
+	imgs := newStore(d.Client, Config{}, pullLogger(t))
+	if _, err := imgs.Ensure(ctx, ref, corev1.PullIfNotPresent); err != nil {
+		t.Fatalf("Ensure(%s) = %v", ref, err)
 	}
 	conf, err := imgs.config(ctx, ref)
 	if err != nil || !strings.Contains(strings.Join(conf.Env, " "), "TEST_NAME="+t.Name()) {
@@ -219,8 +219,8 @@ func TestEnsureUnpacksLocalImage(t *testing.T) {
 	if _, err := d.Client.Import(ctx, bytes.NewReader(archive)); err != nil { // content only
 		t.Fatalf("import: %v", err)
 	}
-	if _, err := newImages(d.Client, ImageConfig{}, pullLogger(t)).ensure(ctx, opts.Ref, corev1.PullNever); err != nil {
-		t.Fatalf("ensure(%s, Never) = %v", opts.Ref, err)
+	if _, err := newStore(d.Client, Config{}, pullLogger(t)).Ensure(ctx, opts.Ref, corev1.PullNever); err != nil {
+		t.Fatalf("Ensure(%s, Never) = %v", opts.Ref, err)
 	}
 	img, err := d.Client.GetImage(ctx, opts.Ref)
 	if err != nil {
@@ -230,86 +230,6 @@ func TestEnsureUnpacksLocalImage(t *testing.T) {
 		t.Errorf("IsUnpacked after ensure = %v, %v, want true", ok, err)
 	}
 }
-
-func TestNormalizeRef(t *testing.T) {
-	for ref, want := range map[string]string{
-		"busybox":                               "docker.io/library/busybox:latest",
-		"me/app:1":                              "docker.io/me/app:1",
-		"127.0.0.1:5000/app":                    "127.0.0.1:5000/app:latest",
-		"registry.k8s.io/etcd:3.5.9-0":          "registry.k8s.io/etcd:3.5.9-0",
-		"localhost/app@sha256:" + testDigestHex: "localhost/app@sha256:" + testDigestHex,
-	} {
-		if got, err := normalizeRef(ref); got != want || err != nil {
-			t.Errorf("normalizeRef(%s) = %q, %v, want %q", ref, got, err, want)
-		}
-	}
-	if _, err := normalizeRef("Bad:Ref:"); !errors.Is(err, runner.ErrImagePull) {
-		t.Errorf("normalizeRef(Bad:Ref:) = %v, want ErrImagePull", err)
-	}
-}
-
-func TestPlainHTTP(t *testing.T) {
-	insecure := []string{"reg.lan", "other.lan:5000", "http://third.lan:80/", "10.1.0.0/16"}
-	for host, want := range map[string]bool{
-		"localhost":            true,
-		"localhost:5000":       true,
-		"127.0.0.1:36789":      true,
-		"127.1.2.3":            true,
-		"[::1]:5000":           true,
-		"::1":                  true,
-		"reg.lan":              true,
-		"reg.lan:8080":         true, // an entry without a port matches every port
-		"other.lan:5000":       true,
-		"other.lan":            false,
-		"other.lan:5001":       false,
-		"third.lan:80":         true,
-		"10.1.2.3:5000":        true,
-		"10.2.0.1:5000":        false,
-		"registry-1.docker.io": false,
-		"reg.lan.example.com":  false,
-	} {
-		if got := plainHTTP(host, insecure); got != want {
-			t.Errorf("plainHTTP(%s) = %v, want %v", host, got, want)
-		}
-	}
-}
-
-func TestRegistryCredentials(t *testing.T) {
-	home, root, dir := t.TempDir(), t.TempDir(), t.TempDir()
-	t.Setenv("HOME", home)
-	basic := func(user, pass string) string {
-		return base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
-	}
-	extra := filepath.Join(dir, "extra.json")
-	writeConfigFile(t, extra, fmt.Sprintf(`{"auths": {
-		"https://index.docker.io/v1/": {"auth": %q},
-		"reg.example.com:5000/team": {"username": "team", "password": "p1"}}}`, basic("hub", "p0")))
-	writeConfigFile(t, filepath.Join(root, "config.json"), fmt.Sprintf(`{"auths": {
-		"reg.example.com:5000": {"auth": %q},
-		"root.example.com": {"auth": %q}}}`, basic("ignored", "x"), basic("root", "p2")))
-	os.Mkdir(filepath.Join(home, ".docker"), 0o700)
-	writeConfigFile(t, filepath.Join(home, ".docker", "config.json"), `{"auths": {"bad.example.com": {"auth": "!!"}}}`)
-	writeConfigFile(t, filepath.Join(home, ".dockercfg"), fmt.Sprintf(`{"legacy.example.com": {"auth": %q}}`, basic("old", "p3")))
-
-	imgs := &images{cfg: ImageConfig{RegistryConfig: extra, RootDir: root}, log: pullLogger(t)}
-	for host, want := range map[string][2]string{
-		"registry-1.docker.io": {"hub", "p0"},
-		"reg.example.com:5000": {"team", "p1"}, // --registry-config is searched first
-		"REG.example.com:5000": {"team", "p1"},
-		"root.example.com":     {"root", "p2"},
-		"legacy.example.com":   {"old", "p3"},
-		"bad.example.com":      {"", ""},
-		"reg.example.com":      {"", ""}, // another port is another registry
-		"unknown.example.com":  {"", ""},
-	} {
-		user, pass, ok := imgs.credentials(context.Background(), host)
-		if user != want[0] || pass != want[1] || ok != (want[0] != "") {
-			t.Errorf("credentials(%s) = %q, %q, %v, want %q, %q", host, user, pass, ok, want[0], want[1])
-		}
-	}
-}
-
-const testDigestHex = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 // imageOptionsFor returns a busybox image unique to t (its name is in a file of the layer
 // and in the env), so that blob requests are t's own; env adds a variable to the config

@@ -1,4 +1,4 @@
-package containerdrt
+package images
 
 import (
 	"bytes"
@@ -29,10 +29,6 @@ import (
 // whose auth keys are matched against the repository like the kubelet's keyring does; its
 // answer is cached per image, registry or globally, as it says, for its cacheDuration (or
 // the config's defaultCacheDuration).
-
-// ErrConfig classes New's failures that come from its configuration rather than from
-// containerd, so that the caller does not suggest starting one.
-var ErrConfig = errors.New("invalid configuration")
 
 // The API versions the kubelet accepts, newest first.
 var (
@@ -234,8 +230,8 @@ func validateProviders(providers []providerConfig) error {
 // the repository of name, when host is the image's own registry: a mirror gets none of
 // them. The plugins are run only here, when a registry challenges a pull, and a plugin
 // that fails is logged and skipped, as on the kubelet.
-func (i *images) providerCredentials(ctx context.Context, name, host string) (user, pass string, ok bool) {
-	if len(i.providers) == 0 {
+func (s *Store) providerCredentials(ctx context.Context, name, host string) (user, pass string, ok bool) {
+	if len(s.providers) == 0 {
 		return "", "", false
 	}
 	named, err := reference.ParseNormalizedNamed(name)
@@ -243,17 +239,17 @@ func (i *images) providerCredentials(ctx context.Context, name, host string) (us
 		return "", "", false
 	}
 	repo := named.Name()
-	for _, p := range i.providers {
+	for _, p := range s.providers {
 		if !p.matches(repo) {
 			continue
 		}
 		auth, err := p.provide(ctx, repo)
 		if err != nil {
-			i.log.Warn("credential provider failed", "provider", p.name, "image", repo, "err", err)
+			s.log.Warn("credential provider failed", "provider", p.name, "image", repo, "err", err)
 			continue
 		}
 		if a, ok := matchAuth(auth, repo); ok {
-			i.log.Debug("using registry credentials", "host", host, "provider", p.name)
+			s.log.Debug("using registry credentials", "host", host, "provider", p.name)
 			return a.Username, a.Password, true
 		}
 	}

@@ -1,4 +1,4 @@
-package containerdrt
+package images
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package containerdrt
+package images
 
 import (
 	"bytes"
@@ -45,7 +45,7 @@ func TestImageDirImportsArchives(t *testing.T) {
 		}
 	}
 	logs := &importLog{t: t}
-	imgs := newImages(d.Client, ImageConfig{ImageDir: dir}, slog.New(slog.NewTextHandler(logs, nil)))
+	imgs := newStore(d.Client, Config{ImageDir: dir}, slog.New(slog.NewTextHandler(logs, nil)))
 
 	start := time.Now()
 	stop := startImageDir(t, ctx, imgs)
@@ -90,7 +90,7 @@ func TestImportFileReturnsNames(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	imgs := newImages(d.Client, ImageConfig{}, pullLogger(t))
+	imgs := newStore(d.Client, Config{}, pullLogger(t))
 	start := time.Now()
 	names, err := imgs.importFile(ctx, path)
 	t.Logf("import and unpack of a gzipped docker-archive took %v", time.Since(start))
@@ -103,7 +103,7 @@ func TestImportFileReturnsNames(t *testing.T) {
 }
 
 func TestImageDirUnsetReturnsAtOnce(t *testing.T) {
-	imgs := newImages(nil, ImageConfig{}, pullLogger(t))
+	imgs := newStore(nil, Config{}, pullLogger(t))
 	if err := imgs.Run(t.Context(), nil); err != nil {
 		t.Errorf("Run without an image dir = %v, want nil", err)
 	}
@@ -137,7 +137,7 @@ func TestOCIRefName(t *testing.T) {
 
 // startImageDir runs imgs.Run until the returned stop is called (or t ends), and stop
 // returns Run's result.
-func startImageDir(t *testing.T, ctx context.Context, imgs *images) (stop func() error) {
+func startImageDir(t *testing.T, ctx context.Context, imgs *Store) (stop func() error) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- imgs.Run(ctx, nil) }()
@@ -155,7 +155,7 @@ func startImageDir(t *testing.T, ctx context.Context, imgs *images) (stop func()
 }
 
 // awaitImages waits until every ref is present and unpacked, or fails t after importWait.
-func awaitImages(t *testing.T, ctx context.Context, imgs *images, refs ...string) {
+func awaitImages(t *testing.T, ctx context.Context, imgs *Store, refs ...string) {
 	t.Helper()
 	// Polling containerd, which has no event for this.
 	testenv.Await(t, fmt.Sprintf("images %v imported and unpacked", refs), importWait, func() bool {

@@ -1,0 +1,135 @@
+package images
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/errdefs"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/runner"
+)
+
+// Ensure makes ref present and unpacked per policy and returns it. ref is a pod's image
+// string; it is normalized as containerd's CRI does (busybox -> docker.io/library/busybox:latest).
+//
+//   - Always resolves ref at the registry every time. Fetching is content-addressed, so an
+//     unchanged image costs one manifest request and downloads nothing.
+//   - IfNotPresent uses the local image when there is one, unpacking it if needed, and
+//     pulls otherwise.
+//   - Never uses the local image or fails with runner.ErrImageNeverPull.
+//
+// Pull failures wrap runner.ErrImagePull and carry the registry's message.
+func (s *Store) Ensure(ctx context.Context, ref string, policy corev1.PullPolicy) (runner.Image, error) {
+	name, err := normalizeRef(ref)
+	if err != nil {
+		return runner.Image{}, err
+	}
+	if policy != corev1.PullAlways {
+		img, err := s.local(ctx, name)
+		switch {
+		case err == nil:
+			return describe(ctx, img)
+		case !errdefs.IsNotFound(err):
+			return runner.Image{}, err
+		case policy == corev1.PullNever:
+			return runner.Image{}, &imageError{
+				class: runner.ErrImageNeverPull,
+				msg:   fmt.Sprintf("Container image %q is not present with pull policy of Never", ref),
+			}
+		}
+	}
+	img, err := s.pull(ctx, name)
+	if err != nil {
+		return runner.Image{}, err
+	}
+	out, err := describe(ctx, img)
+	out.Pulled = true
+	return out, err
+}
+
+// config returns the image's OCI config (Entrypoint, Cmd, Env, WorkingDir, User,
+// StopSignal). The image must be present: Ensure it first.
+func (s *Store) config(ctx context.Context, ref string) (ocispec.ImageConfig, error) {
+	name, err := normalizeRef(ref)
+	if err != nil {
+		return ocispec.ImageConfig{}, err
+	}
+	img, err := s.client.GetImage(ctx, name)
+	if err != nil {
+		return ocispec.ImageConfig{}, fmt.Errorf("get image %s: %w", name, err)
+	}
+	spec, err := img.Spec(ctx)
+	if err != nil {
+		return ocispec.ImageConfig{}, fmt.Errorf("read config of image %s: %w", name, err)
+	}
+	return spec.Config, nil
+}
+
+// local returns the image named name, unpacked for the snapshotter (unpacking it if it is
+// not, which needs no registry). An absent image is an errdefs not-found error.
+func (s *Store) local(ctx context.Context, name string) (client.Image, error) {
+	img, err := s.client.GetImage(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.unpack(ctx, img); err != nil {
+		return nil, err
+	}
+	return img, nil
+}
+
+// unpack unpacks img for the snapshotter unless it already is.
+func (s *Store) unpack(ctx context.Context, img client.Image) error {
+	ok, err := img.IsUnpacked(ctx, s.cfg.Snapshotter)
+	if err != nil {
+		return fmt.Errorf("check unpack of image %s: %w", img.Name(), err)
+	}
+	if ok {
+		return nil
+	}
+	start := time.Now()
+	if err := img.Unpack(ctx, s.cfg.Snapshotter); err != nil {
+		return fmt.Errorf("unpack image %s: %w", img.Name(), err)
+	}
+	s.log.Info("unpacked image", "image", img.Name(), "duration", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// pull resolves name at its registry, fetches what the content store lacks and unpacks
+// it for the snapshotter.
+func (s *Store) pull(ctx context.Context, name string) (client.Image, error) {
+	start := time.Now()
+	opts := []client.RemoteOpt{client.WithPullUnpack, client.WithResolver(s.resolver(ctx, name))}
+	if s.cfg.Snapshotter != "" {
+		opts = append(opts, client.WithPullSnapshotter(s.cfg.Snapshotter))
+	}
+	img, err := s.client.Pull(ctx, name, opts...)
+	if err != nil {
+		return nil, &imageError{
+			class: runner.ErrImagePull,
+			msg:   fmt.Sprintf("failed to pull and unpack image %q", name),
+			err:   err,
+		}
+	}
+	s.log.Info("pulled image", "image", name, "digest", img.Target().Digest,
+		"duration", time.Since(start).Round(time.Millisecond))
+	return img, nil
+}
+
+// describe returns what the runner knows of img: its name, config digest (the image ID)
+// and manifest or index digest (the repo digest).
+func describe(ctx context.Context, img client.Image) (runner.Image, error) {
+	conf, err := img.Config(ctx)
+	if err != nil {
+		return runner.Image{}, fmt.Errorf("read config of image %s: %w", img.Name(), err)
+	}
+	return runner.Image{
+		Ref:    img.Name(),
+		ID:     conf.Digest.String(),
+		Digest: img.Target().Digest.String(),
+	}, nil
+}
