@@ -16,8 +16,9 @@ import (
 // of the last update per source is what tells a new failure from an old one. It is
 // owned by the loop goroutine.
 type failures struct {
-	r    *Runner
-	last map[string]map[string]manifests.Failure // source -> location -> failure
+	events  *Events
+	metrics *metrics                                // staticpod_manifest_errors_total
+	last    map[string]map[string]manifests.Failure // source -> location -> failure
 }
 
 // record records u's failures. podOf names a pod by UID (namespace/name), so that a
@@ -32,13 +33,13 @@ func (f *failures) record(u manifests.Update, podOf func(types.UID) string) {
 		}
 		msg := strings.Join(fl.Problems, "; ")
 		if !fl.Invalid {
-			f.r.events.Add(Record{Type: EventWarning, Reason: "SourceFailed", Message: msg + "; the last good manifests stay in force", Source: u.Source})
+			f.events.Add(Record{Type: EventWarning, Reason: "SourceFailed", Message: msg + "; the last good manifests stay in force", Source: u.Source})
 			continue
 		}
-		f.r.metrics.manifestErrors.WithLabelValues(u.Source).Inc()
-		f.r.events.Add(Record{Type: EventWarning, Reason: "InvalidManifest", Message: msg, Source: u.Source})
+		f.metrics.manifestErrors.WithLabelValues(u.Source).Inc()
+		f.events.Add(Record{Type: EventWarning, Reason: "InvalidManifest", Message: msg, Source: u.Source})
 		for _, uid := range fl.Kept {
-			f.r.events.Add(Record{UID: uid, Pod: podOf(uid), Type: EventWarning, Reason: "InvalidManifest",
+			f.events.Add(Record{UID: uid, Pod: podOf(uid), Type: EventWarning, Reason: "InvalidManifest",
 				Message: "manifest is invalid; the pod keeps running on its last good spec: " + msg, Source: u.Source})
 		}
 	}
@@ -50,7 +51,7 @@ func (f *failures) record(u manifests.Update, podOf func(types.UID) string) {
 		if u.Source == manifests.SourceHTTP {
 			msg = "manifest URL answers again"
 		}
-		f.r.events.Add(Record{Type: EventNormal, Reason: "SourceRecovered", Message: msg, Source: u.Source})
+		f.events.Add(Record{Type: EventNormal, Reason: "SourceRecovered", Message: msg, Source: u.Source})
 	}
 	f.last[u.Source] = now
 }

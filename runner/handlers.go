@@ -60,18 +60,18 @@ func hookAction(h *corev1.LifecycleHandler) action {
 	return action{exec: h.Exec, httpGet: h.HTTPGet, tcp: h.TCPSocket, sleep: h.Sleep}
 }
 
-// run runs the action; ctx bounds it (the probe's timeout, the hook's grace). It
-// returns nil on success, else why it failed.
-func (r *Runner) run(ctx context.Context, t target, a action) error {
+// runAction runs the action on rt; ctx bounds it (the probe's timeout, the hook's
+// grace). It returns nil on success, else why it failed.
+func runAction(ctx context.Context, rt Runtime, t target, a action) error {
 	switch {
 	case a.exec != nil:
-		return r.runExec(ctx, t, a.exec.Command)
+		return runExec(ctx, rt, t, a.exec.Command)
 	case a.httpGet != nil:
-		return r.runHTTP(ctx, t, a.httpGet)
+		return runHTTP(ctx, rt, t, a.httpGet)
 	case a.tcp != nil:
-		return r.runTCP(ctx, t, a.tcp)
+		return runTCP(ctx, rt, t, a.tcp)
 	case a.grpc != nil:
-		return r.runGRPC(ctx, t, a.grpc)
+		return runGRPC(ctx, rt, t, a.grpc)
 	case a.sleep != nil:
 		select {
 		case <-time.After(time.Duration(a.sleep.Seconds) * time.Second):
@@ -83,9 +83,9 @@ func (r *Runner) run(ctx context.Context, t target, a action) error {
 	return errors.New("no action")
 }
 
-func (r *Runner) runExec(ctx context.Context, t target, cmd []string) error {
+func runExec(ctx context.Context, rt Runtime, t target, cmd []string) error {
 	var out limitedBuffer
-	code, err := r.rt.Exec(ctx, t.id, ExecRequest{Command: cmd, Stdout: &out, Stderr: &out})
+	code, err := rt.Exec(ctx, t.id, ExecRequest{Command: cmd, Stdout: &out, Stderr: &out})
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("command %q timed out", strings.Join(cmd, " "))
@@ -97,7 +97,7 @@ func (r *Runner) runExec(ctx context.Context, t target, cmd []string) error {
 	return nil
 }
 
-func (r *Runner) runHTTP(ctx context.Context, t target, h *corev1.HTTPGetAction) error {
+func runHTTP(ctx context.Context, rt Runtime, t target, h *corev1.HTTPGetAction) error {
 	port, err := resolvePort(h.Port, t.container)
 	if err != nil {
 		return err
@@ -126,7 +126,7 @@ func (r *Runner) runHTTP(ctx context.Context, t target, h *corev1.HTTPGetAction)
 		}
 		req.Header.Add(hdr.Name, hdr.Value)
 	}
-	resp, err := r.httpClient(t, u.Hostname()).Do(req)
+	resp, err := httpClient(rt, t, u.Hostname()).Do(req)
 	if err != nil {
 		return fmt.Errorf("get %q: %w", u.String(), unwrapURLError(err))
 	}
@@ -142,11 +142,11 @@ func (r *Runner) runHTTP(ctx context.Context, t target, h *corev1.HTTPGetAction)
 // httpClient dials through the pod's network namespace, does not verify certificates
 // (as the kubelet does not), and follows redirects only to the same host: a redirect
 // elsewhere ends the probe with the redirect's status, which counts as success.
-func (r *Runner) httpClient(t target, host string) *http.Client {
+func httpClient(rt Runtime, t target, host string) *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
 			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				return r.rt.Dial(ctx, t.sandbox, network, addr)
+				return rt.Dial(ctx, t.sandbox, network, addr)
 			},
 			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // as the kubelet's prober
 			DisableKeepAlives: true,
@@ -160,7 +160,7 @@ func (r *Runner) httpClient(t target, host string) *http.Client {
 	}
 }
 
-func (r *Runner) runTCP(ctx context.Context, t target, a *corev1.TCPSocketAction) error {
+func runTCP(ctx context.Context, rt Runtime, t target, a *corev1.TCPSocketAction) error {
 	port, err := resolvePort(a.Port, t.container)
 	if err != nil {
 		return err
@@ -169,19 +169,19 @@ func (r *Runner) runTCP(ctx context.Context, t target, a *corev1.TCPSocketAction
 	if host == "" {
 		host = defaultProbeHost
 	}
-	conn, err := r.rt.Dial(ctx, t.sandbox, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	conn, err := rt.Dial(ctx, t.sandbox, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		return fmt.Errorf("dial tcp %s:%d: %w", host, port, errors.Unwrap(err))
 	}
 	return conn.Close()
 }
 
-func (r *Runner) runGRPC(ctx context.Context, t target, g *corev1.GRPCAction) error {
+func runGRPC(ctx context.Context, rt Runtime, t target, g *corev1.GRPCAction) error {
 	addr := net.JoinHostPort(defaultProbeHost, strconv.Itoa(int(g.Port)))
 	conn, err := grpc.NewClient("passthrough:///"+addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
-			return r.rt.Dial(ctx, t.sandbox, "tcp", a)
+			return rt.Dial(ctx, t.sandbox, "tcp", a)
 		}),
 		grpc.WithUserAgent(probeUserAgent))
 	if err != nil {

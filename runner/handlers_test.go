@@ -56,7 +56,7 @@ func TestHTTPAction(t *testing.T) {
 		a := action{httpGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("web"), Scheme: corev1.URISchemeHTTP,
 			HTTPHeaders: []corev1.HTTPHeader{{Name: "X-Probe", Value: "yes"}}}}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := r.run(ctx, tg, a)
+		err := runAction(ctx, r.rt, tg, a)
 		cancel()
 		if (err == nil) != wantOK {
 			t.Errorf("GET %s: %v, want ok=%v", path, err, wantOK)
@@ -82,18 +82,18 @@ func TestTCPAndGRPCActions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 
-	if err := r.run(ctx, tg, action{tcp: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}}); err != nil {
+	if err := runAction(ctx, r.rt, tg, action{tcp: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}}); err != nil {
 		t.Errorf("tcpSocket to a listening port: %v", err)
 	}
-	if err := r.run(ctx, tg, action{grpc: &corev1.GRPCAction{Port: int32(port)}}); err != nil {
+	if err := runAction(ctx, r.rt, tg, action{grpc: &corev1.GRPCAction{Port: int32(port)}}); err != nil {
 		t.Errorf("grpc health of a serving server: %v", err)
 	}
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	if err := r.run(ctx, tg, action{grpc: &corev1.GRPCAction{Port: int32(port)}}); err == nil {
+	if err := runAction(ctx, r.rt, tg, action{grpc: &corev1.GRPCAction{Port: int32(port)}}); err == nil {
 		t.Error("grpc health of a NOT_SERVING server succeeded")
 	}
 	srv.Stop()
-	if err := r.run(ctx, tg, action{tcp: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}}); err == nil {
+	if err := runAction(ctx, r.rt, tg, action{tcp: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}}); err == nil {
 		t.Error("tcpSocket to a closed port succeeded")
 	}
 }
@@ -101,16 +101,16 @@ func TestTCPAndGRPCActions(t *testing.T) {
 func TestExecActionAndSleep(t *testing.T) {
 	r, tg := handlerTarget(0)
 	ctx := context.Background()
-	if err := r.run(ctx, tg, action{exec: &corev1.ExecAction{Command: []string{"true"}}}); err != nil {
+	if err := runAction(ctx, r.rt, tg, action{exec: &corev1.ExecAction{Command: []string{"true"}}}); err != nil {
 		t.Errorf("exec exiting 0: %v", err)
 	}
 	r.rt.(*fakeRuntime).execCode["c1"] = 1
-	if err := r.run(ctx, tg, action{exec: &corev1.ExecAction{Command: []string{"false"}}}); err == nil || !strings.Contains(err.Error(), "exited with 1") {
+	if err := runAction(ctx, r.rt, tg, action{exec: &corev1.ExecAction{Command: []string{"false"}}}); err == nil || !strings.Contains(err.Error(), "exited with 1") {
 		t.Errorf("exec exiting 1: %v", err)
 	}
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	if err := r.run(short, tg, action{sleep: &corev1.SleepAction{Seconds: 5}}); err == nil {
+	if err := runAction(short, r.rt, tg, action{sleep: &corev1.SleepAction{Seconds: 5}}); err == nil {
 		t.Error("a sleep longer than its deadline succeeded")
 	}
 }

@@ -21,7 +21,7 @@ func (w *worker) killUnhealthy(ctx context.Context, pod *corev1.Pod, rt PodRunti
 			continue
 		}
 		for _, kind := range []ProbeType{Liveness, Startup} {
-			res, ok := w.r.prober.result(pod.UID, c.Name, kind, last.ID)
+			res, ok := w.prober.result(pod.UID, c.Name, kind, last.ID)
 			if !ok || !res.failed {
 				continue
 			}
@@ -44,7 +44,7 @@ func (w *worker) unstarted(pod *corev1.Pod, rt PodRuntime) map[string]bool {
 	out := map[string]bool{}
 	cur := rt.sinceSandbox()
 	for _, c := range allContainers(pod) {
-		if last := cur.Latest(c.Name); last != nil && last.State == StateRunning && !w.r.prober.started(pod.UID, c, last.ID) {
+		if last := cur.Latest(c.Name); last != nil && last.State == StateRunning && !w.prober.started(pod.UID, c, last.ID) {
 			out[c.Name] = true
 		}
 	}
@@ -60,7 +60,7 @@ func (w *worker) unready(pod *corev1.Pod, rt PodRuntime) map[string]bool {
 		if last == nil || last.State != StateRunning || c.ReadinessProbe == nil {
 			continue
 		}
-		if res, ok := w.r.prober.result(pod.UID, c.Name, Readiness, last.ID); !ok || !res.ok {
+		if res, ok := w.prober.result(pod.UID, c.Name, Readiness, last.ID); !ok || !res.ok {
 			out[c.Name] = true
 		}
 	}

@@ -23,26 +23,36 @@ import (
 // their name), and the image of every container and sandbox the runtime holds, orphans
 // included. Images an archive of the image dir brings are pinned by the runtime.
 type imageCollector struct {
-	r      *Runner
-	store  ImageStore
-	policy ImageGCPolicy
-	log    *slog.Logger
+	store   ImageStore
+	policy  ImageGCPolicy
+	pub     *published    // the wanted pods' images, the statuses' image IDs, the relists, the sources read
+	pleg    *PLEG         // the images of what the runtime holds
+	period  time.Duration // how often it checks whether it knows what is in use: the relist period
+	events  *Events
+	metrics *metrics
+	log     *slog.Logger
+	now     func() time.Time
 
 	mu       sync.Mutex           // guards lastUsed
 	lastUsed map[string]time.Time // image name or digest -> when last seen in use
 }
 
+// newImageCollector returns the image collector of r with what it uses of r's parts;
+// it keeps no pointer to r.
 func newImageCollector(r *Runner, store ImageStore, policy ImageGCPolicy) *imageCollector {
 	if policy.Period == 0 {
 		policy.Period = DefaultImageGCPeriod
 	}
-	return &imageCollector{r: r, store: store, policy: policy, log: r.log, lastUsed: map[string]time.Time{}}
+	return &imageCollector{
+		store: store, policy: policy, pub: r.pub, pleg: r.pleg, period: r.opts.RelistPeriod,
+		events: r.events, metrics: r.metrics, log: r.log, now: r.now, lastUsed: map[string]time.Time{},
+	}
 }
 
 // Run checks the image filesystem every period, the first time as soon as the runner
 // knows what is in use, until ctx is done.
 func (c *imageCollector) Run(ctx context.Context) {
-	ready := time.NewTicker(c.r.opts.RelistPeriod)
+	ready := time.NewTicker(c.period)
 	defer ready.Stop()
 	for !c.ready() {
 		select {
@@ -57,7 +67,7 @@ func (c *imageCollector) Run(ctx context.Context) {
 	for {
 		if err := c.Collect(ctx); err != nil && ctx.Err() == nil {
 			c.log.Warn("image garbage collection failed", "err", err)
-			c.r.events.Add(Record{Type: EventWarning, Reason: ReasonImageGCFailed, Message: err.Error()})
+			c.events.Add(Record{Type: EventWarning, Reason: ReasonImageGCFailed, Message: err.Error()})
 		}
 		select {
 		case <-ctx.Done():
@@ -69,15 +79,7 @@ func (c *imageCollector) Run(ctx context.Context) {
 
 // ready reports whether the runner knows every pod that may use an image.
 func (c *imageCollector) ready() bool {
-	if c.r.Relists() == 0 {
-		return false
-	}
-	for _, s := range c.r.opts.Sources {
-		if !c.r.SourceReady(s) {
-			return false
-		}
-	}
-	return true
+	return c.pub.relists.Load() > 0 && len(c.pub.unread()) == 0
 }
 
 // Collect records which images are in use and, when the image filesystem is at the
@@ -103,7 +105,7 @@ func (c *imageCollector) Collect(ctx context.Context) error {
 		"usage", fs.Percent(), "high", c.policy.HighThresholdPercent, "low", c.policy.LowThresholdPercent, "toFree", toFree)
 	start, goal := fs, c.policy.goal(fs)
 	for fs.Available < goal {
-		plan := SelectImages(images, goal-fs.Available, c.policy.MinAge, c.r.now())
+		plan := SelectImages(images, goal-fs.Available, c.policy.MinAge, c.now())
 		if len(plan) == 0 {
 			break
 		}
@@ -124,7 +126,7 @@ func (c *imageCollector) Collect(ctx context.Context) error {
 		msg := fmt.Sprintf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only freed %d bytes.",
 			toFree, max(fs.Available-start.Available, 0))
 		c.log.Warn("image filesystem still over the low threshold", "path", fs.Path, "usage", fs.Percent(), "low", c.policy.LowThresholdPercent)
-		c.r.events.Add(Record{Type: EventWarning, Reason: ReasonFreeDiskSpaceFailed, Message: msg})
+		c.events.Add(Record{Type: EventWarning, Reason: ReasonFreeDiskSpaceFailed, Message: msg})
 	}
 	return nil
 }
@@ -134,7 +136,7 @@ func (c *imageCollector) Collect(ctx context.Context) error {
 func (c *imageCollector) remove(ctx context.Context, img ImageUse, before FSUsage) (FSUsage, error) {
 	if err := c.store.RemoveImage(ctx, img.StoredImage); err != nil {
 		c.log.Warn("remove image", "image", imageLabel(img.StoredImage), "err", err)
-		c.r.events.Add(Record{Type: EventWarning, Reason: ReasonImageGCFailed, Message: fmt.Sprintf("Failed to remove image %s: %v", imageLabel(img.StoredImage), err)})
+		c.events.Add(Record{Type: EventWarning, Reason: ReasonImageGCFailed, Message: fmt.Sprintf("Failed to remove image %s: %v", imageLabel(img.StoredImage), err)})
 		return before, nil
 	}
 	after, err := c.store.ImageFS(ctx)
@@ -142,15 +144,15 @@ func (c *imageCollector) remove(ctx context.Context, img ImageUse, before FSUsag
 		return before, fmt.Errorf("image filesystem: %w", err)
 	}
 	freed := max(after.Available-before.Available, 0)
-	c.r.metrics.imagesRemoved.Inc()
-	c.r.metrics.imageBytesFreed.Add(float64(freed))
+	c.metrics.imagesRemoved.Inc()
+	c.metrics.imageBytesFreed.Add(float64(freed))
 	used := "not used since staticpod started"
 	if !img.LastUsed.IsZero() {
 		used = "last used " + img.LastUsed.UTC().Format(time.RFC3339)
 	}
 	c.log.Info("removed unused image", "image", imageLabel(img.StoredImage), "id", img.ID, "size", img.Size,
 		"freed", freed, "used", used, "usage", after.Percent())
-	c.r.events.Add(Record{Type: EventNormal, Reason: ReasonImageRemoved, Message: fmt.Sprintf(
+	c.events.Add(Record{Type: EventNormal, Reason: ReasonImageRemoved, Message: fmt.Sprintf(
 		"Removed unused image %s (%s, %d bytes, %s): freed %d bytes; %s is %d%% full",
 		imageLabel(img.StoredImage), img.ID, img.Size, used, freed, after.Path, after.Percent())})
 	return after, nil
@@ -172,7 +174,7 @@ func (c *imageCollector) Images(ctx context.Context) ([]ImageUse, error) {
 		return nil, fmt.Errorf("list images: %w", err)
 	}
 	used := c.inUse()
-	now := c.r.now()
+	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for ref := range used {
@@ -218,18 +220,14 @@ func (c *imageCollector) inUse() map[string]bool {
 			used[ref] = true
 		}
 	}
-	c.r.mu.RLock()
-	wanted := slices.Clone(c.r.wantedImages)
-	for _, pod := range c.r.statuses {
-		for _, st := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
-			add(st.ImageID)
-		}
+	wanted, ids := c.pub.images()
+	for _, id := range ids {
+		add(id)
 	}
-	c.r.mu.RUnlock()
 	for _, image := range wanted {
 		add(c.store.ImageName(image))
 	}
-	for _, pr := range c.r.pleg.Pods() {
+	for _, pr := range c.pleg.Pods() {
 		for _, ctr := range slices.Concat(pr.Containers, pr.Sandboxes) {
 			add(ctr.Image)
 			add(ctr.ImageRef)

@@ -158,7 +158,7 @@ func TestCollectFreesDownToLowThreshold(t *testing.T) {
 	if _, err := r.pleg.Relist(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	r.wantedImages = []string{"wanted:1"}
+	r.pub.wantedImages = []string{"wanted:1"}
 	if err := r.imageGC.Collect(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -222,13 +222,11 @@ func TestImageCollectorWaitsForSources(t *testing.T) {
 	if r.imageGC.ready() {
 		t.Fatal("collector ready before any relist")
 	}
-	r.relists.Add(1)
+	r.pub.relists.Add(1)
 	if r.imageGC.ready() {
 		t.Fatal("collector ready before the file source delivered")
 	}
-	r.mu.Lock()
-	r.ready["file"] = true
-	r.mu.Unlock()
+	r.pub.setReady("file")
 	if !r.imageGC.ready() {
 		t.Fatal("collector not ready once the file source delivered")
 	}
@@ -259,9 +257,9 @@ func TestCollectSparesAnImageWantedSinceTheList(t *testing.T) {
 		t.Fatal(err)
 	}
 	store.listed = func() {
-		r.mu.Lock()
-		r.wantedImages = []string{"a:1"}
-		r.mu.Unlock()
+		r.pub.mu.Lock()
+		r.pub.wantedImages = []string{"a:1"}
+		r.pub.mu.Unlock()
 	}
 	if err := r.imageGC.Collect(t.Context()); err != nil {
 		t.Fatal(err)

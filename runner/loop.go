@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -11,13 +12,24 @@ import (
 	"github.com/staticpod/staticpod/manifests"
 )
 
-// loop is the state the sync loop goroutine owns alone; it needs no mutex.
+// loop is the state the sync loop goroutine owns alone; it needs no mutex. What others
+// read of it, it publishes in pub.
 type loop struct {
-	r        *Runner
+	pub          *published      // the merge, the refused pods' statuses, the workers' pods, the sources read
+	pleg         *PLEG           // the cache of the last relist: what runs
+	asks         *relistRequests // the workers to wake with a relist's result
+	events       *Events
+	log          *slog.Logger
+	now          func() time.Time
+	rt           Runtime      // removes garbage, in a goroutine of its own
+	restrictions Restrictions // what pods of each source may ask for
+	deps         workerDeps   // what a new worker gets
+
 	config   *Config
 	workers  map[types.UID]*worker
 	names    map[string]types.UID           // namespace/name -> the worker's UID holding it
 	pending  map[string]*corev1.Pod         // namespace/name -> a pod waiting for the old one to go
+	done     chan types.UID                 // workers whose pod is gone
 	wg       *sync.WaitGroup                // the workers and the PLEG goroutine
 	gcBusy   bool                           // a garbage collection is running
 	gcDone   chan struct{}                  // a garbage collection finished
@@ -36,13 +48,17 @@ type loop struct {
 	failures  failures           // what each source could not use at its last update
 }
 
+// newLoop returns the loop of r with what it uses of r's parts; it keeps no pointer
+// to r.
 func newLoop(r *Runner, wg *sync.WaitGroup) *loop {
 	l := &loop{
-		r: r, config: NewConfig(), wg: wg,
+		pub: r.pub, pleg: r.pleg, asks: r.asks, events: r.events, log: r.log, now: r.now, rt: r.rt,
+		restrictions: r.opts.Restrictions, deps: r.workerDeps(),
+		config: NewConfig(), wg: wg, done: make(chan types.UID),
 		workers: map[types.UID]*worker{}, names: map[string]types.UID{}, pending: map[string]*corev1.Pod{},
 		gone: map[types.UID]uint64{}, gcDone: make(chan struct{}, 1),
 	}
-	l.failures = failures{r: r, last: map[string]map[string]manifests.Failure{}}
+	l.failures = failures{events: r.events, metrics: r.metrics, last: map[string]map[string]manifests.Failure{}}
 	l.spawn = l.runWorker
 	l.config.Running = l.runningAs
 	return l
@@ -86,7 +102,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			if healthy, _ := r.Healthy(); healthy && r.opts.Heartbeat != nil {
 				r.opts.Heartbeat()
 			}
-		case uid := <-r.done:
+		case uid := <-l.done:
 			l.workerGone(ctx, uid)
 		case provides := <-r.arrived:
 			for _, w := range l.workers {
@@ -110,7 +126,7 @@ func (r *Runner) runPLEG(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-ticker.C:
-			case <-r.relist:
+			case <-r.asks.pending:
 			}
 		}
 		start := time.Now()
@@ -122,7 +138,7 @@ func (r *Runner) runPLEG(ctx context.Context) {
 		r.metrics.relistDuration.Observe(time.Since(start).Seconds())
 		select {
 		case r.plegOut <- relistDone{events, err}:
-			r.relists.Add(1)
+			r.pub.relists.Add(1)
 		case <-ctx.Done():
 			return
 		}
@@ -137,45 +153,29 @@ func (l *loop) apply(ctx context.Context, u manifests.Update) {
 		return
 	}
 	desired, conflicts := l.config.Apply(u)
-	l.r.mu.Lock()
-	l.r.objects[u.Source] = u.Objects
-	l.r.objectsGen++
-	l.r.mu.Unlock()
+	l.pub.setObjects(u.Source, u.Objects)
 	l.enact(ctx, desired, conflicts)
-	l.r.mu.Lock()
-	l.r.ready[u.Source] = true // after enact: UIDHolder sees the source's pods once it is ready
-	l.r.mu.Unlock()
-	l.r.noteKnown()
+	l.pub.setReady(u.Source) // after enact: UIDHolder sees the source's pods once it is ready
+	l.noteKnown()
 }
+
+// noteKnown closes UIDsKnown once the holders of UIDs are known. It is called after
+// each merge and relist.
+func (l *loop) noteKnown() { l.pub.noteKnown(l.pleg.Generation() > 0) }
 
 // enact starts, updates or stops workers to match a merge of the sources, and reports
 // its conflicts.
 func (l *loop) enact(ctx context.Context, desired map[types.UID]*corev1.Pod, conflicts []Conflict) {
 	rejected := l.admit(desired)
-	l.r.mu.Lock()
-	l.r.desired = desired
-	l.r.wantedImages = podImages(desired)
-	now := l.r.now()
-	for uid := range desired {
-		if _, ok := l.r.seen[uid]; !ok {
-			l.r.seen[uid] = now
-		}
-	}
-	for uid := range l.r.seen {
-		if _, ok := desired[uid]; !ok {
-			delete(l.r.seen, uid)
-			delete(l.r.statuses, uid)
-		}
-	}
-	l.r.mu.Unlock()
+	l.pub.setDesired(desired, l.now())
 	reported := map[string]bool{}
 	for _, c := range conflicts {
 		reported[c.key()] = true
 		if !l.conflicts[c.key()] {
-			l.r.log.Warn("pod defined twice; the first definition runs", "pod", c.Pod, "uid", c.Dropped, "ignored", c.Location,
+			l.log.Warn("pod defined twice; the first definition runs", "pod", c.Pod, "uid", c.Dropped, "ignored", c.Location,
 				"source", c.Source, "field", c.Err.Field, "kept", c.Holder, "err", c.Err.ErrorBody())
 		}
-		l.r.events.Add(Record{Type: EventWarning, Reason: "PodConflict", Message: c.Error(), Source: c.Source})
+		l.events.Add(Record{Type: EventWarning, Reason: "PodConflict", Message: c.Error(), Source: c.Source})
 	}
 	l.conflicts = reported
 	l.reject(desired, rejected)
@@ -210,7 +210,7 @@ func (l *loop) admit(desired map[types.UID]*corev1.Pod) map[types.UID]Rejection 
 		}
 		w.mu.Unlock()
 	}
-	return Admit(desired, l.r.opts.Restrictions, func(uid types.UID) bool { w := l.workers[uid]; return w != nil && !w.killed() }, leaving)
+	return Admit(desired, l.restrictions, func(uid types.UID) bool { w := l.workers[uid]; return w != nil && !w.killed() }, leaving)
 }
 
 // readmit decides again on the pods refused for their host ports, once a pod that
@@ -235,22 +235,20 @@ func (l *loop) readmit(ctx context.Context) {
 func (l *loop) reject(desired map[types.UID]*corev1.Pod, rejected map[types.UID]Rejection) {
 	for uid, rej := range rejected {
 		if !l.rejected[uid] {
-			l.r.log.Warn("pod refused", "pod", manifests.Key(rej.Pod), "uid", uid, "reason", rej.Reason(), "message", rej.Message())
+			l.log.Warn("pod refused", "pod", manifests.Key(rej.Pod), "uid", uid, "reason", rej.Reason(), "message", rej.Message())
 		}
-		l.r.events.Add(Record{UID: uid, Pod: manifests.Key(rej.Pod), Type: EventWarning, Reason: rej.Reason(), Message: rej.Message()})
+		l.events.Add(Record{UID: uid, Pod: manifests.Key(rej.Pod), Type: EventWarning, Reason: rej.Reason(), Message: rej.Message()})
 		out := rej.Pod.DeepCopy()
 		out.Status = rej.Status()
-		l.r.publish(uid, out)
+		l.pub.setStatus(uid, out)
 	}
 	for uid := range l.rejected {
 		if _, still := rejected[uid]; still {
 			continue
 		}
-		l.r.mu.Lock()
-		delete(l.r.statuses, uid)
-		l.r.mu.Unlock()
+		l.pub.dropStatus(uid)
 		if _, wanted := desired[uid]; !wanted && l.workers[uid] == nil {
-			l.r.events.Forget(uid)
+			l.events.Forget(uid)
 		}
 	}
 	l.rejected = map[types.UID]bool{}
@@ -262,7 +260,7 @@ func (l *loop) reject(desired map[types.UID]*corev1.Pod, rejected map[types.UID]
 // runningAs is the pod the runtime holds containers of under uid (Config.Running), as
 // the last relist saw them.
 func (l *loop) runningAs(uid types.UID) (RunningPod, bool) {
-	pr, gen := l.r.pleg.Pod(uid)
+	pr, gen := l.pleg.Pod(uid)
 	if gen == 0 {
 		return RunningPod{}, false
 	}
@@ -297,10 +295,10 @@ func (l *loop) want(ctx context.Context, uid types.UID, pod *corev1.Pod) {
 			return
 		}
 		w.update(pod)
-		l.r.setWorkerPod(uid, pod)
+		l.pub.setWorkerPod(uid, pod)
 		return
 	}
-	_, gen := l.r.pleg.Pod(uid)
+	_, gen := l.pleg.Pod(uid)
 	if gen == 0 {
 		l.pending[name] = pod
 		return
@@ -311,7 +309,7 @@ func (l *loop) want(ctx context.Context, uid types.UID, pod *corev1.Pod) {
 			// relist that no longer shows its containers, or its new containers
 			// would take up the old ones' restart counts.
 			l.pending[name] = pod
-			l.r.requestRelist(uid)
+			l.asks.request(uid)
 			return
 		}
 		delete(l.gone, uid)
@@ -327,7 +325,7 @@ func (l *loop) want(ctx context.Context, uid types.UID, pod *corev1.Pod) {
 		// their files in its directory.
 		l.names[name] = uid
 		l.pending[name] = pod
-		l.r.log.Info("removing the previous pod of the UID first", "pod", name, "uid", uid, "previous", rp.Origin())
+		l.log.Info("removing the previous pod of the UID first", "pod", name, "uid", uid, "previous", rp.Origin())
 		l.startWorker(ctx, uid, nil)
 		return
 	}
@@ -336,7 +334,7 @@ func (l *loop) want(ctx context.Context, uid types.UID, pod *corev1.Pod) {
 		// after its manifest changed. It goes first.
 		l.names[name] = old
 		l.pending[name] = pod
-		l.r.log.Info("stopping the previous instance of an edited pod first", "pod", name, "uid", old)
+		l.log.Info("stopping the previous instance of an edited pod first", "pod", name, "uid", old)
 		l.startWorker(ctx, old, nil)
 		return
 	}
@@ -348,12 +346,12 @@ func (l *loop) want(ctx context.Context, uid types.UID, pod *corev1.Pod) {
 // UID, with no worker, and something still running. A pod whose worker removed it
 // since the last relist is not one: the cache still shows what the worker removed.
 func (l *loop) runningNamesake(pod *corev1.Pod) (types.UID, bool) {
-	for uid, pr := range l.r.pleg.Pods() {
+	for uid, pr := range l.pleg.Pods() {
 		if uid == pod.UID || l.workers[uid] != nil || len(pr.Running()) == 0 && !sandboxRunning(pr) {
 			continue
 		}
 		if started, ok := l.gone[uid]; ok {
-			if _, gen := l.r.pleg.Pod(uid); gen <= started {
+			if _, gen := l.pleg.Pod(uid); gen <= started {
 				continue
 			}
 		}
@@ -367,9 +365,9 @@ func (l *loop) runningNamesake(pod *corev1.Pod) (types.UID, bool) {
 }
 
 func (l *loop) startWorker(ctx context.Context, uid types.UID, pod *corev1.Pod) {
-	w := newWorker(l.r, uid, pod)
+	w := newWorker(l.deps, uid, pod)
 	l.workers[uid] = w
-	l.r.setWorkerPod(uid, pod)
+	l.pub.setWorkerPod(uid, pod)
 	l.spawn(ctx, w)
 	w.signal()
 }
@@ -381,7 +379,7 @@ func (l *loop) runWorker(ctx context.Context, w *worker) {
 		defer l.wg.Done()
 		if w.run(ctx) {
 			select {
-			case l.r.done <- w.uid:
+			case l.done <- w.uid:
 			case <-ctx.Done():
 			}
 		}
@@ -399,16 +397,16 @@ const resyncPeriod = 10 * time.Second
 func (l *loop) relisted(ctx context.Context, res relistDone) {
 	if res.err != nil {
 		if msg := res.err.Error(); msg != l.plegErr {
-			l.r.log.Warn("relist failed", "err", res.err)
+			l.log.Warn("relist failed", "err", res.err)
 			l.plegErr = msg
 		}
 		return
 	}
 	if l.plegErr != "" {
-		l.r.log.Info("relist works again")
+		l.log.Info("relist works again")
 		l.plegErr = ""
 	}
-	defer l.r.noteKnown()
+	defer l.noteKnown()
 	if !l.remerged {
 		// The first relist tells what runs: a pod that ran under a name or UID before
 		// staticpod restarted keeps it against another manifest that claims it, also
@@ -420,20 +418,20 @@ func (l *loop) relisted(ctx context.Context, res relistDone) {
 		desired, conflicts := l.config.Merge()
 		l.enact(ctx, desired, conflicts)
 	}
-	wake := l.r.awaited()
+	wake := l.asks.awaited()
 	for _, ev := range res.events {
 		wake[ev.UID] = true
 	}
-	all := l.r.now().Sub(l.resynced) >= resyncPeriod
+	all := l.now().Sub(l.resynced) >= resyncPeriod
 	if all {
-		l.resynced = l.r.now()
+		l.resynced = l.now()
 	}
 	for uid, w := range l.workers {
 		if all || wake[uid] {
 			w.signal()
 		}
 	}
-	gen := l.r.pleg.Generation()
+	gen := l.pleg.Generation()
 	for uid, started := range l.gone {
 		if gen > started {
 			delete(l.gone, uid) // the cache is fresh for it
@@ -454,11 +452,9 @@ func (l *loop) workerGone(ctx context.Context, uid types.UID) {
 		return
 	}
 	delete(l.workers, uid)
-	l.r.mu.Lock()
-	delete(l.r.workerPods, uid)
-	l.r.mu.Unlock()
-	l.gone[uid] = l.r.pleg.Started()
-	l.r.events.Forget(uid)
+	l.pub.dropWorkerPod(uid)
+	l.gone[uid] = l.pleg.Started()
+	l.events.Forget(uid)
 	defer l.readmit(ctx) // the pod's host ports are free
 	for name, holder := range l.names {
 		if holder != uid {

@@ -10,7 +10,7 @@ import (
 // snapshot, so that a restart of staticpod adopts rather than kills), and removes
 // garbage: exited attempts older than the latest, and everything of removed pods.
 func (l *loop) housekeeping(ctx context.Context) {
-	pods := l.r.pleg.Pods()
+	pods := l.pleg.Pods()
 	for uid, pr := range pods {
 		if _, ok := l.workers[uid]; ok || !l.sourceReady(pr) {
 			continue
@@ -18,7 +18,7 @@ func (l *loop) housekeeping(ctx context.Context) {
 		if len(pr.Running()) == 0 && !sandboxRunning(pr) && len(pr.Containers)+len(pr.Sandboxes) == 0 {
 			continue
 		}
-		l.r.log.Info("removing orphaned pod", "uid", uid)
+		l.log.Info("removing orphaned pod", "uid", uid)
 		l.startWorker(ctx, uid, nil)
 	}
 	if l.gcBusy {
@@ -45,8 +45,8 @@ func (l *loop) housekeeping(ctx context.Context) {
 			if c.PodUID != "" && !keep[c.PodUID] {
 				continue // a removed pod's worker removes its containers and data
 			}
-			if err := l.r.rt.RemoveContainer(ctx, c.ID); err != nil {
-				l.r.log.Warn("remove exited container", "id", c.ID, "err", err)
+			if err := l.rt.RemoveContainer(ctx, c.ID); err != nil {
+				l.log.Warn("remove exited container", "id", c.ID, "err", err)
 			}
 		}
 		l.gcDone <- struct{}{}

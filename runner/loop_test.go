@@ -74,8 +74,8 @@ func testPod(t *testing.T, name, command string, policy corev1.RestartPolicy) *c
 func TestWorkerStartsPodAndReportsStatus(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod(t, "web", "httpd -f", corev1.RestartPolicyAlways)
-	h.r.seen[pod.UID] = t0
-	w := newWorker(h.r, pod.UID, pod)
+	h.r.pub.seen[pod.UID] = t0
+	w := newWorker(h.r.workerDeps(), pod.UID, pod)
 	h.sync(w)
 	got := h.f.byName(pod.UID)
 	if got["c/0"].State != StateRunning || got["web-n/0"].Kind != KindSandbox {
@@ -103,7 +103,7 @@ func TestAdoptionKeepsMatchingContainers(t *testing.T) {
 	pod := testPod(t, "etcd", "etcd", corev1.RestartPolicyAlways)
 	pod.Spec.HostNetwork = true
 	h.f.put(Container{ID: "old", Kind: KindContainer, PodUID: pod.UID, Name: "c", Attempt: 3, Hash: manifests.ContainerHash(&pod.Spec.Containers[0]), State: StateRunning, PID: 42})
-	w := newWorker(h.r, pod.UID, pod)
+	w := newWorker(h.r.workerDeps(), pod.UID, pod)
 	h.sync(w)
 	if n := h.f.count("CreateContainer") + h.f.count("StopContainer"); n != 0 {
 		t.Fatalf("adopting a matching container made %d create/stop calls, want 0", n)
@@ -112,7 +112,7 @@ func TestAdoptionKeepsMatchingContainers(t *testing.T) {
 	stale := testPod(t, "api", "apiserver", corev1.RestartPolicyAlways)
 	stale.Spec.HostNetwork = true
 	h.f.put(Container{ID: "stale", Kind: KindContainer, PodUID: stale.UID, Name: "c", Attempt: 2, Hash: "other", State: StateRunning, PID: 43})
-	h.sync(newWorker(h.r, stale.UID, stale))
+	h.sync(newWorker(h.r.workerDeps(), stale.UID, stale))
 	if c := h.f.byName(stale.UID)["c/3"]; c.State != StateRunning || h.f.byName(stale.UID)["c/2"].State != StateExited {
 		t.Fatalf("a container whose spec hash differs was not replaced: %v", h.f.byName(stale.UID))
 	}
@@ -121,7 +121,7 @@ func TestAdoptionKeepsMatchingContainers(t *testing.T) {
 func TestDeleteDuringCreate(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod(t, "job", "sleep 1", corev1.RestartPolicyAlways)
-	w := newWorker(h.r, pod.UID, pod)
+	w := newWorker(h.r.workerDeps(), pod.UID, pod)
 	gate := make(chan struct{})
 	h.f.gate["CreateContainer"] = gate
 	if _, err := h.r.pleg.Relist(h.ctx); err != nil {
@@ -146,7 +146,7 @@ func TestKillDuringBackoff(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod(t, "crash", "exit 1", corev1.RestartPolicyAlways)
 	pod.Spec.HostNetwork = true
-	w := newWorker(h.r, pod.UID, pod)
+	w := newWorker(h.r.workerDeps(), pod.UID, pod)
 	h.sync(w)
 	h.f.exit(string(pod.UID)+"-c-0", 1)
 	h.sync(w) // restarted at once: the first restart has no back-off
@@ -281,7 +281,7 @@ func TestImagePullFailureBacksOff(t *testing.T) {
 	pod := testPod(t, "pull", "true", corev1.RestartPolicyAlways)
 	pod.Spec.HostNetwork = true
 	h.f.fail["EnsureImage"] = fmt.Errorf("%w: registry said no", ErrImagePull)
-	w := newWorker(h.r, pod.UID, pod)
+	w := newWorker(h.r.workerDeps(), pod.UID, pod)
 	h.sync(w)
 	if r := w.obs.Waiting["c"].Reason; r != ReasonErrImagePull {
 		t.Fatalf("waiting reason = %q, want ErrImagePull", r)
@@ -412,7 +412,7 @@ func TestPanicInSyncIsRecovered(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod(t, "boom", "true", corev1.RestartPolicyAlways)
 	h.f.panicOn = "StartSandbox"
-	w := newWorker(h.r, pod.UID, pod)
+	w := newWorker(h.r.workerDeps(), pod.UID, pod)
 	if gone := h.sync(w); gone {
 		t.Fatal("a panicking sync reported the pod gone")
 	}
@@ -426,7 +426,7 @@ func TestRelistErrorKeepsPods(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod(t, "keep", "sleep 100", corev1.RestartPolicyAlways)
 	pod.Spec.HostNetwork = true
-	w := newWorker(h.r, pod.UID, pod)
+	w := newWorker(h.r.workerDeps(), pod.UID, pod)
 	h.sync(w)
 	h.f.fail["List"] = errors.New("containerd restarting")
 	if _, err := h.r.pleg.Relist(h.ctx); err == nil {
@@ -443,9 +443,9 @@ func TestRelistErrorKeepsPods(t *testing.T) {
 func TestFailedSandboxBacksOff(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod(t, "sb", "true", corev1.RestartPolicyAlways)
-	h.r.seen[pod.UID] = t0
+	h.r.pub.seen[pod.UID] = t0
 	h.f.fail["StartSandbox"] = errors.New(`plugin type="bridge" failed (add): no IP addresses available in range set`)
-	w := newWorker(h.r, pod.UID, pod)
+	w := newWorker(h.r.workerDeps(), pod.UID, pod)
 	h.sync(w)
 	h.sync(w)
 	h.sync(w)
@@ -473,7 +473,7 @@ func TestNoPodNetworkIsTold(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod(t, "lo", "true", corev1.RestartPolicyAlways)
 	h.f.networkNote = "no CNI configuration in /etc/cni/net.d: the pod has loopback only"
-	w := newWorker(h.r, pod.UID, pod)
+	w := newWorker(h.r.workerDeps(), pod.UID, pod)
 	h.sync(w)
 	h.sync(w)
 	h.sync(w)
@@ -493,7 +493,7 @@ func TestFailedStartBacksOffAndIsRemoved(t *testing.T) {
 	pod := testPod(t, "st", "true", corev1.RestartPolicyAlways)
 	pod.Spec.HostNetwork = true
 	h.f.fail["StartContainer"] = errors.New("exec format error")
-	w := newWorker(h.r, pod.UID, pod)
+	w := newWorker(h.r.workerDeps(), pod.UID, pod)
 	h.sync(w)
 	h.sync(w)
 	if n := h.f.count("CreateContainer"); n != 1 || len(h.f.byName(pod.UID)) != 0 {
@@ -599,7 +599,7 @@ func TestBackoffSetsAnAlarmForItsEnd(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod(t, "crash", "exit 1", corev1.RestartPolicyAlways)
 	pod.Spec.HostNetwork = true
-	w := newWorker(h.r, pod.UID, pod)
+	w := newWorker(h.r.workerDeps(), pod.UID, pod)
 	defer w.stopAlarm()
 	h.sync(w)
 	h.f.exit(string(pod.UID)+"-c-0", 1)
@@ -661,7 +661,7 @@ func TestRelistWakesOnlyTheWorkersItConcerns(t *testing.T) {
 	}
 	drain()
 	h.f.exit(string(a.UID)+"-c-0", 1)
-	h.r.requestRelist(c.UID)
+	h.r.asks.request(c.UID)
 	relist()
 	if got := drain(); !got["a-n"] || got["b-n"] || !got["c-n"] {
 		t.Fatalf("woken %v, want a-n (its container exited) and c-n (it asked), not b-n", got)

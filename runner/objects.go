@@ -21,23 +21,6 @@ const ReasonFailedMount = "FailedMount"
 // Secret's values never leave the runner this way. Clients read it as wire.Object.
 type Object = wire.Object
 
-// objectsOf returns the ConfigMaps and Secrets pod may read: its source's.
-func (r *Runner) objectsOf(pod *corev1.Pod) manifests.Objects {
-	objs, _ := r.objectsWithGen(pod)
-	return objs
-}
-
-// objectsWithGen is objectsOf with the generation of the objects: it changes whenever
-// a source sends objects, so that a pod need not look at them again until it does.
-func (r *Runner) objectsWithGen(pod *corev1.Pod) (manifests.Objects, uint64) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if objs, ok := r.objects[sourceOf(pod)]; ok {
-		return objs, r.objectsGen
-	}
-	return manifests.NewObjects(), r.objectsGen
-}
-
 // ConfigMaps describes the ConfigMaps every source provides, sorted by source,
 // namespace and name.
 func (r *Runner) ConfigMaps() []Object { return r.describe(manifests.KindConfigMap) }
@@ -47,10 +30,8 @@ func (r *Runner) ConfigMaps() []Object { return r.describe(manifests.KindConfigM
 func (r *Runner) Secrets() []Object { return r.describe(manifests.KindSecret) }
 
 func (r *Runner) describe(kind string) []Object {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
 	out := []Object{}
-	for src, objs := range r.objects {
+	for src, objs := range r.pub.allObjects() {
 		if kind == manifests.KindConfigMap {
 			for _, cm := range objs.ConfigMaps {
 				keys := slices.Collect(maps.Keys(cm.Data))
@@ -95,7 +76,7 @@ func (w *worker) syncVolumes(ctx context.Context, pod *corev1.Pod, rt PodRuntime
 	if !manifests.ReadsObjects(pod) || len(rt.Containers) == 0 {
 		return
 	}
-	objs, gen := w.r.objectsWithGen(pod)
+	objs, gen := w.pub.objectsWithGen(pod)
 	if w.volumesSynced && gen == w.volumesGen {
 		return
 	}
@@ -104,7 +85,7 @@ func (w *worker) syncVolumes(ctx context.Context, pod *corev1.Pod, rt PodRuntime
 		w.volumesGen = gen
 		return
 	}
-	if err := w.r.rt.SyncVolumes(ctx, pod, objs); err != nil {
+	if err := w.rt.SyncVolumes(ctx, pod, objs); err != nil {
 		if msg := err.Error(); msg != w.mountErr {
 			w.mountErr = msg
 			w.warn("", ReasonFailedMount, fmt.Sprintf("MountVolume.SetUp failed: %v", err))

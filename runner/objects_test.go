@@ -46,10 +46,7 @@ func loadObjects(t *testing.T, mode string) manifests.Result {
 }
 
 func (h *harness) setObjects(source string, objs manifests.Objects) {
-	h.r.mu.Lock()
-	h.r.objects[source] = objs
-	h.r.objectsGen++
-	h.r.mu.Unlock()
+	h.r.pub.setObjects(source, objs)
 }
 
 func (h *harness) mode(res manifests.Result) string {
@@ -67,9 +64,9 @@ func TestVolumesFollowObjects(t *testing.T) {
 	h := newHarness(t)
 	v1 := loadObjects(t, "fast")
 	pod := v1.Pods[0]
-	h.r.seen[pod.UID] = t0
+	h.r.pub.seen[pod.UID] = t0
 	h.setObjects(manifests.SourceFile, v1.Objects())
-	w := newWorker(h.r, pod.UID, pod)
+	w := newWorker(h.r.workerDeps(), pod.UID, pod)
 	h.sync(w)
 	if got := h.mode(v1); got != "fast" {
 		t.Fatalf("container created with mode %q, want fast", got)

@@ -39,15 +39,16 @@ type probeResult struct {
 // probe, started when its container runs and stopped when it no longer does (or its
 // pod is removed). Results wake the pod's worker when they change.
 type prober struct {
-	r *Runner
+	rt     Runtime // runs the probes' actions: exec in the container, dials into the pod
+	events *Events // a failed probe is an event
 
 	mu      sync.Mutex // guards workers and results
 	workers map[probeKey]*probeWorker
 	results map[probeKey]probeResult
 }
 
-func newProber(r *Runner) *prober {
-	return &prober{r: r, workers: map[probeKey]*probeWorker{}, results: map[probeKey]probeResult{}}
+func newProber(rt Runtime, events *Events) *prober {
+	return &prober{rt: rt, events: events, workers: map[probeKey]*probeWorker{}, results: map[probeKey]probeResult{}}
 }
 
 // sync makes the probe workers of a pod match its running containers. w is the pod's
@@ -191,7 +192,7 @@ func (pw *probeWorker) probeOnce() bool {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(pw.probe.TimeoutSeconds)*time.Second)
-	err := pw.p.r.run(ctx, pw.target, probeAction(pw.probe))
+	err := runAction(ctx, pw.p.rt, pw.target, probeAction(pw.probe))
 	cancel()
 	res := probeResult{containerID: pw.id}
 	if err == nil {
@@ -199,7 +200,7 @@ func (pw *probeWorker) probeOnce() bool {
 	} else {
 		pw.failures, pw.successes = pw.failures+1, 0
 		res.message = err.Error()
-		pw.p.r.events.Add(Record{UID: pw.key.uid, Pod: podRef(pw.pod), Container: pw.container.Name, Type: EventWarning,
+		pw.p.events.Add(Record{UID: pw.key.uid, Pod: podRef(pw.pod), Container: pw.container.Name, Type: EventWarning,
 			Reason: "Unhealthy", Message: fmt.Sprintf("%s probe failed: %v", pw.key.kind, err)})
 	}
 	prev, _ := pw.p.result(pw.key.uid, pw.container.Name, pw.key.kind, pw.id)

@@ -34,7 +34,7 @@ func BenchmarkProbes100(b *testing.B) {
 		}})
 		rt.Containers = append(rt.Containers, Container{ID: name, PodUID: pod.UID, Name: name, State: StateRunning, StartedAt: time.Now()})
 	}
-	w := newWorker(r, pod.UID, pod)
+	w := newWorker(r.workerDeps(), pod.UID, pod)
 	before := runtime.NumGoroutine()
 	r.prober.sync(w, pod, rt)
 	perProbe := float64(runtime.NumGoroutine()-before) / containers

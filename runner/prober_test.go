@@ -47,7 +47,7 @@ func TestProbeResults(t *testing.T) {
 				startup := probeKey{"u", "c", Startup}
 				r.prober.results[startup] = probeResult{containerID: "c1"}
 			}
-			pw := &probeWorker{p: r.prober, w: newWorker(r, "u", &corev1.Pod{}), key: probeKey{"u", "c", tc.kind}}
+			pw := &probeWorker{p: r.prober, w: newWorker(r.workerDeps(), "u", &corev1.Pod{}), key: probeKey{"u", "c", tc.kind}}
 			pw.probeTarget = probeTarget{target: tg, probe: probe}
 			r.prober.workers[pw.key] = pw
 			r.prober.results[pw.key] = probeResult{containerID: "c1", ok: tc.kind == Liveness}

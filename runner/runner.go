@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,28 +62,14 @@ type Runner struct {
 	prober   *prober
 	imageGC  *imageCollector // nil without Options.Images
 
-	updates  chan manifests.Update  // from the sources
-	relist   chan types.UID         // workers asking for a fresh relist
-	awaitMu  sync.Mutex             // guards awaiting
-	awaiting map[types.UID]bool     // the workers to wake with the next relist's result
-	plegOut  chan relistDone        // relist results, to the loop
-	done     chan types.UID         // workers whose pod is gone
-	arrived  chan func(string) bool // images that came without a pull, see ImagesArrived
-	relists  atomic.Uint64          // relists handed to the loop, see Relists
+	pub     *published             // what the loop, the workers and the PLEG's goroutine publish
+	asks    *relistRequests        // workers asking for a fresh relist
+	updates chan manifests.Update  // from the sources
+	plegOut chan relistDone        // relist results, to the loop
+	arrived chan func(string) bool // images that came without a pull, see ImagesArrived
 	// repairedOnce is set once the runtime repaired before the first relist (see
 	// relistRepaired).
 	repairedOnce atomic.Bool
-	known        chan struct{} // closed by the loop once UIDHolder can tell, see UIDsKnown
-
-	mu           sync.RWMutex // guards statuses, ready, objects, objectsGen, seen, desired, workerPods and wantedImages
-	statuses     map[types.UID]*corev1.Pod
-	desired      map[types.UID]*corev1.Pod    // the merge of the sources; never changed, only replaced
-	workerPods   map[types.UID]*corev1.Pod    // the pod of each worker, by UID: what it runs or removes; nil for an orphan
-	ready        map[string]bool              // sources that delivered a snapshot
-	objects      map[string]manifests.Objects // each source's ConfigMaps and Secrets
-	objectsGen   uint64                       // counts the updates that set objects
-	seen         map[types.UID]time.Time
-	wantedImages []string // the images of every wanted pod's containers, as the specs spell them
 }
 
 type relistDone struct {
@@ -109,25 +94,18 @@ func New(opts Options) (*Runner, error) {
 	}
 	r := &Runner{
 		opts: opts, rt: opts.Runtime, log: opts.Logger, now: opts.Now,
-		pleg:       NewPLEG(opts.Runtime, opts.Now),
-		backoffs:   NewBackoffs(),
-		events:     NewEvents(opts.Now),
-		results:    results,
-		metrics:    newMetrics(opts.Registry),
-		updates:    make(chan manifests.Update),
-		relist:     make(chan types.UID, 1),
-		awaiting:   map[types.UID]bool{},
-		plegOut:    make(chan relistDone),
-		done:       make(chan types.UID),
-		arrived:    make(chan func(string) bool, 1),
-		known:      make(chan struct{}),
-		statuses:   map[types.UID]*corev1.Pod{},
-		workerPods: map[types.UID]*corev1.Pod{},
-		ready:      map[string]bool{},
-		objects:    map[string]manifests.Objects{},
-		seen:       map[types.UID]time.Time{},
+		pleg:     NewPLEG(opts.Runtime, opts.Now),
+		backoffs: NewBackoffs(),
+		events:   NewEvents(opts.Now),
+		results:  results,
+		metrics:  newMetrics(opts.Registry),
+		pub:      newPublished(opts.Sources),
+		asks:     newRelistRequests(),
+		updates:  make(chan manifests.Update),
+		plegOut:  make(chan relistDone),
+		arrived:  make(chan func(string) bool, 1),
 	}
-	r.prober = newProber(r)
+	r.prober = newProber(r.rt, r.events)
 	if opts.Images != nil {
 		if err := opts.ImageGC.Validate(); err != nil {
 			return nil, err
@@ -183,36 +161,18 @@ func (r *Runner) Healthy() (bool, time.Time) { return r.pleg.Healthy() }
 // taken since Run started: one at once, then one every relist period or sooner. Each
 // wakes every worker, so a few of them prove that the runner had its chance to act; the
 // daemon exports the same count as staticpod_pleg_relist_duration_seconds_count.
-func (r *Runner) Relists() uint64 { return r.relists.Load() }
+func (r *Runner) Relists() uint64 { return r.pub.relists.Load() }
 
 // SourceReady reports whether a source has delivered its first snapshot.
-func (r *Runner) SourceReady(source string) bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.ready[source]
-}
+func (r *Runner) SourceReady(source string) bool { return r.pub.sourceReady(source) }
 
 // Settled reports whether every wanted pod has a status: its worker has synced it once,
 // adopting what runs of it, or it was refused.
-func (r *Runner) Settled() bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	for uid := range r.seen {
-		if _, ok := r.statuses[uid]; !ok {
-			return false
-		}
-	}
-	return true
-}
+func (r *Runner) Settled() bool { return r.pub.settled() }
 
 // Pods returns every wanted pod with its current status, sorted by namespace and name.
 func (r *Runner) Pods() []*corev1.Pod {
-	r.mu.RLock()
-	out := make([]*corev1.Pod, 0, len(r.statuses))
-	for _, p := range r.statuses {
-		out = append(out, p)
-	}
-	r.mu.RUnlock()
+	out := r.pub.pods()
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Namespace != out[j].Namespace {
 			return out[i].Namespace < out[j].Namespace
@@ -230,17 +190,11 @@ func (r *Runner) Pods() []*corev1.Pod {
 // why.
 func (r *Runner) UIDHolder(uid types.UID) (*corev1.Pod, error) {
 	select {
-	case <-r.known:
+	case <-r.pub.known:
 	default:
-		return nil, r.unknown()
+		return nil, r.pub.unknown(r.pleg.Generation() > 0)
 	}
-	r.mu.RLock()
-	have := r.desired[uid]
-	if have == nil {
-		have = r.workerPods[uid] // no longer wanted, still being removed
-	}
-	r.mu.RUnlock()
-	if have != nil {
+	if have := r.pub.holder(uid); have != nil {
 		return &corev1.Pod{ObjectMeta: *have.ObjectMeta.DeepCopy()}, nil
 	}
 	// An orphan being removed, or containers not yet adopted: what the last relist saw.
@@ -256,72 +210,10 @@ func (r *Runner) UIDHolder(uid types.UID) (*corev1.Pod, error) {
 	return pod, nil
 }
 
-func (r *Runner) setWorkerPod(uid types.UID, pod *corev1.Pod) {
-	r.mu.Lock()
-	r.workerPods[uid] = pod
-	r.mu.Unlock()
-}
-
 // UIDsKnown is closed once the runtime has been listed and every source of
 // Options.Sources has delivered its pods and been merged: from then on UIDHolder knows
 // the holder of every UID.
-func (r *Runner) UIDsKnown() <-chan struct{} { return r.known }
-
-// unknown says why the holders of UIDs are not known yet, nil once they are.
-func (r *Runner) unknown() error {
-	r.mu.RLock()
-	var unread []string
-	for _, src := range r.opts.Sources {
-		if !r.ready[src] {
-			unread = append(unread, src)
-		}
-	}
-	r.mu.RUnlock()
-	switch {
-	case len(unread) > 0:
-		return fmt.Errorf("sources not all read yet (%s)", strings.Join(unread, ", "))
-	case r.pleg.Generation() == 0:
-		return fmt.Errorf("the runtime not listed yet")
-	}
-	return nil
-}
-
-// noteKnown closes UIDsKnown once the holders of UIDs are known. The loop calls it
-// after each merge and relist.
-func (r *Runner) noteKnown() {
-	select {
-	case <-r.known:
-	default:
-		if r.unknown() == nil {
-			close(r.known)
-		}
-	}
-}
-
-func (r *Runner) publish(uid types.UID, pod *corev1.Pod) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if seen, ok := r.seen[uid]; ok {
-		pod.Annotations[manifests.AnnotationSeen] = seen.UTC().Format(time.RFC3339Nano)
-	}
-	if _, wanted := r.seen[uid]; wanted {
-		r.statuses[uid] = pod
-	}
-}
-
-// requestRelist asks the PLEG for a relist as soon as possible, and for the worker of
-// uid (if any) to be woken by its result.
-func (r *Runner) requestRelist(uid types.UID) {
-	if uid != "" {
-		r.awaitMu.Lock()
-		r.awaiting[uid] = true
-		r.awaitMu.Unlock()
-	}
-	select {
-	case r.relist <- "":
-	default: // one is pending already
-	}
-}
+func (r *Runner) UIDsKnown() <-chan struct{} { return r.pub.known }
 
 // StopAll stops every pod the runtime holds for staticpod, as a kill of each would,
 // with each pod's grace period where its spec is known. It is for --stop-pods-on-exit,
@@ -347,7 +239,7 @@ func (r *Runner) stopPods(ctx context.Context, pick func(*corev1.Pod) bool, maxG
 		if !pick(specs[uid]) {
 			continue
 		}
-		w := newWorker(r, uid, nil)
+		w := newWorker(r.workerDeps(), uid, nil)
 		w.spec = specs[uid]
 		w.sandbox = runningSandbox(pr) // hooks reach the pod in its network
 		w.maxGrace = maxGrace
@@ -360,17 +252,8 @@ func (r *Runner) stopPods(ctx context.Context, pick func(*corev1.Pod) bool, maxG
 	wg.Wait()
 }
 
-// awaited takes the set of workers that asked for a relist since it was last taken.
-func (r *Runner) awaited() map[types.UID]bool {
-	r.awaitMu.Lock()
-	defer r.awaitMu.Unlock()
-	out := r.awaiting
-	r.awaiting = map[types.UID]bool{}
-	return out
-}
-
 // Wake asks for a relist now: a runtime event (a task exited) says something changed.
-func (r *Runner) Wake() { r.requestRelist("") }
+func (r *Runner) Wake() { r.asks.request("") }
 
 // LogPath is the CRI log file of the container with the runtime ID id, as the runtime
 // reported it in the last relist.

@@ -29,10 +29,10 @@ func TestStopForShutdown(t *testing.T) {
 	pods["job"].Spec.TerminationGracePeriodSeconds = &short
 	for name, p := range pods {
 		p.Spec.Containers[0].Lifecycle = hook(name + "-drain").Lifecycle
-		h.r.mu.Lock()
-		h.r.seen[p.UID] = h.clock()
-		h.r.mu.Unlock()
-		h.r.publish(p.UID, p)
+		h.r.pub.mu.Lock()
+		h.r.pub.seen[p.UID] = h.clock()
+		h.r.pub.mu.Unlock()
+		h.r.pub.setStatus(p.UID, p)
 		h.f.put(Container{ID: name, Kind: KindContainer, PodUID: p.UID, Name: "c", State: StateRunning, Source: "file"})
 	}
 	grace := ShutdownGrace{Total: 30 * time.Second, Critical: 10 * time.Second}

@@ -43,7 +43,7 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, rt PodRuntime, a 
 		acted = true
 	}
 	for _, c := range a.Remove {
-		if err := w.r.rt.RemoveContainer(ctx, c.ID); err != nil {
+		if err := w.rt.RemoveContainer(ctx, c.ID); err != nil {
 			w.log.Warn("remove container that never started", "container", c.Name, "id", c.ID, "err", err)
 			return true // its replacement would take its ID: the next sync tries again
 		}
@@ -60,7 +60,7 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, rt PodRuntime, a 
 		if w.waiting(w.starts, "") {
 			return acted // the last sandbox failed: wait out its back-off
 		}
-		sb, err := w.r.rt.StartSandbox(ctx, pod, a.SandboxAttempt)
+		sb, err := w.rt.StartSandbox(ctx, pod, a.SandboxAttempt)
 		if err != nil {
 			w.failed(w.starts, "")
 			msg := fmt.Sprintf("Failed to create pod sandbox: %v", err)
@@ -142,7 +142,7 @@ func (w *worker) killPod(ctx context.Context, rt PodRuntime) {
 	}
 	for _, sb := range rt.Sandboxes {
 		if sb.State == StateRunning || sb.State == StateCreated {
-			if err := w.r.rt.StopContainer(ctx, sb.ID, 0); err != nil {
+			if err := w.rt.StopContainer(ctx, sb.ID, 0); err != nil {
 				w.log.Warn("stop sandbox", "id", sb.ID, "err", err)
 			}
 		}
@@ -163,11 +163,11 @@ func (w *worker) stop(ctx context.Context, c Container, grace time.Duration, rea
 	hook := w.preStop(c)
 	switch {
 	case !c.StopDeadline.IsZero():
-		grace = max(min(grace, c.StopDeadline.Sub(w.r.now())), 0)
+		grace = max(min(grace, c.StopDeadline.Sub(w.now())), 0)
 		hook = nil
 	case grace > 0 && c.State == StateRunning:
 		begin := func() {
-			if err := w.r.rt.BeginStop(ctx, c.ID, w.r.now().Add(grace)); err != nil {
+			if err := w.rt.BeginStop(ctx, c.ID, w.now().Add(grace)); err != nil {
 				w.log.Warn("record the start of a stop", "container", c.Name, "err", err)
 			}
 		}
@@ -180,16 +180,16 @@ func (w *worker) stop(ctx context.Context, c Container, grace time.Duration, rea
 		defer func() { <-recorded }()
 	}
 	if hook != nil && c.State == StateRunning && grace > 0 {
-		start := w.r.now()
+		start := w.now()
 		hctx, cancel := context.WithTimeout(ctx, grace)
-		err := w.r.run(hctx, target{pod: w.spec, container: hook, id: c.ID, sandbox: w.sandbox}, hookAction(hook.Lifecycle.PreStop))
+		err := runAction(hctx, w.rt, target{pod: w.spec, container: hook, id: c.ID, sandbox: w.sandbox}, hookAction(hook.Lifecycle.PreStop))
 		cancel()
 		if err != nil {
 			w.warn(c.Name, "FailedPreStopHook", fmt.Sprintf("PreStopHook failed: %v", err))
 		}
-		grace = max(grace-w.r.now().Sub(start), minGraceAfterHook)
+		grace = max(grace-w.now().Sub(start), minGraceAfterHook)
 	}
-	if err := w.r.rt.StopContainer(ctx, c.ID, grace); err != nil {
+	if err := w.rt.StopContainer(ctx, c.ID, grace); err != nil {
 		w.warn(c.Name, "FailedKillContainer", fmt.Sprintf("Failed to stop container %s: %v", c.Name, err))
 	}
 }
@@ -219,9 +219,9 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *C
 		return false, false
 	}
 	w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}
-	created, err := w.r.rt.CreateContainer(ctx, CreateRequest{
+	created, err := w.rt.CreateContainer(ctx, CreateRequest{
 		Pod: pod, Container: c, Init: s.Init, Attempt: s.Attempt,
-		Hash: manifests.ContainerHash(c), Sandbox: sandbox, Image: img, Objects: w.r.objectsOf(pod),
+		Hash: manifests.ContainerHash(c), Sandbox: sandbox, Image: img, Objects: w.pub.objectsOf(pod),
 	})
 	if err != nil {
 		reason := ReasonRunContainerError
@@ -234,15 +234,15 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *C
 		return false, false
 	}
 	if s.Attempt > 0 {
-		w.r.backoffs.Restarted(pod.UID, c.Name)
+		w.backoffs.Restarted(pod.UID, c.Name)
 	}
 	w.normal(c.Name, "Created", "Created container "+c.Name)
-	if err := w.r.rt.StartContainer(ctx, created.ID); err != nil {
+	if err := w.rt.StartContainer(ctx, created.ID); err != nil {
 		w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: ReasonRunContainerError, Message: err.Error()}
 		w.warn(c.Name, "Failed", fmt.Sprintf("Error: %v", err))
 		w.failed(w.starts, c.Name)
 		// A container that never started is of no use for logs or status.
-		if err := w.r.rt.RemoveContainer(ctx, created.ID); err != nil {
+		if err := w.rt.RemoveContainer(ctx, created.ID); err != nil {
 			w.log.Warn("remove container that failed to start", "container", c.Name, "id", created.ID, "err", err)
 		}
 		return false, true
@@ -263,7 +263,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *C
 func (w *worker) postStart(ctx context.Context, pod *corev1.Pod, c *corev1.Container, created Container, sandbox *Container) bool {
 	hctx, cancel := context.WithTimeout(ctx, podGrace(pod)+time.Minute)
 	defer cancel()
-	err := w.r.run(hctx, target{pod: pod, container: c, id: created.ID, sandbox: sandbox}, hookAction(c.Lifecycle.PostStart))
+	err := runAction(hctx, w.rt, target{pod: pod, container: c, id: created.ID, sandbox: sandbox}, hookAction(c.Lifecycle.PostStart))
 	if err == nil {
 		return true
 	}
@@ -295,8 +295,8 @@ func (w *worker) pull(ctx context.Context, c *corev1.Container) (Image, bool) {
 		return Image{}, false
 	}
 	start := time.Now()
-	img, err := w.r.rt.EnsureImage(ctx, c.Image, c.ImagePullPolicy)
-	w.r.metrics.pullDuration.Observe(time.Since(start).Seconds())
+	img, err := w.rt.EnsureImage(ctx, c.Image, c.ImagePullPolicy)
+	w.metrics.pullDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		w.failed(w.pulls, c.Image)
 		reason := ReasonErrImagePull
@@ -321,17 +321,17 @@ func (w *worker) backoffMessage(name string, rt PodRuntime) string {
 	if last == nil {
 		return ""
 	}
-	wait := w.r.backoffs.Wait(w.uid, name, *last, w.r.now())
+	wait := w.backoffs.Wait(w.uid, name, *last, w.now())
 	return fmt.Sprintf("back-off %v restarting failed container=%s pod=%s", wait.Round(time.Second), name, podRef(w.spec))
 }
 
 func (w *worker) normal(container, reason, msg string) {
-	w.r.events.Add(Record{UID: w.uid, Pod: podRef(w.spec), Container: container, Type: EventNormal, Reason: reason, Message: msg})
+	w.events.Add(Record{UID: w.uid, Pod: podRef(w.spec), Container: container, Type: EventNormal, Reason: reason, Message: msg})
 }
 
 func (w *worker) warn(container, reason, msg string) {
 	w.log.Warn(msg, "container", container, "reason", reason)
-	w.r.events.Add(Record{UID: w.uid, Pod: podRef(w.spec), Container: container, Type: EventWarning, Reason: reason, Message: msg})
+	w.events.Add(Record{UID: w.uid, Pod: podRef(w.spec), Container: container, Type: EventWarning, Reason: reason, Message: msg})
 }
 
 func podRef(pod *corev1.Pod) string {

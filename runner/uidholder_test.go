@@ -15,7 +15,7 @@ import (
 // the pod whose containers run under the UID, wanted or not.
 func TestUIDHolderKnowsWhatRunsOnceTheSourcesAreRead(t *testing.T) {
 	h := newHarness(t)
-	h.r.opts.Sources = []string{"file", "api"}
+	h.r.pub.sources = []string{"file", "api"}
 	l := newLoop(h.r, &sync.WaitGroup{})
 	l.spawn = func(context.Context, *worker) {}
 	filePod := runningFilePod(t, h.f)

@@ -18,9 +18,8 @@ import (
 // own goroutine, so that a slow pull or a long grace period never holds up other pods
 // or the sync loop.
 type worker struct {
-	uid types.UID
-	r   *Runner
-	log *slog.Logger
+	workerDeps // its log is the worker's own, with the pod's uid and name
+	uid        types.UID
 
 	inbox chan struct{} // one slot: a pending signal to sync
 
@@ -44,10 +43,34 @@ type worker struct {
 	alarm         *time.Timer       // signals the worker when the soonest back-off ends
 	alarmAt       time.Time         // when alarm fires
 	volumes       string            // fingerprint of the objects last synced into its volumes
-	volumesGen    uint64            // the Runner's objectsGen when they were
+	volumesGen    uint64            // the published objectsGen when they were
 	volumesSynced bool              // volumes holds a sync that worked
 	mountErr      string            // the last volume sync's error, told once
 	maxGrace      time.Duration     // caps the grace period of a kill when > 0 (StopForShutdown)
+}
+
+// workerDeps are the parts of the runner a pod worker uses, the same for every worker.
+type workerDeps struct {
+	rt       Runtime
+	pub      *published      // where it publishes the pod's status; its source's objects
+	pleg     *PLEG           // the cache it plans from
+	asks     *relistRequests // where it asks for a relist newer than its actions
+	prober   *prober
+	backoffs *Backoffs
+	results  *Results
+	events   *Events
+	metrics  *metrics
+	log      *slog.Logger
+	now      func() time.Time
+	hostIP   string // reported as status.hostIP
+}
+
+// workerDeps returns what a worker uses of r's parts.
+func (r *Runner) workerDeps() workerDeps {
+	return workerDeps{
+		rt: r.rt, pub: r.pub, pleg: r.pleg, asks: r.asks, prober: r.prober, backoffs: r.backoffs, results: r.results,
+		events: r.events, metrics: r.metrics, log: r.log, now: r.now, hostIP: r.opts.HostIP,
+	}
 }
 
 // retry is the back-off of an operation that failed: a pull, a sandbox, a start.
@@ -60,7 +83,7 @@ type retry struct {
 func (w *worker) failed(retries map[string]retry, key string) {
 	b := retries[key]
 	b.delay = min(max(2*b.delay, pullBackoffInitial), pullBackoffMax)
-	b.until = w.r.now().Add(b.delay)
+	b.until = w.now().Add(b.delay)
 	retries[key] = b
 }
 
@@ -71,7 +94,7 @@ func (w *worker) waiting(retries map[string]retry, key string) bool {
 	if !ok {
 		return false
 	}
-	left := b.until.Sub(w.r.now())
+	left := b.until.Sub(w.now())
 	if left > 0 {
 		w.wakeIn(left)
 	}
@@ -92,17 +115,17 @@ func (w *worker) wakeIn(d time.Duration) {
 	w.alarm = time.AfterFunc(d, w.signal)
 }
 
-func newWorker(r *Runner, uid types.UID, pod *corev1.Pod) *worker {
+func newWorker(d workerDeps, uid types.UID, pod *corev1.Pod) *worker {
 	w := &worker{
-		uid: uid, r: r, pod: pod, spec: pod,
-		log:    r.log.With("uid", uid),
+		workerDeps: d, uid: uid, pod: pod, spec: pod,
 		inbox:  make(chan struct{}, 1),
 		pulls:  map[string]retry{},
 		starts: map[string]retry{},
 
 		killReasons: map[string]string{},
-		obs:         Observed{Waiting: map[string]corev1.ContainerStateWaiting{}, StartTime: r.now(), RuntimeType: r.rt.Type()},
+		obs:         Observed{Waiting: map[string]corev1.ContainerStateWaiting{}, StartTime: d.now(), RuntimeType: d.rt.Type()},
 	}
+	w.log = d.log.With("uid", uid)
 	if pod != nil {
 		w.log = w.log.With("pod", manifests.Key(pod))
 	} else {
@@ -183,7 +206,7 @@ func (w *worker) syncOnce(ctx context.Context) (gone bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			w.log.Error("pod sync panicked", "panic", p, "stack", string(debug.Stack()))
-			w.r.events.Add(Record{UID: w.uid, Type: EventWarning, Reason: "FailedSync", Message: fmt.Sprint("sync panicked: ", p)})
+			w.events.Add(Record{UID: w.uid, Type: EventWarning, Reason: "FailedSync", Message: fmt.Sprint("sync panicked: ", p)})
 			gone = false
 		}
 	}()
@@ -204,47 +227,47 @@ func (w *worker) syncOnce(ctx context.Context) (gone bool) {
 	} else {
 		w.spec = pod
 	}
-	rt, gen := w.r.pleg.Pod(w.uid)
+	rt, gen := w.pleg.Pod(w.uid)
 	if gen == 0 || gen <= w.synced {
 		// The cache predates our last actions (or there is none yet, and the runtime may
 		// hold containers to adopt): acting on it could repeat them. Ask for a relist;
 		// its result signals us again.
-		w.r.requestRelist(w.uid)
+		w.asks.request(w.uid)
 		return false
 	}
-	now := w.r.now()
-	defer func(start time.Time) { w.r.metrics.syncDuration.Observe(time.Since(start).Seconds()) }(time.Now())
+	now := w.now()
+	defer func(start time.Time) { w.metrics.syncDuration.Observe(time.Since(start).Seconds()) }(time.Now())
 	w.sandbox = runningSandbox(rt)
 	if pod != nil {
 		w.noteNetwork(w.sandbox)
 		if w.killUnhealthy(ctx, pod, rt) {
-			w.synced = w.r.pleg.Started()
-			w.r.requestRelist(w.uid)
+			w.synced = w.pleg.Started()
+			w.asks.request(w.uid)
 			return false
 		}
 		rt.Unstarted = w.unstarted(pod, rt)
 	}
-	actions := Plan(pod, rt, w.r.backoffs.Wait, now)
+	actions := Plan(pod, rt, w.backoffs.Wait, now)
 	if actions.Retry > 0 {
 		w.wakeIn(actions.Retry)
 	}
-	if w.r.results.Done(w.uid) && pod != nil {
+	if w.results.Done(w.uid) && pod != nil {
 		actions = Actions{KillPod: actions.KillPod, Done: true}
 	}
 	acted := w.execute(ctx, pod, rt, actions)
 	if acted {
-		w.synced = w.r.pleg.Started()
-		w.r.requestRelist(w.uid)
+		w.synced = w.pleg.Started()
+		w.asks.request(w.uid)
 	}
 	if pod == nil {
-		w.r.prober.stopPod(w.uid)
+		w.prober.stopPod(w.uid)
 		return w.finishKill(ctx, rt, acted)
 	}
 	w.syncVolumes(ctx, pod, rt)
-	w.r.prober.sync(w, pod, rt)
+	w.prober.sync(w, pod, rt)
 	w.obs.Done = actions.Done
 	if actions.Done && !actions.KillPod {
-		w.r.results.Mark(w.uid)
+		w.results.Mark(w.uid)
 	}
 	w.publish(pod, rt)
 	return false
@@ -258,15 +281,15 @@ func (w *worker) finishKill(ctx context.Context, rt PodRuntime, acted bool) bool
 		return false // wait for the relist that shows it stopped
 	}
 	for _, c := range append(append([]Container{}, rt.Containers...), rt.Sandboxes...) {
-		if err := w.r.rt.RemoveContainer(ctx, c.ID); err != nil {
+		if err := w.rt.RemoveContainer(ctx, c.ID); err != nil {
 			w.log.Warn("remove container; housekeeping retries", "container", c.Name, "id", c.ID, "err", err)
 		}
 	}
-	if err := w.r.rt.RemovePodData(ctx, w.uid); err != nil {
+	if err := w.rt.RemovePodData(ctx, w.uid); err != nil {
 		w.log.Warn("remove pod data", "err", err)
 	}
-	w.r.backoffs.Forget(w.uid)
-	w.r.results.Forget(w.uid)
+	w.backoffs.Forget(w.uid)
+	w.results.Forget(w.uid)
 	w.log.Info("pod removed")
 	return true
 }
@@ -278,12 +301,12 @@ func (w *worker) publish(pod *corev1.Pod, rt PodRuntime) {
 	w.obs.Unstarted = w.unstarted(pod, rt)
 	w.obs.KillReasons = w.killReasons
 	out := pod.DeepCopy()
-	out.Status = Status(pod, rt, w.obs, w.r.opts.HostIP)
+	out.Status = Status(pod, rt, w.obs, w.hostIP)
 	if !w.startRecorded && allRunning(out.Status) {
 		w.startRecorded = true
-		w.r.metrics.podStart.Observe(since(w.obs.StartTime, w.r.now()))
+		w.metrics.podStart.Observe(since(w.obs.StartTime, w.now()))
 	}
-	w.r.publish(w.uid, out)
+	w.pub.setStatus(w.uid, out)
 }
 
 // cleanWaiting forgets why containers waited once they run.
