@@ -26,8 +26,11 @@ const module = "github.com/staticpod/staticpod"
 // service, graceful node shutdown) are packages of their own under internal, which
 // main wires to the runner; the helper program links only the log writer and the
 // sandbox process; internal/proc, a leaf, is the one reader of /proc (the runtime's
-// shim scans, the benchmarks' and the test environment's process lists); only main
-// imports everything. A package added to the module needs a rule here.
+// shim scans, the benchmarks' and the test environment's process lists);
+// containerdrt/shims finds and ends shims and log writers from /proc and mends runc's
+// and containerd's leftovers on the disk, so it needs only internal/proc and logs (a
+// log writer's command line), never the runtime it serves; only main imports
+// everything. A package added to the module needs a rule here.
 var rules = map[string][]string{
 	"":                             {"*"},
 	"manifests":                    nil,
@@ -36,14 +39,15 @@ var rules = map[string][]string{
 	"httpsource":                   {"manifests"},
 	"api/wire":                     nil,
 	"runner":                       {"manifests", "api/wire"},
-	"containerdrt":                 {"containerdrt/images", "manifests", "runner", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc"},
+	"containerdrt":                 {"containerdrt/images", "containerdrt/shims", "manifests", "runner", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc"},
 	"containerdrt/images":          {"runner", "manifests", "api/wire"}, // runner.Image, StoredImage, FSUsage and the pull errors; runner brings manifests and api/wire
+	"containerdrt/shims":           {"logs", "internal/proc"},           // /proc and the disk: it knows no runtime, runner or containerd client
 	"api":                          {"manifests", "runner", "api/wire", "logs", "httpsource"},
 	"api/apitest":                  {"api/wire"},
 	"api/client":                   {"api/wire", "manifests"},
 	"cli":                          {"api/client", "api/wire", "manifests"},
 	"validate":                     {"cli", "api/client", "api/wire", "watcher", "manifests", "runner"},
-	"once":                         {"cli", "api/client", "api/wire", "containerdrt", "containerdrt/images", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd", "internal/proc"},
+	"once":                         {"cli", "api/client", "api/wire", "containerdrt", "containerdrt/images", "containerdrt/shims", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd", "internal/proc"},
 	"e2e":                          nil, // its tests import what they test
 	"internal/ctrd":                nil,
 	"internal/dirlock":             nil,                                                     // main's lock of the root and pod log dirs
@@ -58,8 +62,8 @@ var rules = map[string][]string{
 	"internal/testenv":             {"internal/ctrd", "internal/proc"},
 	"internal/testenv/cmd/mkimage": {"internal/testenv", "internal/ctrd", "internal/proc"},
 	"internal/testenv/cmd/udpecho": nil,
-	"internal/bench":               {"containerdrt", "containerdrt/images", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
-	benchCommand:                   {"internal/bench", "containerdrt", "containerdrt/images", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
+	"internal/bench":               {"containerdrt", "containerdrt/images", "containerdrt/shims", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
+	benchCommand:                   {"internal/bench", "containerdrt", "containerdrt/images", "containerdrt/shims", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
 }
 
 // benchCommand is make bench's program.
@@ -71,8 +75,9 @@ const helperCommand = "internal/helper/cmd/staticpod-helper"
 
 // containerdWrappers are the packages that may import containerd's: every other package
 // reaches containerd through them, or not at all. The benchmarks are among them: their
-// floors are containerd alone, and their clock is containerd's events.
-var containerdWrappers = []string{"containerdrt", "containerdrt/images", "internal/ctrd", "internal/testenv", "internal/bench"}
+// floors are containerd alone, and their clock is containerd's events. containerdrt/shims
+// imports what a container ID may be and the type of a listed task, not the client.
+var containerdWrappers = []string{"containerdrt", "containerdrt/images", "containerdrt/shims", "internal/ctrd", "internal/testenv", "internal/bench"}
 
 // commands are the packages that may depend on urfave/cli: a Go program must be able to
 // use any other, api/client first, without a command line.

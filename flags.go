@@ -9,6 +9,7 @@ import (
 	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/containerdrt"
 	"github.com/staticpod/staticpod/containerdrt/images"
+	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/httpsource"
 	"github.com/staticpod/staticpod/logs"
 	"github.com/staticpod/staticpod/runner"
@@ -75,12 +76,12 @@ func runFlags() []cli.Flag {
 }
 
 // socketFlag is the value of --containerd-address: containerd's socket as a path (see
-// containerdrt.SocketPath), so that everything run hands it to (the runtime, the
+// shims.SocketPath), so that everything run hands it to (the runtime, the
 // containerd --start-containerd starts) gets a path, however it was spelled.
 type socketFlag struct{ path string }
 
 func (f *socketFlag) Set(address string) error {
-	path, err := containerdrt.SocketPath(address)
+	path, err := shims.SocketPath(address)
 	if err != nil {
 		return err
 	}

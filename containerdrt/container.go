@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/logs"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -148,10 +149,10 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 // startTask creates and starts c's task and records when it started (containerd keeps
 // no start time of its own).
 func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Creator) error {
-	defer r.repairs.lost.creatingTask(c.ID())()
+	defer r.repairs.lost.CreatingTask(c.ID())()
 	task, err := r.newTask(ctx, c, ioc)
 	if err != nil {
-		r.repairs.lost.watch() // containerd may have left a shim of the failed creation
+		r.repairs.lost.Watch() // containerd may have left a shim of the failed creation
 		return convertErr(err)
 	}
 	started := time.Now().UTC() // before Start: a short-lived process may exit before Start returns
@@ -174,11 +175,11 @@ func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Cre
 // group that was exiting is gone.
 func (r *Runtime) newTask(ctx context.Context, c client.Container, ioc cio.Creator) (client.Task, error) {
 	task, err := c.NewTask(ctx, ioc)
-	if path, ok := staleBundle(err, r.cfg.Namespace, c.ID()); ok && r.removeStaleBundle(path, c.ID()) {
+	if path, ok := shims.StaleBundle(err, r.cfg.Namespace, c.ID()); ok && r.removeStaleBundle(path, c.ID()) {
 		r.log.Warn("removed a task bundle containerd left behind", "id", c.ID(), "path", path)
 		task, err = c.NewTask(ctx, ioc)
 	}
-	if err != nil && strings.Contains(err.Error(), errRuncStateExists) && removeStaleRuncState(runcRoot, r.cfg.Namespace, c.ID()) {
+	if err != nil && strings.Contains(err.Error(), shims.RuncStateExists) && shims.RemoveStaleRuncState(shims.RuncRoot, r.cfg.Namespace, c.ID()) {
 		r.log.Warn("removed runc's state of a container whose process is gone", "id", c.ID())
 		task, err = c.NewTask(ctx, ioc)
 	}

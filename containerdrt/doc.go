@@ -15,7 +15,10 @@
 // of containers whose shim is gone, pins and shims containerd lost track of. Those
 // endings are the runtime's own decisions, about what a crash left; the runner sees
 // their result at the next relist. A Runtime that only observes (Config.Observe) never
-// repairs.
+// repairs. The process side of that repair (finding and trusting shims and log writers
+// under /proc, signalling them, runc's stale state and containerd's task bundles) is
+// package containerdrt/shims; talking to a shim over its task API is this package's
+// (lostshims.go).
 //
 // The OCI spec is assembled from oci.SpecOpts per concern (spec.go and the spec_*.go
 // files), but building them is not pure yet: it reads the host, and mounts.go prepares

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,91 +15,13 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/api/services/tasks/v1"
-	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
+	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/internal/proc"
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
 )
-
-// A shim is ended only when it looks lost at two looks in a row, and never while this
-// process creates a task for its container or while containerd lists a task and a
-// record for it. A log writer is ended when its shim started a newer one for the same
-// file, at two looks in a row too.
-func TestLostShimsAreConfirmedAtASecondLook(t *testing.T) {
-	proc := newFakeProc(t)
-	proc.shim(t, 10, "ns", "served_c_0_1")    // a task and a record
-	proc.shim(t, 11, "ns", "lost_c_0_1")      // a record, no task
-	proc.shim(t, 12, "ns", "creating_c_0_1")  // no task yet: this process creates it
-	proc.shim(t, 13, "ns", "orphan_c_0_1")    // a task, no record
-	proc.shim(t, 14, "ns", "group_c_0_1")     // cleared: serves others of its group
-	proc.shim(t, 15, "ns", "appearing_c_0_1") // lost at the second look only
-	proc.logger(t, 20, 10, 500, "path=served")
-	proc.logger(t, 21, 10, 700, "path=served") // the same file, newer: 20 is stale
-	proc.logger(t, 22, 10, 600, "path=other")
-	proc.logger(t, 23, 11, 400, "path=served") // another shim's
-	l := newLostShims(string(proc))
-	l.period = 0
-	records := map[string]bool{"served_c_0_1": true, "lost_c_0_1": true, "creating_c_0_1": true, "group_c_0_1": true, "appearing_c_0_1": true}
-	procs := map[string]*task.Process{"served_c_0_1": {}, "orphan_c_0_1": {}, "group_c_0_1": {}, "appearing_c_0_1": {}}
-	done := l.creatingTask("creating_c_0_1")
-	l.clear(14)
-	confirm := func() ([]shimProc, []int) {
-		lost, stale := l.confirm("/run/c.sock", "ns", proc.helper(), records, procs)
-		slices.SortFunc(lost, func(a, b shimProc) int { return a.PID - b.PID })
-		var pids []int
-		for _, lg := range stale {
-			pids = append(pids, lg.PID)
-		}
-		return lost, pids
-	}
-
-	if lost, stale := confirm(); len(lost) != 0 || len(stale) != 0 {
-		t.Fatalf("first look: %v lost, log writers %v stale; want none before a second look", lost, stale)
-	}
-	delete(procs, "appearing_c_0_1")
-	lost, stale := confirm()
-	if want := []shimProc{{11, 100, "lost_c_0_1"}, {13, 100, "orphan_c_0_1"}}; !slices.Equal(lost, want) {
-		t.Fatalf("second look: %v lost, want %v", lost, want)
-	}
-	if !slices.Equal(stale, []int{20}) {
-		t.Fatalf("second look: log writers %v stale, want [20]", stale)
-	}
-	if lost, _ := confirm(); !slices.Equal(lost, []shimProc{{11, 100, "lost_c_0_1"}, {13, 100, "orphan_c_0_1"}, {15, 100, "appearing_c_0_1"}}) {
-		t.Fatalf("third look: %v lost, want the same two and the one lost since the second", lost)
-	}
-	done()
-	if lost, _ := confirm(); slices.Contains(lost, shimProc{12, 100, "creating_c_0_1"}) {
-		t.Fatalf("a shim whose task creation just ended was taken for lost at once: %v", lost)
-	}
-	l.period = time.Hour
-	if lost, stale := confirm(); lost != nil || stale != nil {
-		t.Fatalf("a look before the period ended: %v lost, %v stale", lost, stale)
-	}
-
-	// Out of a watch, with nothing to confirm, looks are rare.
-	quiet := newLostShims(string(proc))
-	quiet.period = 0
-	records["lost_c_0_1"], procs["lost_c_0_1"], procs["creating_c_0_1"] = true, &task.Process{}, &task.Process{}
-	records["orphan_c_0_1"], procs["appearing_c_0_1"] = true, &task.Process{}
-	quiet.clear(14)
-	if lost, _ := quiet.confirm("/run/c.sock", "ns", proc.helper(), records, procs); len(lost) != 0 {
-		t.Fatalf("every shim served: %v lost", lost)
-	}
-	quiet.until = time.Time{}
-	quiet.stale = map[int]bool{}
-	looked := quiet.last
-	quiet.confirm("/run/c.sock", "ns", proc.helper(), records, procs)
-	if quiet.last != looked {
-		t.Fatal("looked again at once out of a watch, with nothing to confirm")
-	}
-	quiet.watch()
-	quiet.confirm("/run/c.sock", "ns", proc.helper(), records, procs)
-	if quiet.last == looked {
-		t.Fatal("did not look again at once in a watch")
-	}
-}
 
 // The two ways containerd loses track of a container its shim still serves, each
 // made for real: its record removed while its task runs (a creation that finished
@@ -117,21 +38,21 @@ func TestLostShimsAreEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newTestRuntimeOn(t, d, func(cfg *Config) { cfg.Address = linked })
-	t.Cleanup(func() { killShimsOf("/proc", r.cfg.Address, r.cfg.Namespace) }) // after a failure
-	r.repairs.lost.period = 100 * time.Millisecond
+	t.Cleanup(func() { shims.Kill("/proc", r.cfg.Address, r.cfg.Namespace) }) // after a failure
+	r.repairs.lost.Period = 100 * time.Millisecond
 	run := func(name string) runner.Container {
 		pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: "+name+"}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
 		c := r.mustRunPod(t, pod)["c"]
 		return r.awaitState(t, c.ID, runner.StateRunning)
 	}
 	healthy, unrecorded, forgotten := run("healthy"), run("unrecorded"), run("forgotten")
-	shims := map[string]int{}
-	for _, s := range findShims("/proc", r.cfg.Address, r.cfg.Namespace) {
-		shims[s.ID] = s.PID
+	shimPID := map[string]int{}
+	for _, s := range shims.Find("/proc", r.cfg.Address, r.cfg.Namespace) {
+		shimPID[s.ID] = s.PID
 	}
 	for _, c := range []runner.Container{healthy, unrecorded, forgotten} {
-		if shims[c.ID] == 0 {
-			t.Fatalf("no shim for %s among %v", c.ID, shims)
+		if shimPID[c.ID] == 0 {
+			t.Fatalf("no shim for %s among %v", c.ID, shimPID)
 		}
 		t.Cleanup(func() { syscall.Kill(int(c.PID), syscall.SIGKILL) }) // if all else failed
 	}
@@ -172,14 +93,14 @@ func TestLostShimsAreEnded(t *testing.T) {
 			if _, err := r.relist(r.ctx); err != nil {
 				t.Fatal(err)
 			}
-			return !alive(shims[c.ID]) && !alive(int(c.PID))
+			return !shims.Alive(shimPID[c.ID]) && !shims.Alive(int(c.PID))
 		})
 	}
 	if _, err := r.relist(r.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !alive(shims[healthy.ID]) || !alive(int(healthy.PID)) {
-		t.Fatalf("the healthy container's shim %d or process %d is gone", shims[healthy.ID], healthy.PID)
+	if !shims.Alive(shimPID[healthy.ID]) || !shims.Alive(int(healthy.PID)) {
+		t.Fatalf("the healthy container's shim %d or process %d is gone", shimPID[healthy.ID], healthy.PID)
 	}
 	if got, _ := r.find(t, healthy.ID); got.State != runner.StateRunning {
 		t.Fatalf("the healthy container is %s, want running", got.State)
@@ -231,7 +152,7 @@ func installAsShim(t *testing.T, program, dir string) string {
 // runs under it, and left alone (and reported) when something does.
 func TestSilentLostShims(t *testing.T) {
 	r := newTestRuntime(t)
-	r.repairs.lost.period = 100 * time.Millisecond
+	r.repairs.lost.Period = 100 * time.Millisecond
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +189,7 @@ func TestSilentLostShims(t *testing.T) {
 	testenv.Await(t, "a child under the busy shim, and both listening", 10*time.Second, func() bool {
 		_, err1 := proc.ListeningUnixSockets(proc.Root, idle.Process.Pid)
 		_, err2 := proc.ListeningUnixSockets(proc.Root, busy.Process.Pid)
-		return err1 == nil && err2 == nil && hasChildren(proc.Root, busy.Process.Pid)
+		return err1 == nil && err2 == nil && shims.HasChildren(proc.Root, busy.Process.Pid)
 	})
 	testenv.Await(t, "the idle silent shim killed", 30*time.Second, func() bool {
 		if _, err := r.relist(r.ctx); err != nil {
@@ -295,7 +216,7 @@ func TestSilentLostShims(t *testing.T) {
 // nothing. Such a shim is killed; one with a child is left.
 func TestLostShimWithoutRuncStateIsKilled(t *testing.T) {
 	r := newTestRuntime(t)
-	r.repairs.lost.period = 100 * time.Millisecond
+	r.repairs.lost.Period = 100 * time.Millisecond
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -314,7 +235,7 @@ func TestLostShimWithoutRuncStateIsKilled(t *testing.T) {
 		_, err := proc.ListeningUnixSockets(proc.Root, cmd.Process.Pid)
 		return err == nil
 	})
-	if _, err := os.Stat(filepath.Join(runcRoot, r.cfg.Namespace, "cut_c_0_1")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(shims.RuncRoot, r.cfg.Namespace, "cut_c_0_1")); !os.IsNotExist(err) {
 		t.Fatalf("runc state of the fake shim's container: %v, want none", err)
 	}
 	testenv.Await(t, "the shim serving a container runc never made killed", 30*time.Second, func() bool {
@@ -332,9 +253,9 @@ func TestLostShimWithoutRuncStateIsKilled(t *testing.T) {
 
 // A task bundle containerd left behind (its deletion failed) made every later start of
 // the same container ID fail with "mkdir <bundle>: file exists" until containerd
-// restarted. One older than bundleSettle with no shim is removed, with the renamed
-// copy a failed deletion leaves, and the start goes on; a fresh one is left, as a
-// creation may be under way.
+// restarted. One old enough (see shims.RemoveStaleBundle) with no shim is removed,
+// with the renamed copy a failed deletion leaves, and the start goes on; a fresh one
+// is left, as a creation may be under way.
 func TestStaleBundleIsRemoved(t *testing.T) {
 	r := newTestRuntime(t)
 	d := ctd.Daemon(t)
@@ -363,7 +284,7 @@ func TestStaleBundleIsRemoved(t *testing.T) {
 	if _, err := os.Stat(renamed); !os.IsNotExist(err) {
 		t.Errorf("the renamed copy of a bundle left behind: %v, want it gone", err)
 	}
-	if path, ok := staleBundle(errors.New("failed to create shim task: mkdir "+bundle+": file exists"), r.cfg.Namespace, "other"); ok {
+	if path, ok := shims.StaleBundle(errors.New("failed to create shim task: mkdir "+bundle+": file exists"), r.cfg.Namespace, "other"); ok {
 		t.Errorf("staleBundle took %s for another container's", path)
 	}
 }

@@ -56,7 +56,7 @@ func (rp *repairer) saw(obs *observation) {
 }
 
 // listFailed notes that a List failed: containerd may lose track of shims as it
-// restarts, so the next repairs look for lost ones more often (lostShims.watch).
+// restarts, so the next repairs look for lost ones more often (shims.Lost.Watch).
 func (rp *repairer) listFailed() {
 	rp.mu.Lock()
 	rp.failed = true
@@ -83,7 +83,7 @@ func (rp *repairer) repair(ctx context.Context) {
 	rp.last, rp.failed = nil, false
 	rp.mu.Unlock()
 	if failed {
-		rp.lost.watch()
+		rp.lost.Watch()
 	}
 	if obs == nil {
 		return

@@ -8,6 +8,7 @@ import (
 	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -20,7 +21,7 @@ import (
 // lost shim and removes the snapshot.
 func TestListChangesNothingAndRepairMends(t *testing.T) {
 	r := newTestRuntime(t)
-	t.Cleanup(func() { killShimsOf("/proc", r.cfg.Address, r.cfg.Namespace) }) // after a failure
+	t.Cleanup(func() { shims.Kill("/proc", r.cfg.Address, r.cfg.Namespace) }) // after a failure
 	run := func(name, command string) runner.Container {
 		pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: "+name+"}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sh, -c, '"+command+"']}\n")
 		return r.mustRunPod(t, pod)["c"]
@@ -57,12 +58,12 @@ func TestListChangesNothingAndRepairMends(t *testing.T) {
 	if _, err := task.Delete(ctx, client.WithProcessKill); err != nil { // its task vanishes, as a killed shim's does
 		t.Fatal(err)
 	}
-	shims := map[string]int{}
-	for _, s := range findShims("/proc", r.cfg.Address, r.cfg.Namespace) {
-		shims[s.ID] = s.PID
+	shimPID := map[string]int{}
+	for _, s := range shims.Find("/proc", r.cfg.Address, r.cfg.Namespace) {
+		shimPID[s.ID] = s.PID
 	}
-	if shims[unrecorded.ID] == 0 {
-		t.Fatalf("no shim for %s among %v", unrecorded.ID, shims)
+	if shimPID[unrecorded.ID] == 0 {
+		t.Fatalf("no shim for %s among %v", unrecorded.ID, shimPID)
 	}
 	if err := r.client.ContainerService().Delete(ctx, unrecorded.ID); err != nil { // containerd forgets it
 		t.Fatal(err)
@@ -81,7 +82,7 @@ func TestListChangesNothingAndRepairMends(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	again.repairs.lost.period = 0
+	again.repairs.lost.Period = 0
 	first, err := again.List(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -127,9 +128,9 @@ func TestListChangesNothingAndRepairMends(t *testing.T) {
 		}
 		return false
 	}
-	if recorded(exits.ID) || !hasTask(exits.ID) || recorded(gone.ID) || !alive(shims[unrecorded.ID]) || !leaseLeft() {
+	if recorded(exits.ID) || !hasTask(exits.ID) || recorded(gone.ID) || !shims.Alive(shimPID[unrecorded.ID]) || !leaseLeft() {
 		t.Fatalf("List changed something: exit recorded %v, task left %v, lost task's end recorded %v, lost shim alive %v, lease left %v",
-			recorded(exits.ID), hasTask(exits.ID), recorded(gone.ID), alive(shims[unrecorded.ID]), leaseLeft())
+			recorded(exits.ID), hasTask(exits.ID), recorded(gone.ID), shims.Alive(shimPID[unrecorded.ID]), leaseLeft())
 	}
 
 	if !again.Repair(ctx) {
@@ -160,6 +161,6 @@ func TestListChangesNothingAndRepairMends(t *testing.T) {
 			t.Fatal(err)
 		}
 		again.repairs.lost.wg.Wait()
-		return !alive(shims[unrecorded.ID])
+		return !shims.Alive(shimPID[unrecorded.ID])
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/containerdrt/images"
+	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -31,7 +32,7 @@ const (
 
 // Config configures a Runtime.
 type Config struct {
-	Address    string        // containerd's socket: a path, or unix:///path (see SocketPath)
+	Address    string        // containerd's socket: a path, or unix:///path (see shims.SocketPath)
 	Namespace  string        // the containerd namespace staticpod owns
 	RootDir    string        // pods/<uid> (volumes, /etc files), pinned namespaces, the sandbox root
 	PodLogDir  string        // CRI log files: <dir>/<namespace>_<name>_<uid>/<container>/<attempt>.log
@@ -122,7 +123,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 }
 
 func (cfg *Config) complete() error {
-	address, err := SocketPath(cfg.Address)
+	address, err := shims.SocketPath(cfg.Address)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}

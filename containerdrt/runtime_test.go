@@ -19,6 +19,7 @@ import (
 	"github.com/containerd/containerd/v2/core/snapshots"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/logs"
 	"github.com/staticpod/staticpod/manifests"
@@ -550,7 +551,7 @@ func TestLostTaskIsReportedExited(t *testing.T) {
 	}
 	what := fmt.Sprintf("the container's process %d gone after its shim died, not running beside the restart", running.PID)
 	testenv.Await(t, what, 10*time.Second, func() bool { // gone, or a zombie of init's
-		return !alive(int(running.PID))
+		return !shims.Alive(int(running.PID))
 	})
 }
 
@@ -566,7 +567,7 @@ func TestStaleRuncStateIsRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeState := func(id string, pid int) string {
-		dir := filepath.Join(runcRoot, r.cfg.Namespace, id)
+		dir := filepath.Join(shims.RuncRoot, r.cfg.Namespace, id)
 		if err := os.MkdirAll(dir, 0o711); err != nil {
 			t.Fatal(err)
 		}
@@ -583,7 +584,7 @@ func TestStaleRuncStateIsRemoved(t *testing.T) {
 
 	live := writeState("live-one", os.Getpid())
 	t.Cleanup(func() { os.RemoveAll(live) })
-	if removeStaleRuncState(runcRoot, r.cfg.Namespace, "live-one") {
+	if shims.RemoveStaleRuncState(shims.RuncRoot, r.cfg.Namespace, "live-one") {
 		t.Error("removed the runc state of a live process")
 	}
 	if _, err := os.Stat(live); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
@@ -93,7 +94,7 @@ spec:
 // namespace ns.
 func shimsOf(address, ns string) []int {
 	var pids []int
-	for _, s := range findShims("/proc", address, ns) {
+	for _, s := range shims.Find("/proc", address, ns) {
 		pids = append(pids, s.PID)
 	}
 	return pids
@@ -232,7 +233,7 @@ func TestLostGroupShim(t *testing.T) {
 	}
 	for _, pid := range pids {
 		testenv.Await(t, fmt.Sprintf("process %d gone after its shim died", pid), 10*time.Second, func() bool {
-			return !alive(int(pid))
+			return !shims.Alive(int(pid))
 		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/containerdrt"
 	"github.com/staticpod/staticpod/containerdrt/images"
+	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/internal/ctrd"
 	"github.com/staticpod/staticpod/internal/helper"
 	"github.com/staticpod/staticpod/manifests"
@@ -82,7 +83,7 @@ func (j *job) setup(ctx context.Context) error {
 	if j.ns = c.String("containerd-namespace"); j.ns == "" {
 		j.ns = NamespacePrefix + randomHex(4)
 	}
-	address, err := containerdrt.SocketPath(c.String("containerd-address"))
+	address, err := shims.SocketPath(c.String("containerd-address"))
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("--containerd-address: %v", err), spcli.ExitUsage)
 	}

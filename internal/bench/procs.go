@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/staticpod/staticpod/containerdrt"
+	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/internal/proc"
 	"github.com/staticpod/staticpod/internal/testenv"
 )
@@ -41,11 +41,11 @@ func Processes() ([]testenv.Process, error) { return testenv.Processes() }
 
 // Shims returns the processes among procs that are containerd shims serving namespace
 // ns for the containerd at address (their -address names the same socket, however
-// either is spelled: see containerdrt.SameSocket). containerd also runs the shim's
-// binary for a moment to start a task or clean up after one, with the action ("start",
+// either is spelled: see shims.SameSocket). containerd also runs the shim's binary
+// for a moment to start a task or clean up after one, with the action ("start",
 // "delete") as the last argument; those are not shims that serve.
 func Shims(procs []testenv.Process, address, ns string) map[int]bool {
-	shims := map[int]bool{}
+	found := map[int]bool{}
 	for _, p := range procs {
 		if len(p.Args) == 0 || !strings.HasPrefix(filepath.Base(p.Args[0]), "containerd-shim") {
 			continue
@@ -53,11 +53,11 @@ func Shims(procs []testenv.Process, address, ns string) map[int]bool {
 		if action := p.Args[len(p.Args)-1]; action == "start" || action == "delete" {
 			continue
 		}
-		if flagValue(p.Args, "namespace") == ns && containerdrt.SameSocket(flagValue(p.Args, "address"), address) {
-			shims[p.PID] = true
+		if flagValue(p.Args, "namespace") == ns && shims.SameSocket(flagValue(p.Args, "address"), address) {
+			found[p.PID] = true
 		}
 	}
-	return shims
+	return found
 }
 
 // flagValue returns the value of the flag -name or --name, given as a separate argument.

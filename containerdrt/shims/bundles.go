@@ -1,4 +1,4 @@
-package containerdrt
+package shims
 
 import (
 	"encoding/json"
@@ -135,4 +135,30 @@ func (b *bundleDir) remove(name string) error {
 		return fmt.Errorf("remove the bundle %s: %w", filepath.Join(b.path, name), err)
 	}
 	return nil
+}
+
+// RestoreBundle makes the bundle directory of container id of namespace ns again if it
+// is gone, empty, until the returned function is called. Its path is the one runc was
+// given for the container (its state under runcRoot names it), checked to be
+// <state>/io.containerd.runtime.v2.task/<ns>/<id>; it is made and removed in that
+// directory, opened without following symlinks (openBundleDir). Nothing of the shim
+// process (its working directory, its flags) names it: anyone can fake those.
+func RestoreBundle(runcRoot, ns, id string) (func(), error) {
+	bundle, err := runcBundle(runcRoot, ns, id)
+	if err != nil {
+		return nil, fmt.Errorf("find the bundle of container %s: %w", id, err)
+	}
+	dir, err := openBundleDir(bundle, ns, id)
+	if err != nil {
+		return nil, err
+	}
+	made, err := dir.restore(id)
+	if err != nil || !made {
+		dir.Close()
+		return func() {}, err
+	}
+	return func() {
+		dir.remove(id)
+		dir.Close()
+	}, nil
 }

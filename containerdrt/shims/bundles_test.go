@@ -1,4 +1,4 @@
-package containerdrt
+package shims
 
 import (
 	"os"
@@ -32,9 +32,9 @@ func TestRestoreBundle(t *testing.T) {
 	}
 	const id = "web_c_0_1"
 	fakeRuncState(t, runc, "ns", id, filepath.Join(nsDir, id))
-	done, err := restoreBundle(runc, "ns", id)
+	done, err := RestoreBundle(runc, "ns", id)
 	if err != nil {
-		t.Fatalf("restoreBundle: %v", err)
+		t.Fatalf("RestoreBundle: %v", err)
 	}
 	if st, err := os.Lstat(filepath.Join(nsDir, id)); err != nil || !st.IsDir() {
 		t.Fatalf("the bundle was not made again: %v", err)
@@ -61,12 +61,12 @@ func TestRestoreBundle(t *testing.T) {
 		"not clean":                 nsDir + "/../ns/" + id,
 	} {
 		fakeRuncState(t, runc, "ns", id, bundle)
-		if _, err := restoreBundle(runc, "ns", id); err == nil {
-			t.Errorf("%s: restoreBundle of %s made it", name, bundle)
+		if _, err := RestoreBundle(runc, "ns", id); err == nil {
+			t.Errorf("%s: RestoreBundle of %s made it", name, bundle)
 		}
 	}
-	if _, err := restoreBundle(runc, "ns", "../../etc"); err == nil {
-		t.Error("restoreBundle of a container ID that is a path made it")
+	if _, err := RestoreBundle(runc, "ns", "../../etc"); err == nil {
+		t.Error("RestoreBundle of a container ID that is a path made it")
 	}
 	if entries, _ := os.ReadDir(open); len(entries) != 0 {
 		t.Errorf("made %v in a directory anyone writes", entries)

@@ -1,4 +1,4 @@
-package containerdrt
+package shims
 
 import (
 	"path/filepath"
@@ -9,20 +9,21 @@ import (
 	"github.com/staticpod/staticpod/logs"
 )
 
-// shimProc is a shim process: its PID, when it started (in clock ticks since boot:
-// the PID names this process only while a process of that start has it) and the
+// Proc is a shim process: its PID, when it started (in clock ticks since boot: the
+// PID names this process only while a process of that start has it) and the
 // container ID it was started for (its -id flag), which is not always one it still
-// serves (see shimGroup). ID is "" when the flag is no staticpod container ID.
-type shimProc struct {
+// serves (see containerdrt's shimGroup). ID is "" when the flag is no staticpod
+// container ID.
+type Proc struct {
 	PID   int
 	Start uint64
 	ID    string
 }
 
-// loggerProc is a log writer a shim started (logs.Command): its PID, its shim's, the
+// LogWriter is a log writer a shim started (logs.Command): its PID, its shim's, the
 // configuration it was given (which names its log file) and when it started, in clock
 // ticks since boot.
-type loggerProc struct {
+type LogWriter struct {
 	PID, Shim int
 	Config    string
 	Start     uint64
@@ -31,14 +32,14 @@ type loggerProc struct {
 // shimCandidate is a process with a shim's command line for the namespace looked for,
 // run by root in the host's root directory, not yet checked further.
 type shimCandidate struct {
-	shimProc
+	Proc
 	address string // its -address
 }
 
-// scanShims returns the shims of the containerd at address serving namespace ns, and
-// the log writers they started from the binary helper (Config.Self; none if ""),
-// found under procRoot (/proc). A process is taken for a shim by its command line
-// (-namespace ns, -address naming the same socket as address) only when it is
+// scan returns the shims of the containerd at address serving namespace ns, and the
+// log writers they started from the binary helper (containerdrt's Config.Self; none
+// if ""), found under procRoot (/proc). A process is taken for a shim by its command
+// line (-namespace ns, -address naming the same socket as address) only when it is
 // containerd's too: run by root from a containerd shim binary (see trustedShim).
 // Anyone can start a process with such a command line.
 //
@@ -48,14 +49,14 @@ type shimCandidate struct {
 // up the scan). Its start time, read before its command line is read again and once
 // more after it was judged, tells it from a process that took its PID meanwhile: that
 // one's trust would go with the first one's command line.
-func scanShims(procRoot, address, ns, helper string) ([]shimProc, []loggerProc) {
+func scan(procRoot, address, ns, helper string) ([]Proc, []LogWriter) {
 	pids, err := proc.PIDs(procRoot)
 	if err != nil {
 		return nil, nil
 	}
 	var candidates []shimCandidate
-	var daemons []shimProc // processes named containerd: one of them listens on address
-	var loggers []loggerProc
+	var daemons []Proc // processes named containerd: one of them listens on address
+	var loggers []LogWriter
 	for _, pid := range pids {
 		if args, ok := readArgs(procRoot, pid); !ok || !mayBeOurs(args, ns) {
 			continue // most processes: one read each
@@ -79,15 +80,15 @@ func scanShims(procRoot, address, ns, helper string) ([]shimProc, []loggerProc) 
 				id = ""
 			}
 			// trustedShim reads the start time again.
-			candidates = append(candidates, shimCandidate{shimProc{PID: pid, Start: start, ID: id}, flags["-address"]})
+			candidates = append(candidates, shimCandidate{Proc{PID: pid, Start: start, ID: id}, flags["-address"]})
 		case ok:
 		case filepath.Base(args[0]) == "containerd":
-			daemons = append(daemons, shimProc{PID: pid, Start: start}) // see shimDirs
+			daemons = append(daemons, Proc{PID: pid, Start: start}) // see shimDirs
 		case isLogWriter(args) && trustedLogWriter(procRoot, pid, helper) && still():
-			loggers = append(loggers, loggerProc{PID: pid, Shim: ppid, Config: args[2], Start: start})
+			loggers = append(loggers, LogWriter{PID: pid, Shim: ppid, Config: args[2], Start: start})
 		}
 	}
-	var shims []shimProc
+	var shims []Proc
 	if len(candidates) > 0 {
 		target := socketOf(address)
 		dirs := shimDirs(procRoot, target, daemons)
@@ -103,7 +104,7 @@ func scanShims(procRoot, address, ns, helper string) ([]shimProc, []loggerProc) 
 				same[c.address] = is
 			}
 			if is {
-				shims = append(shims, c.shimProc)
+				shims = append(shims, c.Proc)
 			}
 		}
 	}
@@ -134,7 +135,7 @@ func readArgs(procRoot string, pid int) ([]string, bool) {
 }
 
 // mayBeOurs reports whether args, a process's command line, may be that of a shim
-// serving namespace ns, of containerd or of a log writer (see scanShims).
+// serving namespace ns, of containerd or of a log writer (see scan).
 func mayBeOurs(args []string, ns string) bool {
 	flags, shim := shimFlags(args)
 	return shim && flags["-namespace"] == ns || filepath.Base(args[0]) == "containerd" || isLogWriter(args)
@@ -146,21 +147,22 @@ func isLogWriter(args []string) bool {
 	return len(args) == 3 && args[1] == logs.Command
 }
 
-// findShims returns the shims of the containerd at address serving namespace ns.
-func findShims(procRoot, address, ns string) []shimProc {
-	shims, _ := scanShims(procRoot, address, ns, "")
+// Find returns the shims of the containerd at address serving namespace ns, found
+// under procRoot (/proc).
+func Find(procRoot, address, ns string) []Proc {
+	shims, _ := scan(procRoot, address, ns, "")
 	return shims
 }
 
-// killShimsOf kills the shims of the containerd at address still serving namespace
+// Kill kills the shims of the containerd at address still serving namespace
 // ns, found under procRoot, and returns how many it killed. It is for a namespace that
 // was just deleted, so they serve nothing: containerd asks a shim to shut down after
 // its last task is deleted but gives up after a few seconds (a busy machine), and
 // then the shim is left running for good.
-func killShimsOf(procRoot, address, ns string) int {
+func Kill(procRoot, address, ns string) int {
 	killed := 0
-	for _, s := range findShims(procRoot, address, ns) {
-		if signalProcess(procRoot, s.PID, s.Start, syscall.SIGKILL) == nil {
+	for _, s := range Find(procRoot, address, ns) {
+		if Signal(procRoot, s.PID, s.Start, syscall.SIGKILL) == nil {
 			killed++
 		}
 	}

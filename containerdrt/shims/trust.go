@@ -1,4 +1,4 @@
-package containerdrt
+package shims
 
 import (
 	"errors"
@@ -64,10 +64,12 @@ func hostRootProcess(procRoot string, pid int) bool {
 	return err1 == nil && err2 == nil && os.SameFile(root, host)
 }
 
-// trustedLogWriter reports whether process pid under procRoot, known to run as root in the host's root directory (see hostRootProcess), runs helper, the
-// binary staticpod has shims start as log writers (Config.Self), or ran the file that
-// was at helper's path before it was replaced (an upgrade: the file is gone). A
-// container's main process is its shim's child too, and may name itself a log writer.
+// trustedLogWriter reports whether process pid under procRoot, known to run as root
+// in the host's root directory (see hostRootProcess), runs helper, the binary
+// staticpod has shims start as log writers (containerdrt's Config.Self), or ran the
+// file that was at helper's path before it was replaced (an upgrade: the file is
+// gone). A container's main process is its shim's child too, and may name itself a
+// log writer.
 func trustedLogWriter(procRoot string, pid int, helper string) bool {
 	if helper == "" {
 		return false
@@ -101,8 +103,8 @@ func runs(procRoot string, pid int, path string) bool {
 // shimDirs returns the directories containerd runs shims from: those of PATH (it looks
 // a shim up there), and the directory of the containerd binary that serves address
 // among daemons (it looks next to itself when PATH has none; daemons run as root in
-// the host's root directory, see scanShims), else that of the containerd on PATH.
-func shimDirs(procRoot string, address socket, daemons []shimProc) []string {
+// the host's root directory, see scan), else that of the containerd on PATH.
+func shimDirs(procRoot string, address socket, daemons []Proc) []string {
 	dirs := filepath.SplitList(os.Getenv("PATH"))
 	for _, d := range daemons {
 		sockets, _ := proc.ListeningUnixSockets(procRoot, d.PID)
@@ -123,8 +125,9 @@ func shimDirs(procRoot string, address socket, daemons []shimProc) []string {
 }
 
 // isContainerID reports whether id is one staticpod gives its containers and sandboxes
-// (see makeID): an identifier containerd accepts, so a plain path component, of three
-// or four fields joined by "_" of which the one before the last is the attempt.
+// (see containerdrt's makeID): an identifier containerd accepts, so a plain path
+// component, of three or four fields joined by "_" of which the one before the last
+// is the attempt.
 func isContainerID(id string) bool {
 	if identifiers.Validate(id) != nil {
 		return false
@@ -138,16 +141,16 @@ func isContainerID(id string) bool {
 	return err == nil
 }
 
-// errOtherProcess is signalProcess's error when the PID names a process that started
+// ErrOtherProcess is Signal's error when the PID names a process that started
 // at another time than the one looked at: that one is gone, and its PID reused.
-var errOtherProcess = errors.New("the PID names another process now")
+var ErrOtherProcess = errors.New("the PID names another process now")
 
-// signalProcess sends sig to process pid if it is still the one that started at start
+// Signal sends sig to process pid if it is still the one that started at start
 // (clock ticks since boot, as its stat file under procRoot says): a process looked at
 // a moment ago may be gone and its PID another's by now. A pidfd holds the process
 // while its start is checked, so that the signal reaches that process or none; where
 // the kernel has no pidfds (before Linux 5.3), the check comes just before the signal.
-func signalProcess(procRoot string, pid int, start uint64, sig syscall.Signal) error {
+func Signal(procRoot string, pid int, start uint64, sig syscall.Signal) error {
 	fd, err := unix.PidfdOpen(pid, 0)
 	switch {
 	case err == nil:
@@ -158,7 +161,7 @@ func signalProcess(procRoot string, pid int, start uint64, sig syscall.Signal) e
 		return fmt.Errorf("signal process %d: %w", pid, err)
 	}
 	if _, now, ok := parentAndStart(procRoot, pid); !ok || now != start {
-		return fmt.Errorf("signal process %d: %w", pid, errOtherProcess)
+		return fmt.Errorf("signal process %d: %w", pid, ErrOtherProcess)
 	}
 	if fd < 0 {
 		err = unix.Kill(pid, sig)

@@ -1,4 +1,4 @@
-package containerdrt
+package shims
 
 import (
 	"errors"
@@ -85,7 +85,7 @@ func (p fakeProc) run(t *testing.T, pid, uid int, exe string) {
 	}
 }
 
-// helper is the binary the log writers run (Config.Self).
+// helper is the binary the log writers run (containerdrt's Config.Self).
 func (p fakeProc) helper() string {
 	return filepath.Join(string(p), "bin", "staticpod-helper")
 }
@@ -208,12 +208,12 @@ func TestScanShims(t *testing.T) {
 	fake(45, "upgraded_c_0_1")
 	proc.run(t, 45, 0, "bin/containerd-shim-runc-v2 (deleted)") // replaced since: taken by its path
 
-	shims, loggers := scanShims(string(proc), "/run/c.sock", "ns1", proc.helper())
-	want := []shimProc{{10, 100, "a_c_0_1"}, {30, 300, "unix_c_0_1"}, {31, 300, ""}, {45, 200, "upgraded_c_0_1"}}
+	shims, loggers := scan(string(proc), "/run/c.sock", "ns1", proc.helper())
+	want := []Proc{{10, 100, "a_c_0_1"}, {30, 300, "unix_c_0_1"}, {31, 300, ""}, {45, 200, "upgraded_c_0_1"}}
 	if diff := cmp.Diff(want, shims); diff != "" {
-		t.Errorf("scanShims shims (-want +got):\n%s", diff)
+		t.Errorf("scan shims (-want +got):\n%s", diff)
 	}
-	if want := []loggerProc{{PID: 20, Shim: 10, Config: "path=a", Start: 500}}; !slices.Equal(loggers, want) {
+	if want := []LogWriter{{PID: 20, Shim: 10, Config: "path=a", Start: 500}}; !slices.Equal(loggers, want) {
 		t.Errorf("loggers %v, want %v", loggers, want)
 	}
 }
@@ -245,19 +245,19 @@ func TestScanShimsAcrossSpellingsOfTheSocket(t *testing.T) {
 	} {
 		proc.add(t, 10, 1, 100, "/usr/bin/containerd-shim-runc-v2", "-namespace", "ns", "-id", "a_c_0_1", "-address", tc.shim)
 		for _, address := range tc.addresses {
-			if shims := findShims(string(proc), address, "ns"); len(shims) != 1 {
-				t.Errorf("findShims(%s) = %v, want the shim of %s", address, shims, tc.shim)
+			if shims := Find(string(proc), address, "ns"); len(shims) != 1 {
+				t.Errorf("Find(%s) = %v, want the shim of %s", address, shims, tc.shim)
 			}
 		}
-		if shims := findShims(string(proc), filepath.Join(run, "other.sock"), "ns"); len(shims) != 0 {
-			t.Errorf("findShims of another socket = %v, want none", shims)
+		if shims := Find(string(proc), filepath.Join(run, "other.sock"), "ns"); len(shims) != 0 {
+			t.Errorf("Find of another socket = %v, want none", shims)
 		}
 	}
 }
 
 // A shim left serving a deleted namespace is killed; the others are not, nor a process
 // that took the PID of one after it was looked at.
-func TestKillShimsOf(t *testing.T) {
+func TestKill(t *testing.T) {
 	left := exec.Command("sleep", "60")
 	other := exec.Command("sleep", "60")
 	reused := exec.Command("sleep", "60")
@@ -279,20 +279,20 @@ func TestKillShimsOf(t *testing.T) {
 		}
 		proc.setStart(t, pid, 1, start)
 	}
-	shims := findShims(string(proc), "/run/c.sock", "gone")
+	shims := Find(string(proc), "/run/c.sock", "gone")
 	if len(shims) != 2 {
-		t.Fatalf("findShims = %v, want the two of namespace gone", shims)
+		t.Fatalf("Find = %v, want the two of namespace gone", shims)
 	}
 	proc.add(t, reused.Process.Pid, 1, 1, "sleep", "60") // the shim exited, its PID is another's
 	for _, s := range shims {
 		if s.PID == reused.Process.Pid {
-			if err := signalProcess(string(proc), s.PID, s.Start, syscall.SIGKILL); !errors.Is(err, errOtherProcess) {
-				t.Errorf("signalProcess to a PID reused since the look = %v, want %v", err, errOtherProcess)
+			if err := Signal(string(proc), s.PID, s.Start, syscall.SIGKILL); !errors.Is(err, ErrOtherProcess) {
+				t.Errorf("Signal to a PID reused since the look = %v, want %v", err, ErrOtherProcess)
 			}
 		}
 	}
-	if n := killShimsOf(string(proc), "/run/c.sock", "gone"); n != 1 {
-		t.Fatalf("killShimsOf killed %d, want 1", n)
+	if n := Kill(string(proc), "/run/c.sock", "gone"); n != 1 {
+		t.Fatalf("Kill killed %d, want 1", n)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- left.Wait() }()

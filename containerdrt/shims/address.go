@@ -1,4 +1,4 @@
-package containerdrt
+package shims
 
 import (
 	"fmt"
