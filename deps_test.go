@@ -24,7 +24,10 @@ const module = "github.com/staticpod/staticpod"
 // service, graceful node shutdown) are packages of their own under internal, which
 // main wires to the runner; the helper program links only the log writer and the
 // sandbox process; internal/proc, a leaf, is the one reader of /proc (the runtime's
-// shim scans, the benchmarks' and the test environment's process lists); only main
+// shim scans, the benchmarks' and the test environment's process lists); containerdrt's
+// cgroups (the driver, pod cgroups and their limits) and podnet (pod networks through
+// CNI) import neither containerdrt nor runner, so that each is a concern of its own
+// below the runtime; internal/atomicfile, a leaf, writes a file whole; only main
 // imports everything. A package added to the module needs a rule here.
 var rules = map[string][]string{
 	"":                             {"*"},
@@ -34,13 +37,15 @@ var rules = map[string][]string{
 	"httpsource":                   {"manifests"},
 	"api/wire":                     nil,
 	"runner":                       {"manifests", "api/wire"},
-	"containerdrt":                 {"manifests", "runner", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc"},
+	"containerdrt":                 {"manifests", "runner", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc", "containerdrt/cgroups", "containerdrt/podnet", "internal/atomicfile"},
+	"containerdrt/cgroups":         {"manifests", "internal/systemd"}, // QoS classes and pod limits; pod slices under systemd
+	"containerdrt/podnet":          {"internal/atomicfile"},           // the default network's configuration, written whole
 	"api":                          {"manifests", "runner", "api/wire", "logs", "httpsource"},
 	"api/apitest":                  {"api/wire"},
 	"api/client":                   {"api/wire", "manifests"},
 	"cli":                          {"api/client", "api/wire", "manifests"},
 	"validate":                     {"cli", "api/client", "api/wire", "watcher", "manifests", "runner"},
-	"once":                         {"cli", "api/client", "api/wire", "containerdrt", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd", "internal/proc"},
+	"once":                         {"cli", "api/client", "api/wire", "containerdrt", "containerdrt/cgroups", "containerdrt/podnet", "internal/atomicfile", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd", "internal/proc"},
 	"e2e":                          nil, // its tests import what they test
 	"internal/ctrd":                nil,
 	"internal/dirlock":             nil,                                                     // main's lock of the root and pod log dirs
@@ -50,13 +55,14 @@ var rules = map[string][]string{
 	"internal/pause":               nil,
 	"internal/systemd":             nil,
 	"internal/proc":                nil, // a leaf: whoever reads /proc may use it
+	"internal/atomicfile":          nil, // a leaf: whoever writes a file whole may use it
 	"internal/helper":              nil, // it embeds the helper program's bytes, not its packages
 	helperCommand:                  {"logs", "internal/pause"},
 	"internal/testenv":             {"internal/ctrd", "internal/proc"},
 	"internal/testenv/cmd/mkimage": {"internal/testenv", "internal/ctrd", "internal/proc"},
 	"internal/testenv/cmd/udpecho": nil,
-	"internal/bench":               {"containerdrt", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
-	benchCommand:                   {"internal/bench", "containerdrt", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
+	"internal/bench":               {"containerdrt", "containerdrt/cgroups", "containerdrt/podnet", "internal/atomicfile", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
+	benchCommand:                   {"internal/bench", "containerdrt", "containerdrt/cgroups", "containerdrt/podnet", "internal/atomicfile", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
 }
 
 // benchCommand is make bench's program.
@@ -68,8 +74,10 @@ const helperCommand = "internal/helper/cmd/staticpod-helper"
 
 // containerdWrappers are the packages that may import containerd's: every other package
 // reaches containerd through them, or not at all. The benchmarks are among them: their
-// floors are containerd alone, and their clock is containerd's events.
-var containerdWrappers = []string{"containerdrt", "internal/ctrd", "internal/testenv", "internal/bench"}
+// floors are containerd alone, and their clock is containerd's events. containerdrt's
+// cgroups hands runc's options to a new container; podnet runs CNI through containerd's
+// go-cni.
+var containerdWrappers = []string{"containerdrt", "containerdrt/cgroups", "containerdrt/podnet", "internal/ctrd", "internal/testenv", "internal/bench"}
 
 // commands are the packages that may depend on urfave/cli: a Go program must be able to
 // use any other, api/client first, without a command line.
