@@ -2,8 +2,9 @@
 // v2 Go client: images (pulls, credentials, --image-dir imports, the image store's side
 // of garbage collection), sandboxes (pinned namespaces, or a pause process for a shared
 // PID namespace), pod networks (CNI), cgroups, containers and their OCI specs, pod
-// directories and volumes, tasks, logs, exec, listing and repair. It is one package
-// still, not yet laid out along those seams.
+// directories and volumes, tasks, logs, exec, listing and repair. Pod networks
+// (package podnet) and cgroups (package cgroups) are packages of their own below it;
+// the rest is one package still, not yet laid out along those seams.
 //
 // It executes what the runner planned and reports what it sees; which pod and which
 // container should run is the runner's to decide. List only reads (list.go). What a
@@ -21,7 +22,7 @@
 // the host side of hostPath, subPath, /dev/shm and termination-message mounts as it
 // builds them. The pod's own files are written before, by preparePod (poddir.go).
 //
-// It imports manifests, logs, internal/pause (loopback in a pinned sandbox),
-// internal/systemd (pod slices under the systemd cgroup driver), and runner for the
-// Runtime contract and its types only.
+// It imports manifests, logs, internal/pause (loopback in a pinned sandbox), its own
+// cgroups (the cgroup driver, pod cgroups and their limits) and podnet (pod networks),
+// and runner for the Runtime contract and its types only.
 package containerdrt
