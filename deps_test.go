@@ -26,11 +26,14 @@ const module = "github.com/staticpod/staticpod"
 // service, graceful node shutdown) are packages of their own under internal, which
 // main wires to the runner; the helper program links only the log writer and the
 // sandbox process; internal/proc, a leaf, is the one reader of /proc (the runtime's
-// shim scans, the benchmarks' and the test environment's process lists);
-// containerdrt/shims finds and ends shims and log writers from /proc and mends runc's
-// and containerd's leftovers on the disk, so it needs only internal/proc and logs (a
-// log writer's command line), never the runtime it serves; only main imports
-// everything. A package added to the module needs a rule here.
+// shim scans, the benchmarks' and the test environment's process lists); the packages
+// along containerdrt's seams import neither containerdrt nor each other's concerns, so
+// that each is found by its name below the runtime: images (the image store; runner for
+// its image types), cgroups (the driver, pod cgroups and their limits), podnet (pod
+// networks through CNI) and shims (finding and ending shims and log writers from /proc,
+// runc's and containerd's leftovers on the disk: only internal/proc and logs, never the
+// runtime it serves); internal/atomicfile, a leaf, writes a file whole; only main
+// imports everything. A package added to the module needs a rule here.
 var rules = map[string][]string{
 	"":                             {"*"},
 	"manifests":                    nil,
@@ -39,15 +42,17 @@ var rules = map[string][]string{
 	"httpsource":                   {"manifests"},
 	"api/wire":                     nil,
 	"runner":                       {"manifests", "api/wire"},
-	"containerdrt":                 {"containerdrt/images", "containerdrt/shims", "manifests", "runner", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc"},
+	"containerdrt":                 {"containerdrt/images", "containerdrt/shims", "containerdrt/cgroups", "containerdrt/podnet", "internal/atomicfile", "manifests", "runner", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc"},
 	"containerdrt/images":          {"runner", "manifests", "api/wire"}, // runner.Image, StoredImage, FSUsage and the pull errors; runner brings manifests and api/wire
 	"containerdrt/shims":           {"logs", "internal/proc"},           // /proc and the disk: it knows no runtime, runner or containerd client
+	"containerdrt/cgroups":         {"manifests", "internal/systemd"},   // QoS classes and pod limits; pod slices under systemd
+	"containerdrt/podnet":          {"internal/atomicfile"},             // the default network's configuration, written whole
 	"api":                          {"manifests", "runner", "api/wire", "logs", "httpsource"},
 	"api/apitest":                  {"api/wire"},
 	"api/client":                   {"api/wire", "manifests"},
 	"cli":                          {"api/client", "api/wire", "manifests"},
 	"validate":                     {"cli", "api/client", "api/wire", "watcher", "manifests", "runner"},
-	"once":                         {"cli", "api/client", "api/wire", "containerdrt", "containerdrt/images", "containerdrt/shims", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd", "internal/proc"},
+	"once":                         {"cli", "api/client", "api/wire", "containerdrt", "containerdrt/images", "containerdrt/shims", "containerdrt/cgroups", "containerdrt/podnet", "internal/atomicfile", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd", "internal/proc"},
 	"e2e":                          nil, // its tests import what they test
 	"internal/ctrd":                nil,
 	"internal/dirlock":             nil,                                                     // main's lock of the root and pod log dirs
@@ -57,13 +62,14 @@ var rules = map[string][]string{
 	"internal/pause":               nil,
 	"internal/systemd":             nil,
 	"internal/proc":                nil, // a leaf: whoever reads /proc may use it
+	"internal/atomicfile":          nil, // a leaf: whoever writes a file whole may use it
 	"internal/helper":              nil, // it embeds the helper program's bytes, not its packages
 	helperCommand:                  {"logs", "internal/pause"},
 	"internal/testenv":             {"internal/ctrd", "internal/proc"},
 	"internal/testenv/cmd/mkimage": {"internal/testenv", "internal/ctrd", "internal/proc"},
 	"internal/testenv/cmd/udpecho": nil,
-	"internal/bench":               {"containerdrt", "containerdrt/images", "containerdrt/shims", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
-	benchCommand:                   {"internal/bench", "containerdrt", "containerdrt/images", "containerdrt/shims", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
+	"internal/bench":               {"containerdrt", "containerdrt/images", "containerdrt/shims", "containerdrt/cgroups", "containerdrt/podnet", "internal/atomicfile", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
+	benchCommand:                   {"internal/bench", "containerdrt", "containerdrt/images", "containerdrt/shims", "containerdrt/cgroups", "containerdrt/podnet", "internal/atomicfile", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
 }
 
 // benchCommand is make bench's program.
@@ -75,9 +81,11 @@ const helperCommand = "internal/helper/cmd/staticpod-helper"
 
 // containerdWrappers are the packages that may import containerd's: every other package
 // reaches containerd through them, or not at all. The benchmarks are among them: their
-// floors are containerd alone, and their clock is containerd's events. containerdrt/shims
+// floors are containerd alone, and their clock is containerd's events. Of the packages
+// along containerdrt's seams, images holds containerd's client, cgroups hands runc's
+// options to a new container, podnet runs CNI through containerd's go-cni, and shims
 // imports what a container ID may be and the type of a listed task, not the client.
-var containerdWrappers = []string{"containerdrt", "containerdrt/images", "containerdrt/shims", "internal/ctrd", "internal/testenv", "internal/bench"}
+var containerdWrappers = []string{"containerdrt", "containerdrt/images", "containerdrt/shims", "containerdrt/cgroups", "containerdrt/podnet", "internal/ctrd", "internal/testenv", "internal/bench"}
 
 // commands are the packages that may depend on urfave/cli: a Go program must be able to
 // use any other, api/client first, without a command line.

@@ -10,6 +10,8 @@ import (
 	"github.com/staticpod/staticpod/containerdrt"
 	"github.com/staticpod/staticpod/containerdrt/images"
 	"github.com/staticpod/staticpod/containerdrt/shims"
+	"github.com/staticpod/staticpod/containerdrt/cgroups"
+	"github.com/staticpod/staticpod/containerdrt/podnet"
 	"github.com/staticpod/staticpod/httpsource"
 	"github.com/staticpod/staticpod/logs"
 	"github.com/staticpod/staticpod/runner"
@@ -46,8 +48,8 @@ func runFlags() []cli.Flag {
 			Usage: "containerd's socket: a path, or unix:///path as the kubelet's --container-runtime-endpoint", EnvVars: spcli.Env("containerd-address")},
 		str("containerd-namespace", containerdrt.DefaultNamespace, "containerd namespace staticpod owns"),
 		&cli.BoolFlag{Name: "start-containerd", Usage: "start and supervise a containerd under the root dir when none answers", EnvVars: spcli.Env("start-containerd")},
-		str("cni-conf-dir", containerdrt.DefaultCNIConfDir, "directory of CNI network configurations: the first in sorted order is the pod network (\"\" for none: loopback only)"),
-		&cli.StringSliceFlag{Name: "cni-bin-dir", Value: cli.NewStringSlice(containerdrt.DefaultCNIBinDirs...), Usage: "directory of CNI plugins (repeatable)", EnvVars: spcli.Env("cni-bin-dir")},
+		str("cni-conf-dir", podnet.DefaultConfDir, "directory of CNI network configurations: the first in sorted order is the pod network (\"\" for none: loopback only)"),
+		&cli.StringSliceFlag{Name: "cni-bin-dir", Value: cli.NewStringSlice(podnet.DefaultBinDirs...), Usage: "directory of CNI plugins (repeatable)", EnvVars: spcli.Env("cni-bin-dir")},
 		&cli.BoolFlag{Name: "cni-default-bridge", Usage: "write a bridge network configuration into --cni-conf-dir when it holds none", EnvVars: spcli.Env("cni-default-bridge")},
 		str("image-dir", "", "directory of image tarballs imported at start and when added"),
 		str("registry-config", "", "docker config.json with registry credentials, searched before the usual places"),
@@ -64,7 +66,7 @@ func runFlags() []cli.Flag {
 		dur("pleg-relist-period", runner.DefaultRelistPeriod, "how often containerd is relisted"),
 		&cli.BoolFlag{Name: "pleg-exit-events", Value: true, Usage: "relist at once when containerd reports a task exit (false: on the relist period only)", EnvVars: spcli.Env("pleg-exit-events")},
 		str("cgroup-driver", "", "what makes the containers' cgroups: systemd or cgroupfs (default: what containerd's runc runtime uses, else systemd where it is PID 1)"),
-		str("cgroup-root", "", "parent of the pod cgroups: a path for cgroupfs (default /<containerd-namespace>), a slice for systemd (default "+containerdrt.DefaultSystemdCgroupRoot+")"),
+		str("cgroup-root", "", "parent of the pod cgroups: a path for cgroupfs (default /<containerd-namespace>), a slice for systemd (default "+cgroups.DefaultSystemdRoot+")"),
 		&cli.Int64Flag{Name: "pod-max-pids", Value: -1, Usage: "the most processes a pod may have (its cgroup's pids.max); -1 for no cap", EnvVars: spcli.Env("pod-max-pids")},
 		dur("shutdown-grace-period", 0, "when the machine shuts down, stop the pods within this time, holding the shutdown with a logind inhibitor lock (0: off)"),
 		dur("shutdown-grace-period-critical-pods", 0, "of --shutdown-grace-period, the time kept for the system-node-critical pods, which stop last"),

@@ -20,6 +20,8 @@ import (
 	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/containerdrt"
 	"github.com/staticpod/staticpod/containerdrt/images"
+	"github.com/staticpod/staticpod/containerdrt/cgroups"
+	"github.com/staticpod/staticpod/containerdrt/podnet"
 	"github.com/staticpod/staticpod/httpsource"
 	"github.com/staticpod/staticpod/internal/ctrd"
 	"github.com/staticpod/staticpod/internal/dirlock"
@@ -89,7 +91,7 @@ func runDaemon(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(err.Error(), spcli.ExitUsage)
 	}
-	if _, err := containerdrt.ParseCgroupDriver(c.String("cgroup-driver")); err != nil {
+	if _, err := cgroups.ParseDriver(c.String("cgroup-driver")); err != nil {
 		return cli.Exit("--cgroup-driver: "+err.Error(), spcli.ExitUsage)
 	}
 	grace, err := nodeshutdown.Grace(c.Duration("shutdown-grace-period"), c.Duration("shutdown-grace-period-critical-pods"))
@@ -233,14 +235,14 @@ func (d *daemon) defaultNetwork() error {
 	if dir == "" {
 		return cli.Exit("--cni-default-bridge needs a --cni-conf-dir", spcli.ExitUsage)
 	}
-	if containerdrt.HasCNIConfig(dir) {
+	if podnet.HasConfig(dir) {
 		return nil
 	}
-	b, err := containerdrt.DefaultBridge(d.root)
+	b, err := podnet.DefaultBridge(d.root)
 	if err != nil {
 		return err
 	}
-	path, err := containerdrt.WriteDefaultCNIConfig(dir, b)
+	path, err := podnet.WriteDefaultConfig(dir, b)
 	if err == nil && path != "" {
 		d.log.Info("wrote the default pod network's configuration", "file", path, "bridge", b.Bridge, "subnet", b.Subnet)
 	}
@@ -329,7 +331,7 @@ func runtimeConfig(c *cli.Context, root, self string, log *slog.Logger) containe
 		},
 		SeccompDir: filepath.Join(root, "seccomp"),
 		Cgroups:    cgroupConfig(c),
-		CNI: containerdrt.CNIConfig{
+		CNI: podnet.Config{
 			ConfDir: c.String("cni-conf-dir"), BinDirs: c.StringSlice("cni-bin-dir"),
 			CacheDir: filepath.Join(root, "cni", "cache"),
 		},
@@ -338,9 +340,9 @@ func runtimeConfig(c *cli.Context, root, self string, log *slog.Logger) containe
 }
 
 // cgroupConfig places the pods' cgroups from run's flags (checked in runDaemon).
-func cgroupConfig(c *cli.Context) containerdrt.CgroupConfig {
-	driver, _ := containerdrt.ParseCgroupDriver(c.String("cgroup-driver"))
-	return containerdrt.CgroupConfig{Driver: driver, Root: c.String("cgroup-root"), PodMaxPIDs: c.Int64("pod-max-pids")}
+func cgroupConfig(c *cli.Context) cgroups.Config {
+	driver, _ := cgroups.ParseDriver(c.String("cgroup-driver"))
+	return cgroups.Config{Driver: driver, Root: c.String("cgroup-root"), PodMaxPIDs: c.Int64("pod-max-pids")}
 }
 
 // imageGCPolicy is image garbage collection's policy from run's flags.

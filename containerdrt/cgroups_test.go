@@ -1,7 +1,6 @@
 package containerdrt
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,187 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/types"
-
+	"github.com/staticpod/staticpod/containerdrt/cgroups"
 	"github.com/staticpod/staticpod/runner"
 )
-
-// qosPod is a pod of the QoS class whose requests and limits are given.
-func qosPod(uid types.UID, requests, limits corev1.ResourceList) *corev1.Pod {
-	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{
-		Name: "c", Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits},
-	}}}}
-	pod.UID = uid
-	return pod
-}
-
-func TestPodCgroupsLayout(t *testing.T) {
-	mem := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi"), corev1.ResourceCPU: resource.MustParse("100m")}
-	pods := map[string]*corev1.Pod{
-		"guaranteed": qosPod("0123-abcd", mem, mem),
-		"burstable":  qosPod("0123-abcd", corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}, nil),
-		"besteffort": qosPod("0123-abcd", nil, nil),
-	}
-	for _, tc := range []struct {
-		cfg       CgroupConfig
-		pod, want string
-		dir       string // where the container's cgroup is in the cgroup filesystem
-	}{
-		{CgroupConfig{Driver: CgroupDriverCgroupfs}, "guaranteed", "/staticpod/pod0123-abcd/web_c_0_0123abcd", "/staticpod/pod0123-abcd/web_c_0_0123abcd"},
-		{CgroupConfig{Driver: CgroupDriverCgroupfs, Root: "/k8s/static/"}, "burstable", "/k8s/static/burstable/pod0123-abcd/web_c_0_0123abcd", "/k8s/static/burstable/pod0123-abcd/web_c_0_0123abcd"},
-		{CgroupConfig{}, "besteffort", "/staticpod/besteffort/pod0123-abcd/web_c_0_0123abcd", "/staticpod/besteffort/pod0123-abcd/web_c_0_0123abcd"},
-		{CgroupConfig{Driver: CgroupDriverSystemd}, "guaranteed",
-			"staticpod-pod0123_abcd.slice:staticpod:web_c_0_0123abcd",
-			"/staticpod.slice/staticpod-pod0123_abcd.slice/staticpod-web_c_0_0123abcd.scope"},
-		{CgroupConfig{Driver: CgroupDriverSystemd}, "burstable",
-			"staticpod-burstable-pod0123_abcd.slice:staticpod:web_c_0_0123abcd",
-			"/staticpod.slice/staticpod-burstable.slice/staticpod-burstable-pod0123_abcd.slice/staticpod-web_c_0_0123abcd.scope"},
-		{CgroupConfig{Driver: CgroupDriverSystemd, Root: "system-static.slice"}, "besteffort",
-			"system-static-besteffort-pod0123_abcd.slice:staticpod:web_c_0_0123abcd",
-			"/system.slice/system-static.slice/system-static-besteffort.slice/system-static-besteffort-pod0123_abcd.slice/staticpod-web_c_0_0123abcd.scope"},
-	} {
-		c, err := newPodCgroups(tc.cfg)
-		if err != nil {
-			t.Fatalf("newPodCgroups(%+v): %v", tc.cfg, err)
-		}
-		got := c.container(pods[tc.pod], "web_c_0_0123abcd")
-		if got != tc.want {
-			t.Errorf("%+v: container(%s pod) = %q, want %q", tc.cfg, tc.pod, got, tc.want)
-		}
-		if dir := cgroupDir(got); dir != tc.dir {
-			t.Errorf("cgroupDir(%q) = %q, want %q", got, dir, tc.dir)
-		}
-	}
-}
-
-// A UID that is not a plain token never names a cgroup outside the QoS class's: the
-// runtime refuses such pods before, and the name stays one entry all the same.
-func TestPodCgroupOfAForgedUIDStaysInside(t *testing.T) {
-	for _, driver := range []CgroupDriver{CgroupDriverCgroupfs, CgroupDriverSystemd} {
-		c, err := newPodCgroups(CgroupConfig{Driver: driver})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, uid := range []types.UID{"a/../../../../tmp/x", "*", "", ".."} {
-			got := c.podIn("burstable", uid)
-			dir := cgroupDir(got + ":staticpod:id")
-			if driver == CgroupDriverCgroupfs {
-				dir = got
-			}
-			if strings.Contains(got, "/..") || strings.Contains(got, "*") || !strings.HasPrefix(path.Clean(dir), "/staticpod") {
-				t.Errorf("%s: podIn(burstable, %q) = %q (%s), outside /staticpod", driver, uid, got, dir)
-			}
-			if err := (&Runtime{cgroup: c}).removePodCgroup(t.Context(), uid); err == nil {
-				t.Errorf("%s: removePodCgroup(%q) = nil, want an error", driver, uid)
-			}
-		}
-	}
-}
-
-func TestPodCgroupsRefusesAMismatchedRoot(t *testing.T) {
-	for _, cfg := range []CgroupConfig{
-		{Driver: CgroupDriverCgroupfs, Root: "staticpod"},
-		{Driver: CgroupDriverCgroupfs, Root: "/staticpod.slice"},
-		{Driver: CgroupDriverSystemd, Root: "/staticpod"},
-		{Driver: CgroupDriverSystemd, Root: "-.slice"},
-		{Driver: CgroupDriverSystemd, Root: "a--b.slice"},
-		{Driver: "lxc"},
-	} {
-		if _, err := newPodCgroups(cfg); err == nil {
-			t.Errorf("newPodCgroups(%+v) = nil error, want one", cfg)
-		}
-	}
-}
-
-func TestCgroupDirOfTheDefaultSpec(t *testing.T) {
-	// Containers made before pod cgroups carry containerd's default /<namespace>/<id>.
-	if got := cgroupDir("/staticpod/web_c_0_x"); got != "/staticpod/web_c_0_x" {
-		t.Errorf("cgroupDir = %q", got)
-	}
-	if got := cgroupDir("system.slice:docker:abc"); got != "/system.slice/docker-abc.scope" {
-		t.Errorf("cgroupDir = %q", got)
-	}
-}
-
-func TestCgroupOptsSystemd(t *testing.T) {
-	c, _ := newPodCgroups(CgroupConfig{Driver: CgroupDriverSystemd})
-	pod := qosPod("u1", nil, nil)
-	specOpts, newOpts := c.opts(pod, "id", 10)
-	s := &specs.Spec{}
-	for _, o := range specOpts {
-		if err := o(context.Background(), nil, nil, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if s.Linux == nil || s.Linux.CgroupsPath != "staticpod-besteffort-podu1.slice:staticpod:id" {
-		t.Errorf("cgroupsPath = %+v", s.Linux)
-	}
-	if got := s.Annotations[systemdStopTimeout]; got != "uint64 10000000" {
-		t.Errorf("%s = %q, want the pod's grace period in µs", systemdStopTimeout, got)
-	}
-	if len(newOpts) != 1 {
-		t.Errorf("systemd: %d container options, want runc's SystemdCgroup", len(newOpts))
-	}
-	c, _ = newPodCgroups(CgroupConfig{Driver: CgroupDriverCgroupfs})
-	if _, newOpts := c.opts(pod, "id", 10); len(newOpts) != 0 {
-		t.Errorf("cgroupfs: %d container options, want none", len(newOpts))
-	}
-}
-
-func TestChooseCgroupDriver(t *testing.T) {
-	sd, fs := CgroupDriverSystemd, CgroupDriverCgroupfs
-	for _, tc := range []struct {
-		asked, containerd CgroupDriver
-		booted            bool
-		want              CgroupDriver
-		mismatch          bool
-	}{
-		{"", "", false, fs, false},
-		{"", "", true, sd, false},
-		{"", fs, true, fs, false},
-		{"", sd, false, sd, false},
-		{fs, "", true, fs, false},
-		{sd, sd, true, sd, false},
-		{fs, sd, true, "", true},
-		{sd, fs, true, "", true},
-	} {
-		got, err := chooseCgroupDriver(tc.asked, tc.containerd, tc.booted)
-		if got != tc.want || (err != nil) != tc.mismatch {
-			t.Errorf("chooseCgroupDriver(%q, %q, %t) = %q, %v; want %q, mismatch %t", tc.asked, tc.containerd, tc.booted, got, err, tc.want, tc.mismatch)
-		}
-		if err != nil && (!errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "--cgroup-driver "+string(tc.containerd)) || !strings.Contains(err.Error(), "SystemdCgroup = ")) {
-			t.Errorf("mismatch error %q: want an ErrConfig naming both fixes", err)
-		}
-	}
-}
-
-func TestConfigCgroupDriver(t *testing.T) {
-	// As containerd 1.6's CRI Status reports its configuration (trimmed).
-	const config = `{"containerd":{"snapshotter":"overlayfs","defaultRuntimeName":"runc",
-		"runtimes":{"runc":{"runtimeType":"io.containerd.runc.v2","options":{"BinaryName":"","SystemdCgroup":%s}},
-		"kata":{"runtimeType":"io.containerd.kata.v2","options":{"SystemdCgroup":true}}}}}`
-	for _, tc := range []struct {
-		config string
-		want   CgroupDriver
-	}{
-		{strings.Replace(config, "%s", "true", 1), CgroupDriverSystemd},
-		{strings.Replace(config, "%s", "false", 1), CgroupDriverCgroupfs},
-		{`{"containerd":{"defaultRuntimeName":"runc","runtimes":{"runc":{"runtimeType":"io.containerd.runc.v2"}}}}`, CgroupDriverCgroupfs},
-		{`{"containerd":{"defaultRuntimeName":"kata","runtimes":{"kata":{"runtimeType":"io.containerd.kata.v2"}}}}`, ""},
-		{"", ""},
-	} {
-		got, err := configCgroupDriver(tc.config)
-		if err != nil || got != tc.want {
-			t.Errorf("configCgroupDriver(%.60s...) = %q, %v; want %q", tc.config, got, err, tc.want)
-		}
-	}
-	if _, err := configCgroupDriver("{"); err == nil {
-		t.Error("configCgroupDriver of broken JSON: no error")
-	}
-}
 
 // A container runs in its pod's cgroup under the QoS class's, below the runtime's
 // root (/<namespace> with cgroupfs), and the pod's cgroup goes with the pod.
@@ -210,7 +31,7 @@ spec:
       requests: {memory: 16Mi}
 `)
 	driver, root := r.Cgroups()
-	if driver != CgroupDriverCgroupfs || root != "/"+r.cfg.Namespace {
+	if driver != cgroups.Cgroupfs || root != "/"+r.cfg.Namespace {
 		t.Fatalf("Cgroups() = %s %s, want cgroupfs /%s on a host without systemd", driver, root, r.cfg.Namespace)
 	}
 	cs := r.mustRunPod(t, pod)
@@ -245,41 +66,6 @@ spec:
 	}
 	if _, err := os.Stat(memDir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("pod cgroup %s after RemovePodData: %v, want it gone", memDir, err)
-	}
-}
-
-func TestPodLimits(t *testing.T) {
-	res := func(cpu, mem string) corev1.ResourceList {
-		l := corev1.ResourceList{}
-		if cpu != "" {
-			l[corev1.ResourceCPU] = resource.MustParse(cpu)
-		}
-		if mem != "" {
-			l[corev1.ResourceMemory] = resource.MustParse(mem)
-		}
-		return l
-	}
-	two := func(a, b corev1.ResourceRequirements) *corev1.Pod {
-		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: a}, {Name: "b", Resources: b}}}}
-	}
-	for _, tc := range []struct {
-		name string
-		pod  *corev1.Pod
-		want podLimits
-	}{
-		{"guaranteed: the sums", two(corev1.ResourceRequirements{Limits: res("100m", "32Mi"), Requests: res("100m", "32Mi")},
-			corev1.ResourceRequirements{Limits: res("400m", "16Mi"), Requests: res("400m", "16Mi")}),
-			podLimits{memory: 48 << 20, cpuQuota: 50000, cpuShares: 512}},
-		{"one container without limits: none", two(corev1.ResourceRequirements{Limits: res("100m", "32Mi")}, corev1.ResourceRequirements{Requests: res("250m", "")}),
-			podLimits{cpuShares: 256}},
-		{"besteffort", two(corev1.ResourceRequirements{}, corev1.ResourceRequirements{}), podLimits{cpuShares: minShares}},
-	} {
-		if got := podLimitsOf(tc.pod); got != tc.want {
-			t.Errorf("%s: podLimitsOf = %+v, want %+v", tc.name, got, tc.want)
-		}
-	}
-	if cpuWeight(minShares) != 1 || cpuWeight(maxShares) != 10000 || cpuWeight(1024) != 39 {
-		t.Errorf("cpuWeight: 2 -> %d, 262144 -> %d, 1024 -> %d; want 1, 10000, 39", cpuWeight(minShares), cpuWeight(maxShares), cpuWeight(1024))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/staticpod/staticpod/containerdrt/podnet"
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -19,13 +20,13 @@ import (
 // testBridge is the default network's configuration for a test network: what
 // --cni-default-bridge writes, on the test's own bridge, subnet and directories.
 func testBridge(n testenv.CNINetwork) []byte {
-	return Bridge{Name: n.Name, Bridge: n.Bridge, Subnet: n.Subnet, DataDir: n.DataDir}.Conflist()
+	return podnet.Bridge{Name: n.Name, Bridge: n.Bridge, Subnet: n.Subnet, DataDir: n.DataDir}.Conflist()
 }
 
 // withCNI configures a test runtime with the test network n.
 func withCNI(n *testenv.CNINetwork) func(*Config) {
 	return func(cfg *Config) {
-		cfg.CNI = CNIConfig{ConfDir: n.ConfDir, BinDirs: n.BinDirs, CacheDir: n.CacheDir}
+		cfg.CNI = podnet.Config{ConfDir: n.ConfDir, BinDirs: n.BinDirs, CacheDir: n.CacheDir}
 	}
 }
 
@@ -179,7 +180,7 @@ func TestPodNetworkSetupFails(t *testing.T) {
 		{"addresses exhausted", func(n testenv.CNINetwork) []byte {
 			// A /30 holds two addresses: the bridge's and one pod's.
 			_, subnet, _ := net.ParseCIDR(n.Subnet)
-			return Bridge{Name: n.Name, Bridge: n.Bridge, Subnet: subnet.IP.String() + "/30", DataDir: n.DataDir}.Conflist()
+			return podnet.Bridge{Name: n.Name, Bridge: n.Bridge, Subnet: subnet.IP.String() + "/30", DataDir: n.DataDir}.Conflist()
 		}, "no IP addresses available"},
 	}
 	for _, tt := range tests {
@@ -214,7 +215,7 @@ func TestPodNetworkSetupFails(t *testing.T) {
 // says nothing.
 func TestNoCNIConfiguration(t *testing.T) {
 	dir := t.TempDir()
-	r := newTestRuntime(t, func(cfg *Config) { cfg.CNI = CNIConfig{ConfDir: dir, BinDirs: testenv.CNIBinDirs} })
+	r := newTestRuntime(t, func(cfg *Config) { cfg.CNI = podnet.Config{ConfDir: dir, BinDirs: testenv.CNIBinDirs} })
 	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: lo}\nspec:\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
 	r.mustRunPod(t, pod)
 	sb := r.sandboxOf(t, pod)

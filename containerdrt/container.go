@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/containerdrt/shims"
+	"github.com/staticpod/staticpod/containerdrt/cgroups"
 	"github.com/staticpod/staticpod/logs"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -67,10 +68,10 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
-	if err := r.ensurePodCgroup(ctx, pod); err != nil {
+	if err := r.cgroup.EnsurePod(ctx, pod); err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
-	cgroupSpec, cgroupOpts := r.cgroup.opts(pod, id, podGraceSeconds(pod))
+	cgroupSpec, cgroupOpts := r.cgroup.Opts(pod, id)
 	opts = append(opts, cgroupSpec...)
 	labels := podLabels(pod, runner.KindContainer, c.Name, req.Attempt)
 	labels[LabelHash] = req.Hash
@@ -81,7 +82,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	labels[labelImageID] = req.Image.Digest
 	// With the container from the start, so that no listing misses it: a container
 	// OOM-killed at once is reaped after the relist its exit wakes (see oomKilled).
-	if n, ok := oomKills(path.Dir(cgroupDir(r.cgroup.container(pod, id)))); ok {
+	if n, ok := cgroups.OOMKills(path.Dir(cgroups.Dir(r.cgroup.Container(pod, id)))); ok {
 		labels[labelPodOOMKills] = strconv.FormatInt(n, 10)
 	}
 	if req.Sandbox != nil && req.Sandbox.PID == 0 {
@@ -340,7 +341,7 @@ func (r *Runtime) RemovePodData(ctx context.Context, uid types.UID) error {
 	if err := removePod(dir); err != nil {
 		return fmt.Errorf("remove pod data %s: %w", uid, err)
 	}
-	if err := r.removePodCgroup(ctx, uid); err != nil {
+	if err := r.cgroup.RemovePod(ctx, uid); err != nil {
 		return err
 	}
 	return removePodLogs(r.cfg.PodLogDir, uid)

@@ -1,10 +1,10 @@
 // Package containerdrt implements the runner's Runtime on containerd through its native
-// v2 Go client: images, through the image store of package containerdrt/images (pulls,
-// credentials, --image-dir imports, the store's side of garbage collection), sandboxes
-// (pinned namespaces, or a pause process for a shared PID namespace), pod networks
-// (CNI), cgroups, containers and their OCI specs, pod directories and volumes, tasks,
-// logs, exec, listing and repair. Beside images, it is one package still, not yet laid
-// out along those seams.
+// v2 Go client: sandboxes (pinned namespaces, or a pause process for a shared PID
+// namespace), containers and their OCI specs, pod directories and volumes, tasks, logs,
+// exec, listing and repair. Images (package images: pulls, credentials, --image-dir
+// imports, the store's side of garbage collection), pod networks (package podnet),
+// cgroups (package cgroups) and the process side of repair (package shims: shims, log
+// writers, runc's state) are packages of their own below it.
 //
 // It executes what the runner planned and reports what it sees; which pod and which
 // container should run is the runner's to decide. List only reads (list.go). What a
@@ -25,7 +25,7 @@
 // the host side of hostPath, subPath, /dev/shm and termination-message mounts as it
 // builds them. The pod's own files are written before, by preparePod (poddir.go).
 //
-// It imports manifests, logs, containerdrt/images (the image store), internal/pause
-// (loopback in a pinned sandbox), internal/systemd (pod slices under the systemd cgroup
-// driver), and runner for the Runtime contract and its types only.
+// It imports manifests, logs, internal/pause (loopback in a pinned sandbox), its own
+// images, cgroups (the cgroup driver, pod cgroups and their limits), podnet (pod
+// networks) and shims, and runner for the Runtime contract and its types only.
 package containerdrt

@@ -48,9 +48,9 @@ const (
 	labelSandbox = labelPrefix + "sandbox"
 	// labelStopDeadline is set when a stop begins: when its grace period ends.
 	labelStopDeadline = labelPrefix + "stop-deadline"
-	// labelNetwork, on a sandbox with a pod network, is what tears it down (a netRecord
-	// as JSON, see cni.go), until it is torn down; labelPodIPs are its IPs, separated by
-	// commas; labelNetworkNote, on a sandbox without one, says why.
+	// labelNetwork, on a sandbox with a pod network, is what tears it down (a
+	// podnet.Record as JSON), until it is torn down; labelPodIPs are its IPs, separated
+	// by commas; labelNetworkNote, on a sandbox without one, says why.
 	labelNetwork     = labelPrefix + "network"
 	labelPodIPs      = labelPrefix + "pod-ips"
 	labelNetworkNote = labelPrefix + "network-note"

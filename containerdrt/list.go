@@ -1,7 +1,6 @@
 package containerdrt
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"maps"
 	"os"
 	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,6 +22,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/containerdrt/cgroups"
 	"github.com/staticpod/staticpod/logs"
 
 	"github.com/staticpod/staticpod/runner"
@@ -347,59 +346,28 @@ func oomKilled(info containers.Container, code int32) bool {
 	if !ok {
 		return false
 	}
-	if n, ok := oomKills(dir); ok {
+	if n, ok := cgroups.OOMKills(dir); ok {
 		return n > 0
 	}
 	base, err := strconv.ParseInt(info.Labels[labelPodOOMKills], 10, 64)
 	if code != exitSIGKILL || err != nil {
 		return false
 	}
-	n, ok := oomKills(path.Dir(dir))
+	n, ok := cgroups.OOMKills(path.Dir(dir))
 	return ok && n > base
 }
 
 // exitSIGKILL is the exit code of a process killed by SIGKILL, as the shim reports it.
 const exitSIGKILL = 128 + int32(syscall.SIGKILL)
 
-// oomKills is the OOM kill count of the cgroup dir (relative to the hierarchies'
-// mount point), and whether it could be read.
-func oomKills(dir string) (int64, bool) {
-	for _, file := range []string{
-		filepath.Join(cgroupRoot, "memory", dir, "memory.oom_control"),
-		filepath.Join(cgroupRoot, dir, "memory.events"),
-	} {
-		if n, ok := readKey(file, "oom_kill"); ok {
-			return n, true
-		}
-	}
-	return 0, false
-}
-
 // cgroupPath is the container's cgroup, from its spec, relative to a hierarchy's mount
-// point (cgroupDir: the systemd driver's slice:prefix:name is expanded).
+// point (cgroups.Dir: the systemd driver's slice:prefix:name is expanded).
 func cgroupPath(info containers.Container) (string, bool) {
 	var spec specs.Spec
 	if info.Spec == nil || json.Unmarshal(info.Spec.GetValue(), &spec) != nil || spec.Linux == nil || spec.Linux.CgroupsPath == "" {
 		return "", false
 	}
-	return cgroupDir(spec.Linux.CgroupsPath), true
-}
-
-// readKey reads "key N" from a cgroup file of such lines.
-func readKey(path, key string) (int64, bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), key+" "); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n, err == nil
-		}
-	}
-	return 0, false
+	return cgroups.Dir(spec.Linux.CgroupsPath), true
 }
 
 // Of a failed container's log, what FallbackToLogsOnError reports, as on the kubelet.

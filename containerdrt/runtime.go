@@ -2,6 +2,7 @@ package containerdrt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/staticpod/staticpod/containerdrt/images"
 	"github.com/staticpod/staticpod/containerdrt/shims"
+	"github.com/staticpod/staticpod/containerdrt/cgroups"
+	"github.com/staticpod/staticpod/containerdrt/podnet"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -32,17 +35,19 @@ const (
 
 // Config configures a Runtime.
 type Config struct {
-	Address    string        // containerd's socket: a path, or unix:///path (see shims.SocketPath)
-	Namespace  string        // the containerd namespace staticpod owns
-	RootDir    string        // pods/<uid> (volumes, /etc files), pinned namespaces, the sandbox root
-	PodLogDir  string        // CRI log files: <dir>/<namespace>_<name>_<uid>/<container>/<attempt>.log
-	Self       string        // run as log writer and sandbox: staticpod-helper (see internal/helper) or staticpod; "" = this binary
-	Log        LogConfig     // rotation of container logs and their /var/log/containers links
+	Address    string      // containerd's socket: a path, or unix:///path (see shims.SocketPath)
+	Namespace  string      // the containerd namespace staticpod owns
+	RootDir    string      // pods/<uid> (volumes, /etc files), pinned namespaces, the sandbox root
+	PodLogDir  string      // CRI log files: <dir>/<namespace>_<name>_<uid>/<container>/<attempt>.log
+	Self       string      // run as log writer and sandbox: staticpod-helper (see internal/helper) or staticpod; "" = this binary
+	Log        LogConfig   // rotation of container logs and their /var/log/containers links
 	Images     images.Config // pulls and imports
-	SeccompDir string        // Localhost seccomp profiles
-	CNI        CNIConfig     // pod networks; without a ConfDir, pods not on the host's network have loopback only
-	Cgroups    CgroupConfig
-	FIFODir    string // where exec's FIFOs are made; "" = containerd's default
+	SeccompDir string      // Localhost seccomp profiles
+	// CNI configures pod networks; without a ConfDir, pods not on the host's network
+	// have loopback only.
+	CNI     podnet.Config
+	Cgroups cgroups.Config
+	FIFODir string // where exec's FIFOs are made; "" = containerd's default
 	// Observe makes a Runtime that only watches a namespace a daemon owns (tests,
 	// tools): Repair does nothing (an observer never calls it: two repairers of one
 	// namespace would race), List reads the records anew every time (it knows of no
@@ -59,8 +64,8 @@ type Runtime struct {
 	client *client.Client
 	cfg    Config
 	images *images.Store
-	cgroup podCgroups // where pods and containers are placed
-	net    *network
+	cgroup cgroups.Pods // where pods and containers are placed
+	net    *podnet.Network
 	log    *slog.Logger
 
 	rootMu        sync.Mutex // guards rootInstalled
@@ -100,10 +105,11 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		c.Close()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: newNetwork(cfg.CNI, cfg.Logger), records: recs, started: time.Now()}
+	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: podnet.New(cfg.CNI, cfg.Logger), images: imgs, records: recs, started: time.Now()}
 	r.repairs = newRepairer(r)
-	r.cgroup = podCgroups{driver: CgroupDriverCgroupfs, root: "/" + cfg.Namespace} // an observer's: it makes none
-	r.images = imgs
+	// An observer's: it makes none, and takes the layout New gives even where it
+	// refuses the root (a namespace named like a slice).
+	r.cgroup, _ = cgroups.New(cgroups.Config{Driver: cgroups.Cgroupfs, Root: "/" + cfg.Namespace})
 	ctx, cancel := r.call(ctx)
 	defer cancel()
 	if _, err := c.Version(ctx); err != nil {
@@ -117,7 +123,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		}
 	}
 	if !cfg.Observe && cfg.CNI.ConfDir != "" {
-		r.net.current() // says in the log, once at start, how pods will be networked
+		r.net.Read() // says in the log, once at start, how pods will be networked
 	}
 	return r, nil
 }
@@ -156,23 +162,27 @@ func (cfg *Config) complete() error {
 	return nil
 }
 
-// settleCgroups settles the cgroup driver and root (detectCgroupDriver).
+// settleCgroups settles the cgroup driver and root (cgroups.Detect). A driver that
+// does not fit the host is a configuration error.
 func (r *Runtime) settleCgroups(ctx context.Context) error {
 	conn, ok := r.client.Conn().(grpc.ClientConnInterface)
 	if !ok {
 		return fmt.Errorf("containerd at %s: no gRPC connection to ask for its cgroup driver", r.cfg.Address)
 	}
-	driver, err := detectCgroupDriver(ctx, conn, r.cfg.Cgroups.Driver)
+	driver, err := cgroups.Detect(ctx, conn, r.cfg.Cgroups.Driver)
+	if errors.Is(err, cgroups.ErrDriverMismatch) {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	if err != nil {
 		return err
 	}
 	root := r.cfg.Cgroups.Root
-	if root == "" && driver == CgroupDriverCgroupfs {
+	if root == "" && driver == cgroups.Cgroupfs {
 		// One tree per containerd namespace: /staticpod by default, and tests in
 		// namespaces of their own never share a cgroup.
 		root = "/" + r.cfg.Namespace
 	}
-	r.cgroup, err = newPodCgroups(CgroupConfig{Driver: driver, Root: root, PodMaxPIDs: r.cfg.Cgroups.PodMaxPIDs})
+	r.cgroup, err = cgroups.New(cgroups.Config{Driver: driver, Root: root, PodMaxPIDs: r.cfg.Cgroups.PodMaxPIDs})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -180,7 +190,7 @@ func (r *Runtime) settleCgroups(ctx context.Context) error {
 }
 
 // Cgroups is the cgroup driver the runtime uses and the root of its pod cgroups.
-func (r *Runtime) Cgroups() (CgroupDriver, string) { return r.cgroup.driver, r.cgroup.root }
+func (r *Runtime) Cgroups() (cgroups.Driver, string) { return r.cgroup.Driver(), r.cgroup.Root() }
 
 // HostIP is the node IP the runtime reports.
 func (r *Runtime) HostIP() string { return r.cfg.HostIP }

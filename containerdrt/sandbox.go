@@ -137,7 +137,7 @@ func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int
 // exist without one that leads to them. A failure removes everything again.
 func (r *Runtime) startPinnedSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (runner.Container, error) {
 	id := sandboxID(pod, attempt)
-	netw, note, err := r.net.forPod(pod)
+	netw, note, err := r.net.ForPod(pod)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
@@ -222,7 +222,7 @@ var specNamespace = map[string]specs.LinuxNamespaceType{
 // namespace, which must outlive the process should it end first.
 func (r *Runtime) startPauseSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (runner.Container, error) {
 	id := sandboxID(pod, attempt)
-	netw, note, err := r.net.forPod(pod)
+	netw, note, err := r.net.ForPod(pod)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
@@ -236,10 +236,10 @@ func (r *Runtime) startPauseSandbox(ctx context.Context, pod *corev1.Pod, attemp
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
-	if err := r.ensurePodCgroup(ctx, pod); err != nil {
+	if err := r.cgroup.EnsurePod(ctx, pod); err != nil {
 		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
-	cgroupSpec, cgroupOpts := r.cgroup.opts(pod, id, podGraceSeconds(pod))
+	cgroupSpec, cgroupOpts := r.cgroup.Opts(pod, id)
 	specOpts := append(append(sandboxSpec(pod, rootfs, own), shimGroup(id)), cgroupSpec...)
 	c, err := r.client.NewContainer(ctx, id,
 		append(cgroupOpts, client.WithContainerLabels(labels), client.WithNewSpec(specOpts...))...,

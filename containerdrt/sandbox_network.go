@@ -5,34 +5,40 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/containerd/containerd/v2/core/containers"
 
+	"github.com/staticpod/staticpod/containerdrt/podnet"
 	"github.com/staticpod/staticpod/runner"
 )
+
+// netRecordFile in a sandbox's pin directory is its podnet.Record, for a teardown after
+// containerd lost the sandbox's record.
+const netRecordFile = "network.json"
 
 // attachNetwork sets up a's pod network for sandbox id in the network namespace pinned
 // in its pin directory, and records its IPs. The record is written to the pin
 // directory first, so that a staticpod killed meanwhile leaves what tears it down.
 // What the plugins did is undone when it fails.
-func (r *Runtime) attachNetwork(ctx context.Context, id string, a *attachment) ([]string, error) {
+func (r *Runtime) attachNetwork(ctx context.Context, id string, a *podnet.Attachment) ([]string, error) {
 	dir := r.pinDir(id)
-	data, _ := json.Marshal(a.record)
+	data, _ := json.Marshal(a.Record)
 	if err := writeFileAtomic(filepath.Join(dir, netRecordFile), data, 0o600); err != nil {
 		return nil, fmt.Errorf("set up pod network: %w", err)
 	}
 	netns := filepath.Join(dir, pinNet.file)
 	start := time.Now()
-	ips, err := a.setup(ctx, id, netns)
+	ips, err := a.Setup(ctx, id, netns)
 	if err == nil {
 		r.log.Debug("set up pod network", "id", id, "ips", ips, "duration", time.Since(start))
 		_, err = r.setLabels(ctx, id, map[string]string{labelPodIPs: podIPsLabel(ips)})
 	}
 	if err != nil {
-		if derr := r.net.teardown(ctx, id, a.record, netns); derr != nil {
+		if derr := r.net.Teardown(ctx, id, a.Record, netns); derr != nil {
 			r.log.Warn("undo a pod network that failed to set up", "id", id, "err", derr)
 		}
 		return nil, fmt.Errorf("set up pod network: %w", err)
@@ -86,14 +92,28 @@ func (r *Runtime) releaseNetwork(ctx context.Context, id string, labels map[stri
 	if !isNamespace(netns) {
 		netns = ""
 	}
-	return true, r.net.teardown(ctx, id, rec, netns)
+	return true, r.net.Teardown(ctx, id, rec, netns)
+}
+
+// netRecordOf is the network record of sandbox id, from its labels or, failing them
+// (no label; one without the configuration), its pin directory; ok is false when the
+// sandbox has no pod network to tear down.
+func (r *Runtime) netRecordOf(id string, labels map[string]string) (rec podnet.Record, ok bool) {
+	if v := labels[labelNetwork]; v != "" && json.Unmarshal([]byte(v), &rec) == nil && len(rec.Conf) > 0 {
+		return rec, true
+	}
+	var fromFile podnet.Record
+	if data, err := os.ReadFile(filepath.Join(r.pinDir(id), netRecordFile)); err == nil && json.Unmarshal(data, &fromFile) == nil {
+		return fromFile, true
+	}
+	return rec, labels[labelNetwork] != ""
 }
 
 // networkLabels records in labels how the sandbox's pod is networked: what tears down
 // its pod network, or why it has none.
-func networkLabels(labels map[string]string, a *attachment, note string) {
+func networkLabels(labels map[string]string, a *podnet.Attachment, note string) {
 	if a != nil {
-		labels[labelNetwork] = recordLabel(a.record)
+		labels[labelNetwork] = a.Record.Label(maxLabelSize - len(labelNetwork))
 	} else if note != "" {
 		labels[labelNetworkNote] = note
 	}

@@ -1,7 +1,6 @@
 package containerdrt
 
 import (
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -9,6 +8,8 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/moby/sys/mountinfo"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/staticpod/staticpod/containerdrt/cgroups"
 )
 
 // The cgroup filesystem as containerd's CRI mounts it in a container (WithMounts).
@@ -79,10 +80,7 @@ func readOnlyCgroupV1Tmpfs() specs.Mount {
 // hostCgroups reads the host's cgroup setup, once: it does not change while staticpod
 // runs. A host whose cgroupRoot cannot be read counts as cgroup v1 without options.
 var hostCgroups = sync.OnceValue(func() cgroupHost {
-	var host cgroupHost
-	if _, err := os.Stat(unifiedMarker); err == nil {
-		host.unified = true
-	}
+	host := cgroupHost{unified: cgroups.Unified()}
 	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(cgroupRoot))
 	if err != nil || len(mounts) == 0 {
 		return host

@@ -15,24 +15,15 @@ import (
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-)
 
-// CPU conversions of the kubelet (pkg/kubelet/cm/helpers_linux.go).
-const (
-	minShares    = 2      // the kernel's floor for cpu.shares
-	maxShares    = 262144 // the kernel's ceiling for cpu.shares
-	sharesPerCPU = 1024   // cpu.shares of one whole CPU
-	milliPerCPU  = 1000   // millicores in one CPU
-	quotaPeriod  = 100000 // CFS period in µs: 100ms
-	minQuota     = 1000   // CFS quota floor in µs: 1ms
+	"github.com/staticpod/staticpod/containerdrt/cgroups"
 )
 
 // Where the host's resources are read.
 const (
-	meminfoPath   = "/proc/meminfo"
-	cgroupRoot    = "/sys/fs/cgroup"
-	memswV1       = cgroupRoot + "/memory/memory.memsw.limit_in_bytes"
-	unifiedMarker = cgroupRoot + "/cgroup.controllers"
+	meminfoPath = "/proc/meminfo"
+	cgroupRoot  = cgroups.MountPoint
+	memswV1     = cgroupRoot + "/memory/memory.memsw.limit_in_bytes"
 )
 
 // resourceOpts turns the container's requests and limits into cgroup settings as the
@@ -47,9 +38,9 @@ func resourceOpts(in specInput) ([]oci.SpecOpts, error) {
 	}
 	res := in.Container.Resources
 	cpuRequest, cpuLimit := res.Requests.Cpu().MilliValue(), res.Limits.Cpu().MilliValue()
-	opts = append(opts, oci.WithCPUShares(cpuShares(cpuRequest, cpuLimit)))
+	opts = append(opts, oci.WithCPUShares(cgroups.CPUShares(cpuRequest, cpuLimit)))
 	if cpuLimit > 0 {
-		opts = append(opts, oci.WithCPUCFS(cpuQuota(cpuLimit), quotaPeriod))
+		opts = append(opts, oci.WithCPUCFS(cgroups.CPUQuota(cpuLimit), cgroups.QuotaPeriod))
 	}
 	if limit := res.Limits.Memory().Value(); limit > 0 {
 		opts = append(opts, oci.WithMemoryLimit(uint64(limit)))
@@ -60,27 +51,6 @@ func resourceOpts(in specInput) ([]oci.SpecOpts, error) {
 		}
 	}
 	return opts, nil
-}
-
-// cpuShares is the kubelet's MilliCPUToShares of the request, or of the limit when
-// only a limit is set (the apiserver defaults the request to the limit; the kubelet
-// repeats it). No CPU at all gets the minimum, 2, which is the kernel's value for zero.
-func cpuShares(requestMilli, limitMilli int64) uint64 {
-	milli := requestMilli
-	if milli == 0 && limitMilli > 0 {
-		milli = limitMilli
-	}
-	if milli == 0 {
-		return minShares
-	}
-	shares := milli * sharesPerCPU / milliPerCPU
-	return uint64(min(max(shares, minShares), maxShares))
-}
-
-// cpuQuota is the kubelet's MilliCPUToQuota: the limit's share of a 100ms period, at
-// least 1ms.
-func cpuQuota(limitMilli int64) int64 {
-	return max(limitMilli*quotaPeriod/milliPerCPU, minQuota)
 }
 
 // swapAccounted reports whether the kernel accounts swap per cgroup, as containerd's

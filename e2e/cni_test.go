@@ -16,7 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/staticpod/staticpod/containerdrt"
+	"github.com/staticpod/staticpod/containerdrt/podnet"
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -24,7 +24,7 @@ import (
 // bridgeConf is what --cni-default-bridge writes, for a test network: its own bridge,
 // subnet and allocations.
 func bridgeConf(n testenv.CNINetwork) []byte {
-	return containerdrt.Bridge{Name: n.Name, Bridge: n.Bridge, Subnet: n.Subnet, DataDir: n.DataDir}.Conflist()
+	return podnet.Bridge{Name: n.Name, Bridge: n.Bridge, Subnet: n.Subnet, DataDir: n.DataDir}.Conflist()
 }
 
 // newCNINode is a node whose staticpod runs pods on a test network; cniFlags are the

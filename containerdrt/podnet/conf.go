@@ -1,4 +1,4 @@
-package containerdrt
+package podnet
 
 import (
 	"bufio"
@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/staticpod/staticpod/internal/atomicfile"
 )
 
 // The default pod network that `staticpod run --cni-default-bridge` configures where
@@ -96,22 +98,22 @@ func (b Bridge) Conflist() []byte {
 	return append(data, '\n')
 }
 
-// HasCNIConfig reports whether confDir holds a network configuration.
-func HasCNIConfig(confDir string) bool {
+// HasConfig reports whether confDir holds a network configuration.
+func HasConfig(confDir string) bool {
 	return firstConfFile(confDir) != ""
 }
 
-// WriteDefaultCNIConfig writes b's configuration into confDir unless the directory
+// WriteDefaultConfig writes b's configuration into confDir unless the directory
 // already holds a network configuration. It returns the file it wrote, "" if none.
-func WriteDefaultCNIConfig(confDir string, b Bridge) (string, error) {
-	if HasCNIConfig(confDir) {
+func WriteDefaultConfig(confDir string, b Bridge) (string, error) {
+	if HasConfig(confDir) {
 		return "", nil
 	}
 	if err := os.MkdirAll(confDir, 0o755); err != nil {
 		return "", fmt.Errorf("write the default CNI configuration: %w", err)
 	}
 	path := filepath.Join(confDir, defaultConfFile)
-	if err := writeFileAtomic(path, b.Conflist(), 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, b.Conflist(), 0o644); err != nil {
 		return "", fmt.Errorf("write the default CNI configuration: %w", err)
 	}
 	return path, nil

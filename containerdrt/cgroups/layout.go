@@ -1,16 +1,11 @@
-package containerdrt
+package cgroups
 
 import (
-	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/containerd/containerd/api/types/runc/options"
 	"github.com/containerd/containerd/v2/client"
@@ -19,42 +14,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/staticpod/staticpod/internal/systemd"
 	"github.com/staticpod/staticpod/manifests"
 )
 
-// CgroupDriver is what makes a container's cgroup, by the kubelet's names: runc itself
-// in the cgroup filesystem ("cgroupfs"), or systemd, as a scope in a slice ("systemd").
-// On a host where systemd is PID 1 systemd owns the cgroup tree, and cgroups made
-// behind its back sit beside its slices, outside its accounting and its shutdown.
-type CgroupDriver string
-
-// The cgroup drivers, and where each puts pod cgroups by default.
+// Where each driver puts pod cgroups by default.
 const (
-	CgroupDriverCgroupfs CgroupDriver = "cgroupfs"
-	CgroupDriverSystemd  CgroupDriver = "systemd"
-
-	DefaultCgroupRoot        = "/staticpod"      // cgroupfs: /staticpod/<qos>/pod<uid>/<id>; /<namespace> in general
-	DefaultSystemdCgroupRoot = "staticpod.slice" // systemd: staticpod-<qos>-pod<uid>.slice/staticpod-<id>.scope
+	DefaultRoot        = "/staticpod"      // cgroupfs: /staticpod/<qos>/pod<uid>/<id>; /<namespace> in general
+	DefaultSystemdRoot = "staticpod.slice" // systemd: staticpod-<qos>-pod<uid>.slice/staticpod-<id>.scope
 
 	sliceSuffix = ".slice"
 	scopePrefix = "staticpod" // systemd: staticpod-<container id>.scope
 )
 
-// ParseCgroupDriver checks a --cgroup-driver value; "" is left to detection.
-func ParseCgroupDriver(s string) (CgroupDriver, error) {
-	switch d := CgroupDriver(s); d {
-	case "", CgroupDriverCgroupfs, CgroupDriverSystemd:
-		return d, nil
-	}
-	return "", fmt.Errorf("cgroup driver %q: use systemd or cgroupfs", s)
-}
-
-// CgroupConfig places the pods' cgroups.
-type CgroupConfig struct {
+// Config places the pods' cgroups.
+type Config struct {
 	// Driver makes the cgroups; "" detects it from containerd's runc options
-	// (see detectCgroupDriver).
-	Driver CgroupDriver
+	// (see Detect).
+	Driver Driver
 	// Root is the parent of every pod cgroup: a path for cgroupfs, a slice for systemd;
 	// "" is the driver's default.
 	Root string
@@ -63,42 +39,49 @@ type CgroupConfig struct {
 	PodMaxPIDs int64
 }
 
-// podCgroups lays out pod cgroups as the kubelet does: Guaranteed pods right under the
+// Pods lays out pod cgroups as the kubelet does: Guaranteed pods right under the
 // root, Burstable and BestEffort ones under a cgroup of their class, each pod in a
 // cgroup of its own, pod<uid>, and its containers (and sandbox) below that. A pod's
 // usage and limits can then be read and capped as one.
-type podCgroups struct {
-	driver  CgroupDriver
+type Pods struct {
+	driver  Driver
 	root    string
 	maxPIDs int64 // each pod's; 0 for none
 }
 
-func newPodCgroups(cfg CgroupConfig) (podCgroups, error) {
-	c := podCgroups{driver: cfg.Driver, root: cfg.Root, maxPIDs: max(cfg.PodMaxPIDs, 0)}
+// New checks cfg and settles its defaults.
+func New(cfg Config) (Pods, error) {
+	c := Pods{driver: cfg.Driver, root: cfg.Root, maxPIDs: max(cfg.PodMaxPIDs, 0)}
 	if c.driver == "" {
-		c.driver = CgroupDriverCgroupfs
+		c.driver = Cgroupfs
 	}
 	switch c.driver {
-	case CgroupDriverCgroupfs:
+	case Cgroupfs:
 		if c.root == "" {
-			c.root = DefaultCgroupRoot
+			c.root = DefaultRoot
 		}
 		if !path.IsAbs(c.root) || strings.HasSuffix(c.root, sliceSuffix) {
-			return c, fmt.Errorf("--cgroup-root %q: the cgroupfs driver takes an absolute path such as %s", c.root, DefaultCgroupRoot)
+			return c, fmt.Errorf("--cgroup-root %q: the cgroupfs driver takes an absolute path such as %s", c.root, DefaultRoot)
 		}
 		c.root = path.Clean(c.root)
-	case CgroupDriverSystemd:
+	case Systemd:
 		if c.root == "" {
-			c.root = DefaultSystemdCgroupRoot
+			c.root = DefaultSystemdRoot
 		}
 		if !validSlice(c.root) {
-			return c, fmt.Errorf("--cgroup-root %q: the systemd driver takes a slice such as %s", c.root, DefaultSystemdCgroupRoot)
+			return c, fmt.Errorf("--cgroup-root %q: the systemd driver takes a slice such as %s", c.root, DefaultSystemdRoot)
 		}
 	default:
 		return c, fmt.Errorf("cgroup driver %q: use systemd or cgroupfs", c.driver)
 	}
 	return c, nil
 }
+
+// Driver is the driver that makes the cgroups.
+func (c Pods) Driver() Driver { return c.driver }
+
+// Root is the parent of every pod cgroup: a path for cgroupfs, a slice for systemd.
+func (c Pods) Root() string { return c.root }
 
 // validSlice reports whether name is a slice name that can be a parent: "x.slice" or
 // "x-y.slice", not the root slice "-.slice".
@@ -121,7 +104,7 @@ func qosName(pod *corev1.Pod) string {
 }
 
 // pod is the pod's cgroup: a path for cgroupfs, a slice for systemd.
-func (c podCgroups) pod(pod *corev1.Pod) string {
+func (c Pods) pod(pod *corev1.Pod) string {
 	return c.podIn(qosName(pod), pod.UID)
 }
 
@@ -130,12 +113,12 @@ func (c podCgroups) pod(pod *corev1.Pod) string {
 // kubelet escapes them. The runtime never gets a UID that is not a plain token
 // (manifests.CheckUID: podDir and List refuse them); should one come all the same, its
 // hex encoding names the cgroup, which stays one entry of the QoS class's cgroup.
-func (c podCgroups) podIn(qos string, uid types.UID) string {
+func (c Pods) podIn(qos string, uid types.UID) string {
 	if manifests.CheckUID(uid) != nil {
 		uid = types.UID(hex.EncodeToString([]byte(uid)))
 	}
 	name := "pod" + string(uid)
-	if c.driver == CgroupDriverCgroupfs {
+	if c.driver == Cgroupfs {
 		return path.Join(c.root, qos, name)
 	}
 	parts := []string{strings.TrimSuffix(c.root, sliceSuffix)}
@@ -149,20 +132,20 @@ func (c podCgroups) podIn(qos string, uid types.UID) string {
 // qosClasses are the names qosName gives.
 var qosClasses = []string{"", "burstable", "besteffort"}
 
-// container is the cgroupsPath of a container (or sandbox) with the ID id of pod, in
+// Container is the cgroupsPath of a container (or sandbox) with the ID id of pod, in
 // the form runc takes for the driver: a path, or slice:prefix:name for systemd, which
 // runc makes the scope staticpod-<id>.scope in the pod's slice.
-func (c podCgroups) container(pod *corev1.Pod, id string) string {
-	if c.driver == CgroupDriverCgroupfs {
+func (c Pods) Container(pod *corev1.Pod, id string) string {
+	if c.driver == Cgroupfs {
 		return path.Join(c.pod(pod), id)
 	}
 	return c.pod(pod) + ":" + scopePrefix + ":" + id
 }
 
-// dir is where a cgroupsPath of either form is in the cgroup filesystem, relative to a
+// Dir is where a cgroupsPath of either form is in the cgroup filesystem, relative to a
 // hierarchy's mount point: slices expanded by their dashes
 // (a-b.slice -> /a.slice/a-b.slice), the scope named as runc names it.
-func cgroupDir(cgroupsPath string) string {
+func Dir(cgroupsPath string) string {
 	slice, rest, systemd := strings.Cut(cgroupsPath, ":")
 	if !systemd {
 		return path.Clean("/" + cgroupsPath)
@@ -201,66 +184,17 @@ func expandSlice(slice string) string {
 // default 90 s, for a container that ignores SIGTERM.
 const systemdStopTimeout = "org.systemd.property.TimeoutStopUSec"
 
-// opts are a container's spec and container options for its cgroup: the cgroupsPath,
+// Opts are a container's spec and container options for its cgroup: the cgroupsPath,
 // and for systemd runc's SystemdCgroup option (which every task of the container
-// inherits) and the scope's stop timeout.
-func (c podCgroups) opts(pod *corev1.Pod, id string, grace int64) ([]oci.SpecOpts, []client.NewContainerOpts) {
-	specOpts := []oci.SpecOpts{oci.WithCgroup(c.container(pod, id))}
-	if c.driver != CgroupDriverSystemd {
+// inherits) and the scope's stop timeout, the pod's grace period.
+func (c Pods) Opts(pod *corev1.Pod, id string) ([]oci.SpecOpts, []client.NewContainerOpts) {
+	specOpts := []oci.SpecOpts{oci.WithCgroup(c.Container(pod, id))}
+	if c.driver != Systemd {
 		return specOpts, nil
 	}
-	usec := strconv.FormatInt(max(grace, 1)*1_000_000, 10)
+	usec := strconv.FormatInt(max(podGraceSeconds(pod), 1)*1_000_000, 10)
 	specOpts = append(specOpts, oci.WithAnnotations(map[string]string{systemdStopTimeout: "uint64 " + usec}))
 	return specOpts, []client.NewContainerOpts{client.WithRuntime(plugins.RuntimeRuncV2, &options.Options{SystemdCgroup: true})}
-}
-
-// removePodCgroup removes the cgroup of the pod with the UID uid, whose containers are
-// gone: runc removes a container's cgroup, never its parents. With systemd the pod's
-// slice is stopped (an empty slice stays otherwise); with cgroupfs its directory is
-// removed from every hierarchy. The pod's QoS class may have changed with its spec, so
-// each is tried. A pod cgroup that still holds a process is left alone: stopping a
-// slice would kill what runs in it, and rmdir fails (EBUSY) on it anyway.
-func (r *Runtime) removePodCgroup(ctx context.Context, uid types.UID) error {
-	if err := manifests.CheckUID(uid); err != nil {
-		return fmt.Errorf("remove the cgroup of a pod: %w", err)
-	}
-	c := r.cgroup
-	if c.driver == CgroupDriverSystemd {
-		bus, err := systemd.Connect(ctx)
-		if err != nil {
-			return fmt.Errorf("remove the cgroup of pod %s: %w", uid, err)
-		}
-		defer bus.Close()
-		var errs []error
-		for _, q := range qosClasses {
-			slice := c.podIn(q, uid)
-			if populated(filepath.Join(cgroupRoot, expandSlice(slice))) {
-				continue
-			}
-			errs = append(errs, bus.StopUnit(ctx, slice))
-		}
-		return errors.Join(errs...)
-	}
-	hierarchies := []string{cgroupRoot}
-	if !hostCgroups().unified {
-		hierarchies, _ = filepath.Glob(filepath.Join(cgroupRoot, "*"))
-	}
-	var errs []error
-	for _, q := range qosClasses {
-		for _, h := range hierarchies {
-			err := syscall.Rmdir(filepath.Join(h, c.podIn(q, uid)))
-			if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.EBUSY) {
-				errs = append(errs, fmt.Errorf("remove the cgroup of pod %s: %w", uid, err))
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// populated reports whether a cgroup v2 directory, or one below it, holds a process.
-func populated(dir string) bool {
-	n, ok := readKey(filepath.Join(dir, "cgroup.events"), "populated")
-	return ok && n > 0
 }
 
 // podGraceSeconds is the pod's termination grace period in seconds, the API's default

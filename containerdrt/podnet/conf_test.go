@@ -1,4 +1,4 @@
-package containerdrt
+package podnet
 
 import (
 	"encoding/json"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // The routes of /proc/net/route are read in the host's byte order; the default route
@@ -66,12 +65,12 @@ func TestFreeSubnet(t *testing.T) {
 
 // The default configuration is a valid CNI configuration list with the plugins it
 // promises, and is written only where there is no configuration.
-func TestWriteDefaultCNIConfig(t *testing.T) {
+func TestWriteDefaultConfig(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net.d")
 	b := Bridge{Name: "staticpod", Bridge: "staticpod0", Subnet: "10.87.0.0/16", DataDir: "/var/lib/staticpod/cni/networks"}
-	path, err := WriteDefaultCNIConfig(dir, b)
+	path, err := WriteDefaultConfig(dir, b)
 	if err != nil || path != filepath.Join(dir, defaultConfFile) {
-		t.Fatalf("WriteDefaultCNIConfig = %q, %v", path, err)
+		t.Fatalf("WriteDefaultConfig = %q, %v", path, err)
 	}
 	list, err := libcni.ConfListFromFile(path)
 	if err != nil {
@@ -100,51 +99,10 @@ func TestWriteDefaultCNIConfig(t *testing.T) {
 	}
 
 	other := Bridge{Name: "other", Bridge: "other0", Subnet: "10.187.0.0/16"}
-	if path, err := WriteDefaultCNIConfig(dir, other); err != nil || path != "" {
-		t.Errorf("over an existing configuration: WriteDefaultCNIConfig = %q, %v; want nothing written", path, err)
+	if path, err := WriteDefaultConfig(dir, other); err != nil || path != "" {
+		t.Errorf("over an existing configuration: WriteDefaultConfig = %q, %v; want nothing written", path, err)
 	}
 	if data, _ := os.ReadFile(filepath.Join(dir, defaultConfFile)); !strings.Contains(string(data), `"staticpod0"`) {
 		t.Errorf("the existing configuration was changed:\n%s", data)
-	}
-}
-
-// hostPorts of the app containers go to portmap, lower-cased, each once; ports without
-// a hostPort do not.
-func TestPortMappings(t *testing.T) {
-	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{
-		{Name: "a", Ports: []corev1.ContainerPort{
-			{ContainerPort: 80, HostPort: 8080, Protocol: corev1.ProtocolTCP},
-			{ContainerPort: 53, HostPort: 5353, Protocol: corev1.ProtocolUDP, HostIP: "127.0.0.1"},
-			{ContainerPort: 9090, Protocol: corev1.ProtocolTCP},
-			{ContainerPort: 80, HostPort: 8080, Protocol: corev1.ProtocolTCP},
-		}},
-		{Name: "b", Ports: []corev1.ContainerPort{{ContainerPort: 443, HostPort: 8443}}},
-	}}}
-	want := []portMapping{
-		{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"},
-		{HostPort: 5353, ContainerPort: 53, Protocol: "udp", HostIP: "127.0.0.1"},
-		{HostPort: 8443, ContainerPort: 443, Protocol: "tcp"},
-	}
-	if diff := cmp.Diff(want, portMappings(pod)); diff != "" {
-		t.Errorf("portMappings (-want +got):\n%s", diff)
-	}
-}
-
-// A network record fits in a label: whole when it can, without its configuration
-// otherwise (the pin directory keeps that).
-func TestRecordLabel(t *testing.T) {
-	rec := netRecord{Conf: json.RawMessage(`{"cniVersion":"1.0.0","name":"n","plugins":[{"type":"bridge"}]}`), Namespace: "default", Name: "web-node1", UID: "u"}
-	var got netRecord
-	if err := json.Unmarshal([]byte(recordLabel(rec)), &got); err != nil || string(got.Conf) != string(rec.Conf) {
-		t.Errorf("a small record's label: %+v, %v", got, err)
-	}
-	rec.Conf = json.RawMessage(`{"name":"` + strings.Repeat("x", maxLabelSize) + `"}`)
-	label := recordLabel(rec)
-	if len(labelNetwork)+len(label) > maxLabelSize {
-		t.Fatalf("label of %d bytes, over containerd's %d", len(label), maxLabelSize)
-	}
-	got = netRecord{}
-	if err := json.Unmarshal([]byte(label), &got); err != nil || len(got.Conf) != 0 || got.Name != "web-node1" {
-		t.Errorf("a large record's label: %+v, %v; want it without the configuration", got, err)
 	}
 }
