@@ -18,8 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/containerdrt/cgroups"
+	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/logs"
 	"github.com/staticpod/staticpod/runner"
 )

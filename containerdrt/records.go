@@ -25,7 +25,7 @@ const recordsRefresh = 10 * time.Second
 type records struct {
 	changes atomic.Uint64 // writes of records, through this Runtime or reported
 
-	mu    sync.Mutex
+	mu    sync.Mutex             // guards infos, seen and taken
 	infos []containers.Container // read-only once stored
 	seen  uint64                 // changes before infos were listed
 	taken time.Time

@@ -17,10 +17,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/staticpod/staticpod/containerdrt/images"
-	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/containerdrt/cgroups"
+	"github.com/staticpod/staticpod/containerdrt/images"
 	"github.com/staticpod/staticpod/containerdrt/podnet"
+	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -35,14 +35,14 @@ const (
 
 // Config configures a Runtime.
 type Config struct {
-	Address    string      // containerd's socket: a path, or unix:///path (see shims.SocketPath)
-	Namespace  string      // the containerd namespace staticpod owns
-	RootDir    string      // pods/<uid> (volumes, /etc files), pinned namespaces, the sandbox root
-	PodLogDir  string      // CRI log files: <dir>/<namespace>_<name>_<uid>/<container>/<attempt>.log
-	Self       string      // run as log writer and sandbox: staticpod-helper (see internal/helper) or staticpod; "" = this binary
-	Log        LogConfig   // rotation of container logs and their /var/log/containers links
+	Address    string        // containerd's socket: a path, or unix:///path (see shims.SocketPath)
+	Namespace  string        // the containerd namespace staticpod owns
+	RootDir    string        // pods/<uid> (volumes, /etc files), pinned namespaces, the sandbox root
+	PodLogDir  string        // CRI log files: <dir>/<namespace>_<name>_<uid>/<container>/<attempt>.log
+	Self       string        // run as log writer and sandbox: staticpod-helper (see internal/helper) or staticpod; "" = this binary
+	Log        LogConfig     // rotation of container logs and their /var/log/containers links
 	Images     images.Config // pulls and imports
-	SeccompDir string      // Localhost seccomp profiles
+	SeccompDir string        // Localhost seccomp profiles
 	// CNI configures pod networks; without a ConfDir, pods not on the host's network
 	// have loopback only.
 	CNI     podnet.Config
