@@ -17,7 +17,12 @@ const module = "github.com/staticpod/staticpod"
 // package rules of DESIGN.md: manifests, logs and api/wire (what travels between the API
 // and its clients) import nothing of ours; sources import manifests; runner imports
 // manifests and api/wire; containerdrt imports manifests and runner (and logs, a leaf
-// that names and writes the CRI log files); once runs pods through containerdrt and the
+// that names and writes the CRI log files) and its packages along its seams:
+// containerdrt/spec builds OCI specs from what it is given and no more, so it imports
+// only manifests and runner (for their types and error classes), and
+// containerdrt/poddir, which prepares the pod directories and the host side of the
+// mounts that the spec names, imports spec for its input and the downward API's
+// values; once runs pods through containerdrt and the
 // runner; validate runs the daemon's own checks (watcher, runner) without a daemon; the
 // commands of cli talk to the daemon only, through api/client, exec included; the
 // daemon's parts that are neither source nor runtime (disk-space faults, the systemd
@@ -34,13 +39,15 @@ var rules = map[string][]string{
 	"httpsource":                   {"manifests"},
 	"api/wire":                     nil,
 	"runner":                       {"manifests", "api/wire"},
-	"containerdrt":                 {"manifests", "runner", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc"},
+	"containerdrt":                 {"containerdrt/spec", "containerdrt/poddir", "manifests", "runner", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc"},
+	"containerdrt/spec":            {"manifests", "runner", "api/wire"},                      // pure builders: the types and error classes of what they build from
+	"containerdrt/poddir":          {"containerdrt/spec", "manifests", "runner", "api/wire"}, // spec's input and downward API values
 	"api":                          {"manifests", "runner", "api/wire", "logs", "httpsource"},
 	"api/apitest":                  {"api/wire"},
 	"api/client":                   {"api/wire", "manifests"},
 	"cli":                          {"api/client", "api/wire", "manifests"},
 	"validate":                     {"cli", "api/client", "api/wire", "watcher", "manifests", "runner"},
-	"once":                         {"cli", "api/client", "api/wire", "containerdrt", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd", "internal/proc"},
+	"once":                         {"cli", "api/client", "api/wire", "containerdrt", "containerdrt/spec", "containerdrt/poddir", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd", "internal/proc"},
 	"e2e":                          nil, // its tests import what they test
 	"internal/ctrd":                nil,
 	"internal/dirlock":             nil,                                                     // main's lock of the root and pod log dirs
@@ -55,8 +62,8 @@ var rules = map[string][]string{
 	"internal/testenv":             {"internal/ctrd", "internal/proc"},
 	"internal/testenv/cmd/mkimage": {"internal/testenv", "internal/ctrd", "internal/proc"},
 	"internal/testenv/cmd/udpecho": nil,
-	"internal/bench":               {"containerdrt", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
-	benchCommand:                   {"internal/bench", "containerdrt", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
+	"internal/bench":               {"containerdrt", "containerdrt/spec", "containerdrt/poddir", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
+	benchCommand:                   {"internal/bench", "containerdrt", "containerdrt/spec", "containerdrt/poddir", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
 }
 
 // benchCommand is make bench's program.
@@ -67,9 +74,11 @@ const benchCommand = "internal/bench/cmd/staticpod-bench"
 const helperCommand = "internal/helper/cmd/staticpod-helper"
 
 // containerdWrappers are the packages that may import containerd's: every other package
-// reaches containerd through them, or not at all. The benchmarks are among them: their
-// floors are containerd alone, and their clock is containerd's events.
-var containerdWrappers = []string{"containerdrt", "internal/ctrd", "internal/testenv", "internal/bench"}
+// reaches containerd through them, or not at all. containerdrt/spec is among them for
+// containerd's OCI spec options (pkg/oci), which it builds and nothing else. The
+// benchmarks are among them: their floors are containerd alone, and their clock is
+// containerd's events.
+var containerdWrappers = []string{"containerdrt", "containerdrt/spec", "internal/ctrd", "internal/testenv", "internal/bench"}
 
 // commands are the packages that may depend on urfave/cli: a Go program must be able to
 // use any other, api/client first, without a command line.

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/internal/systemd"
 	"github.com/staticpod/staticpod/manifests"
 )
@@ -39,6 +40,8 @@ const (
 
 	sliceSuffix = ".slice"
 	scopePrefix = "staticpod" // systemd: staticpod-<container id>.scope
+
+	cgroupRoot = "/sys/fs/cgroup" // the host's cgroup filesystem
 )
 
 // ParseCgroupDriver checks a --cgroup-driver value; "" is left to detection.
@@ -242,7 +245,7 @@ func (r *Runtime) removePodCgroup(ctx context.Context, uid types.UID) error {
 		return errors.Join(errs...)
 	}
 	hierarchies := []string{cgroupRoot}
-	if !hostCgroups().unified {
+	if !spec.HostCgroups().Unified {
 		hierarchies, _ = filepath.Glob(filepath.Join(cgroupRoot, "*"))
 	}
 	var errs []error

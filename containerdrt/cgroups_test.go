@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -233,7 +234,7 @@ spec:
 		t.Fatalf("container's /proc/%d/cgroup:\n%s\nwant the memory (or unified) cgroup %s", c.PID, data, want)
 	}
 	memDir := filepath.Join(cgroupRoot, podDir)
-	if !hostCgroups().unified {
+	if !spec.HostCgroups().Unified {
 		memDir = filepath.Join(cgroupRoot, "memory", podDir)
 	}
 	if _, err := os.Stat(memDir); err != nil {
@@ -272,14 +273,14 @@ func TestPodLimits(t *testing.T) {
 			podLimits{memory: 48 << 20, cpuQuota: 50000, cpuShares: 512}},
 		{"one container without limits: none", two(corev1.ResourceRequirements{Limits: res("100m", "32Mi")}, corev1.ResourceRequirements{Requests: res("250m", "")}),
 			podLimits{cpuShares: 256}},
-		{"besteffort", two(corev1.ResourceRequirements{}, corev1.ResourceRequirements{}), podLimits{cpuShares: minShares}},
+		{"besteffort", two(corev1.ResourceRequirements{}, corev1.ResourceRequirements{}), podLimits{cpuShares: spec.MinShares}},
 	} {
 		if got := podLimitsOf(tc.pod); got != tc.want {
 			t.Errorf("%s: podLimitsOf = %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
-	if cpuWeight(minShares) != 1 || cpuWeight(maxShares) != 10000 || cpuWeight(1024) != 39 {
-		t.Errorf("cpuWeight: 2 -> %d, 262144 -> %d, 1024 -> %d; want 1, 10000, 39", cpuWeight(minShares), cpuWeight(maxShares), cpuWeight(1024))
+	if cpuWeight(spec.MinShares) != 1 || cpuWeight(spec.MaxShares) != 10000 || cpuWeight(1024) != 39 {
+		t.Errorf("cpuWeight: 2 -> %d, 262144 -> %d, 1024 -> %d; want 1, 10000, 39", cpuWeight(spec.MinShares), cpuWeight(spec.MaxShares), cpuWeight(1024))
 	}
 }
 
@@ -321,7 +322,7 @@ spec:
 		filepath.Join(cgroupRoot, dir, "cpu.max"):    "20000 100000",
 		filepath.Join(cgroupRoot, dir, "pids.max"):   "64",
 	}
-	if !hostCgroups().unified {
+	if !spec.HostCgroups().Unified {
 		want = map[string]string{
 			filepath.Join(cgroupRoot, "memory", dir, "memory.limit_in_bytes"): "50331648",
 			filepath.Join(cgroupRoot, "cpu", dir, "cpu.cfs_quota_us"):         "20000",

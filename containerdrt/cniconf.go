@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/staticpod/staticpod/containerdrt/poddir"
 )
 
 // The default pod network that `staticpod run --cni-default-bridge` configures where
@@ -111,7 +113,7 @@ func WriteDefaultCNIConfig(confDir string, b Bridge) (string, error) {
 		return "", fmt.Errorf("write the default CNI configuration: %w", err)
 	}
 	path := filepath.Join(confDir, defaultConfFile)
-	if err := writeFileAtomic(path, b.Conflist(), 0o644); err != nil {
+	if err := poddir.WriteFileAtomic(path, b.Conflist(), 0o644); err != nil {
 		return "", fmt.Errorf("write the default CNI configuration: %w", err)
 	}
 	return path, nil

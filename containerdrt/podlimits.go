@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/internal/systemd"
 	"github.com/staticpod/staticpod/manifests"
 )
@@ -23,8 +24,8 @@ import (
 // use, so that the kernel reclaims and throttles it as one.
 type podLimits struct {
 	memory    int64  // bytes; 0 when a container has no memory limit
-	cpuQuota  int64  // µs per quotaPeriod; 0 when a container has no CPU limit
-	cpuShares uint64 // from the sum of the CPU requests; minShares for BestEffort
+	cpuQuota  int64  // µs per spec.QuotaPeriod; 0 when a container has no CPU limit
+	cpuShares uint64 // from the sum of the CPU requests; spec.MinShares for BestEffort
 	pids      int64  // processes; 0 for no cap (--pod-max-pids)
 }
 
@@ -35,7 +36,7 @@ func podLimitsOf(pod *corev1.Pod) podLimits {
 	limits := manifests.PodLimits(pod)
 	l := podLimits{memory: podMemoryLimit(pod)}
 	if cpu, ok := limits[corev1.ResourceCPU]; ok {
-		l.cpuQuota = cpuQuota(cpu.MilliValue())
+		l.cpuQuota = spec.CPUQuota(cpu.MilliValue())
 	}
 	var cpuRequest int64
 	for _, c := range pod.Spec.Containers {
@@ -44,14 +45,21 @@ func podLimitsOf(pod *corev1.Pod) podLimits {
 	for _, c := range pod.Spec.InitContainers {
 		cpuRequest = max(cpuRequest, c.Resources.Requests.Cpu().MilliValue())
 	}
-	l.cpuShares = cpuShares(cpuRequest, 0)
+	l.cpuShares = spec.CPUShares(cpuRequest, 0)
 	return l
+}
+
+// podMemoryLimit is the pod's memory limit as the kubelet's pod cgroup has it
+// (manifests.PodLimits), in bytes; 0 when the pod is not capped.
+func podMemoryLimit(pod *corev1.Pod) int64 {
+	q := manifests.PodLimits(pod)[corev1.ResourceMemory]
+	return q.Value()
 }
 
 // cpuWeight is cgroup v2's cpu.weight for cpu.shares, as runc and the kubelet convert:
 // [2, 262144] onto [1, 10000].
 func cpuWeight(shares uint64) uint64 {
-	return 1 + (shares-minShares)*9999/(maxShares-minShares)
+	return 1 + (shares-spec.MinShares)*9999/(spec.MaxShares-spec.MinShares)
 }
 
 // ensurePodCgroup makes the pod's cgroup with its limits before a container of the pod
@@ -63,7 +71,7 @@ func (r *Runtime) ensurePodCgroup(ctx context.Context, pod *corev1.Pod) error {
 	if r.cgroup.driver == CgroupDriverSystemd {
 		return r.ensurePodSlice(ctx, r.cgroup.pod(pod), l)
 	}
-	if err := ensurePodDir(r.cgroup.pod(pod), l, hostCgroups().unified); err != nil {
+	if err := ensurePodDir(r.cgroup.pod(pod), l, spec.HostCgroups().Unified); err != nil {
 		return fmt.Errorf("pod cgroup %s: %w", r.cgroup.pod(pod), err)
 	}
 	return nil
@@ -77,7 +85,7 @@ func (r *Runtime) ensurePodSlice(ctx context.Context, slice string, l podLimits)
 		props = append(props, systemd.Uint64Property("MemoryMax", uint64(l.memory)))
 	}
 	if l.cpuQuota > 0 { // systemd counts per second what the kernel counts per period
-		props = append(props, systemd.Uint64Property("CPUQuotaPerSecUSec", uint64(l.cpuQuota)*(1_000_000/quotaPeriod)))
+		props = append(props, systemd.Uint64Property("CPUQuotaPerSecUSec", uint64(l.cpuQuota)*(1_000_000/spec.QuotaPeriod)))
 	}
 	if l.pids > 0 {
 		props = append(props, systemd.Uint64Property("TasksMax", uint64(l.pids)))
@@ -148,7 +156,7 @@ func ensurePodDir(dir string, l podLimits, unified bool) error {
 		}
 		return writeLimits(filepath.Join(cgroupRoot, dir), map[string]string{
 			"memory.max": limitOrMax(l.memory, "max"),
-			"cpu.max":    quota + " " + strconv.Itoa(quotaPeriod),
+			"cpu.max":    quota + " " + strconv.Itoa(spec.QuotaPeriod),
 			"cpu.weight": strconv.FormatUint(cpuWeight(l.cpuShares), 10),
 			"pids.max":   limitOrMax(l.pids, "max"),
 		})
@@ -176,7 +184,7 @@ func ensurePodDir(dir string, l podLimits, unified bool) error {
 		return err
 	}
 	return writeLimits(cpuDir, map[string]string{
-		"cpu.cfs_period_us": strconv.Itoa(quotaPeriod),
+		"cpu.cfs_period_us": strconv.Itoa(spec.QuotaPeriod),
 		"cpu.cfs_quota_us":  strconv.FormatInt(quota, 10),
 		"cpu.shares":        strconv.FormatUint(l.cpuShares, 10),
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/containerd/containerd/v2/core/containers"
 
+	"github.com/staticpod/staticpod/containerdrt/poddir"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -21,7 +22,7 @@ import (
 func (r *Runtime) attachNetwork(ctx context.Context, id string, a *attachment) ([]string, error) {
 	dir := r.pinDir(id)
 	data, _ := json.Marshal(a.record)
-	if err := writeFileAtomic(filepath.Join(dir, netRecordFile), data, 0o600); err != nil {
+	if err := poddir.WriteFileAtomic(filepath.Join(dir, netRecordFile), data, 0o600); err != nil {
 		return nil, fmt.Errorf("set up pod network: %w", err)
 	}
 	netns := filepath.Join(dir, pinNet.file)
