@@ -16,12 +16,12 @@
 // their result at the next relist. A Runtime that only observes (Config.Observe) never
 // repairs.
 //
-// The OCI spec is assembled from oci.SpecOpts per concern (spec.go and the spec_*.go
-// files), but building them is not pure yet: it reads the host, and mounts.go prepares
-// the host side of hostPath, subPath, /dev/shm and termination-message mounts as it
-// builds them. The pod's own files are written before, by preparePod (poddir.go).
+// A container is created in two steps: package poddir prepares the pod's directory
+// and the host side of the container's mounts (hostPaths, subPaths, the pod's /etc
+// files, /dev/shm, the termination-message file), then package spec assembles its OCI
+// spec from oci.SpecOpts per concern, writing nothing (CreateContainer).
 //
-// It imports manifests, logs, internal/pause (loopback in a pinned sandbox),
-// internal/systemd (pod slices under the systemd cgroup driver), and runner for the
-// Runtime contract and its types only.
+// It imports its packages spec and poddir, manifests, logs, internal/pause (loopback
+// in a pinned sandbox), internal/systemd (pod slices under the systemd cgroup driver),
+// and runner for the Runtime contract and its types only.
 package containerdrt
