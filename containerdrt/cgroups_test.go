@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/staticpod/staticpod/containerdrt/cgroups"
+	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -53,9 +54,9 @@ spec:
 	if !found {
 		t.Fatalf("container's /proc/%d/cgroup:\n%s\nwant the memory (or unified) cgroup %s", c.PID, data, want)
 	}
-	memDir := filepath.Join(cgroupRoot, podDir)
-	if !hostCgroups().unified {
-		memDir = filepath.Join(cgroupRoot, "memory", podDir)
+	memDir := filepath.Join(cgroups.MountPoint, podDir)
+	if !spec.HostCgroups().Unified {
+		memDir = filepath.Join(cgroups.MountPoint, "memory", podDir)
 	}
 	if _, err := os.Stat(memDir); err != nil {
 		t.Fatalf("pod cgroup: %v", err)
@@ -103,16 +104,16 @@ spec:
 		return strings.TrimSpace(string(b))
 	}
 	want := map[string]string{
-		filepath.Join(cgroupRoot, dir, "memory.max"): "50331648",
-		filepath.Join(cgroupRoot, dir, "cpu.max"):    "20000 100000",
-		filepath.Join(cgroupRoot, dir, "pids.max"):   "64",
+		filepath.Join(cgroups.MountPoint, dir, "memory.max"): "50331648",
+		filepath.Join(cgroups.MountPoint, dir, "cpu.max"):    "20000 100000",
+		filepath.Join(cgroups.MountPoint, dir, "pids.max"):   "64",
 	}
-	if !hostCgroups().unified {
+	if !spec.HostCgroups().Unified {
 		want = map[string]string{
-			filepath.Join(cgroupRoot, "memory", dir, "memory.limit_in_bytes"): "50331648",
-			filepath.Join(cgroupRoot, "cpu", dir, "cpu.cfs_quota_us"):         "20000",
-			filepath.Join(cgroupRoot, "cpu", dir, "cpu.shares"):               "204",
-			filepath.Join(cgroupRoot, "pids", dir, "pids.max"):                "64",
+			filepath.Join(cgroups.MountPoint, "memory", dir, "memory.limit_in_bytes"): "50331648",
+			filepath.Join(cgroups.MountPoint, "cpu", dir, "cpu.cfs_quota_us"):         "20000",
+			filepath.Join(cgroups.MountPoint, "cpu", dir, "cpu.shares"):               "204",
+			filepath.Join(cgroups.MountPoint, "pids", dir, "pids.max"):                "64",
 		}
 	}
 	for file, v := range want {

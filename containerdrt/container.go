@@ -19,7 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/containerdrt/cgroups"
+	"github.com/staticpod/staticpod/containerdrt/poddir"
 	"github.com/staticpod/staticpod/containerdrt/shims"
+	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/logs"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -34,8 +36,9 @@ const (
 	shimExitWait = 50 * time.Millisecond
 )
 
-// CreateContainer creates one container of a pod from its image, with the spec built
-// by the spec_*.go helpers, labelled so that List can rebuild it.
+// CreateContainer creates one container of a pod from its image, labelled so that List
+// can rebuild it: the pod's directory and the host side of the container's mounts are
+// prepared first (package poddir), then its spec is built from them (package spec).
 func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest) (runner.Container, error) {
 	ctx, cancel := r.call(ctx)
 	defer cancel()
@@ -45,7 +48,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: image %s: %w", id, req.Image.Ref, convertErr(err))
 	}
-	spec, err := img.Spec(ctx)
+	imgSpec, err := img.Spec(ctx)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: image config: %w", id, convertErr(err))
 	}
@@ -53,18 +56,21 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
-	if err := preparePod(pod, podDir, r.cfg.HostIP, r.podIP(pod, req.Sandbox), req.Objects); err != nil {
+	if err := poddir.PreparePod(pod, podDir, r.cfg.HostIP, r.podIP(pod, req.Sandbox), req.Objects); err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
-	in := specInput{
-		Pod: pod, Container: c, Attempt: req.Attempt, Image: spec.Config, PodDir: podDir,
+	in := spec.Input{
+		Pod: pod, Container: c, Attempt: req.Attempt, Image: imgSpec.Config, PodDir: podDir,
 		PodIP: r.podIP(pod, req.Sandbox), HostIP: r.cfg.HostIP, SeccompDir: r.cfg.SeccompDir,
 		Objects: req.Objects,
 	}
 	if req.Sandbox != nil {
 		in.SandboxNS, in.SandboxID = r.sandboxNamespaces(req.Sandbox), req.Sandbox.ID
 	}
-	opts, err := containerSpec(in)
+	if in.Prepared, err = poddir.PrepareContainer(in); err != nil {
+		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
+	}
+	opts, err := spec.Container(in)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
@@ -76,9 +82,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	labels := podLabels(pod, runner.KindContainer, c.Name, req.Attempt)
 	labels[LabelHash] = req.Hash
 	labels[LabelLogPath] = logFilePath(r.cfg.PodLogDir, pod, c.Name, req.Attempt)
-	labels[LabelTermination] = terminationLogPath(podDir, c.Name, req.Attempt)
+	labels[LabelTermination] = poddir.TerminationLogPath(podDir, c.Name, req.Attempt)
 	labels[LabelTermPolicy] = string(c.TerminationMessagePolicy)
-	labels[client.StopSignalLabel] = stopSignal(in)
+	labels[client.StopSignalLabel] = spec.StopSignal(in)
 	labels[labelImageID] = req.Image.Digest
 	// With the container from the start, so that no listing misses it: a container
 	// OOM-killed at once is reaped after the relist its exit wakes (see oomKilled).
@@ -338,13 +344,13 @@ func (r *Runtime) RemovePodData(ctx context.Context, uid types.UID) error {
 	if err != nil {
 		return fmt.Errorf("remove pod data: %w", err)
 	}
-	if err := removePod(dir); err != nil {
+	if err := poddir.Remove(dir); err != nil {
 		return fmt.Errorf("remove pod data %s: %w", uid, err)
 	}
 	if err := r.cgroup.RemovePod(ctx, uid); err != nil {
 		return err
 	}
-	return removePodLogs(r.cfg.PodLogDir, uid)
+	return poddir.RemoveLogs(r.cfg.PodLogDir, uid)
 }
 
 // podIP is the pod's IP: the host's on the host network, else its sandbox's pod IP; ""

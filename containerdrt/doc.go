@@ -20,12 +20,13 @@
 // package containerdrt/shims; talking to a shim over its task API is this package's
 // (lostshims.go).
 //
-// The OCI spec is assembled from oci.SpecOpts per concern (spec.go and the spec_*.go
-// files), but building them is not pure yet: it reads the host, and mounts.go prepares
-// the host side of hostPath, subPath, /dev/shm and termination-message mounts as it
-// builds them. The pod's own files are written before, by preparePod (poddir.go).
+// A container is created in two steps: package poddir prepares the pod's directory
+// and the host side of the container's mounts (hostPaths, subPaths, the pod's /etc
+// files, /dev/shm, the termination-message file), then package spec assembles its OCI
+// spec from oci.SpecOpts per concern, writing nothing (CreateContainer).
 //
 // It imports manifests, logs, internal/pause (loopback in a pinned sandbox), its own
 // images, cgroups (the cgroup driver, pod cgroups and their limits), podnet (pod
-// networks) and shims, and runner for the Runtime contract and its types only.
+// networks), shims, poddir and spec, and runner for the Runtime contract and its types
+// only.
 package containerdrt

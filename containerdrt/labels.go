@@ -58,7 +58,3 @@ const (
 
 // maxLabelSize is the most containerd keeps in one label, key and value together.
 const maxLabelSize = 4096
-
-// annotationShimGroup in a container's spec names the group of containers that
-// containerd's runc shim serves in one process (see shimGroup).
-const annotationShimGroup = "io.containerd.runc.v2.group"

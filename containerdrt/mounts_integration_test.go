@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/staticpod/staticpod/containerdrt/poddir"
+	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/manifests"
 )
@@ -22,46 +24,46 @@ import (
 const mountsImageRef = "docker.io/library/busybox:mounts-test"
 
 // mountsEnv runs containers of test pods on the shared daemon, in a namespace of the
-// test's own.
+// test's own. The pods' /etc files start from the host's.
 type mountsEnv struct {
-	t   *testing.T
-	d   *testenv.Daemon
-	ctx context.Context
-	img client.Image
+	t       *testing.T
+	d       *testenv.Daemon
+	ctx     context.Context
+	img     client.Image
+	attempt int // of the containers it runs: names their termination logs
 }
 
 func newMountsEnv(t *testing.T) *mountsEnv {
 	t.Helper()
 	d := ctd.Daemon(t)
 	ns := d.Namespace(t)
-	fakeHostFiles(t, "127.0.0.1 localhost\n192.0.2.10 node1\n", "nameserver 192.0.2.53\nsearch example.com\n")
 	return &mountsEnv{t: t, d: d, ctx: d.Context(t, ns), img: d.MustImportImage(t, ns, testenv.ImageOptions{Ref: mountsImageRef})}
 }
 
 // mustPrepare prepares pod's dir under the test's temporary directory. When the test
-// ends it is removed with removePod, which must leave nothing mounted.
+// ends it is removed with poddir.Remove, which must leave nothing mounted.
 func (e *mountsEnv) mustPrepare(pod *corev1.Pod, podIP string) string {
 	t := e.t
 	t.Helper()
 	podDir := filepath.Join(t.TempDir(), "pods", string(pod.UID))
 	t.Cleanup(func() {
-		if err := removePod(podDir); err != nil {
-			t.Errorf("removePod: %v", err)
+		if err := poddir.Remove(podDir); err != nil {
+			t.Errorf("poddir.Remove: %v", err)
 		}
 		if m := mountsAt(t, filepath.Dir(podDir)); len(m) > 0 {
 			t.Errorf("mounts left under %s: %v", podDir, describeMounts(m))
 		}
 		if _, err := os.Stat(podDir); !os.IsNotExist(err) {
-			t.Errorf("pod dir after removePod: %v, want it gone", err)
+			t.Errorf("pod dir after poddir.Remove: %v, want it gone", err)
 		}
 	})
-	if err := preparePod(pod, podDir, "192.0.2.10", podIP, manifests.Objects{}); err != nil {
-		t.Fatalf("preparePod: %v", err)
+	if err := poddir.PreparePod(pod, podDir, "192.0.2.10", podIP, manifests.Objects{}); err != nil {
+		t.Fatalf("poddir.PreparePod: %v", err)
 	}
 	return podDir
 }
 
-// mustRun runs the pod's container named container with the mounts mountOpts gives it
+// mustRun runs the pod's container named container with the mounts e.mountOpts gives it
 // (and extra options) on the host's network, running script with sh, to its exit. The
 // container and its snapshot are deleted. It returns the output and exit code.
 func (e *mountsEnv) mustRun(pod *corev1.Pod, podDir, container, script string, extra ...oci.SpecOpts) (string, uint32) {
@@ -75,15 +77,20 @@ func (e *mountsEnv) mustRun(pod *corev1.Pod, podDir, container, script string, e
 	return e.run(id, script, append(opts, extra...)...)
 }
 
-// mountOpts are the options mountOpts gives the pod's container named container.
+// mountOpts prepares the host side of the mounts of the pod's container named
+// container and returns the options spec.Mounts makes of them.
 func (e *mountsEnv) mountOpts(pod *corev1.Pod, podDir, container string) ([]oci.SpecOpts, error) {
-	in := specInput{Pod: pod, PodDir: podDir, PodIP: "127.0.0.1", HostIP: "192.0.2.10"}
+	in := spec.Input{Pod: pod, Attempt: e.attempt, PodDir: podDir, PodIP: "127.0.0.1", HostIP: "192.0.2.10"}
 	for i := range pod.Spec.Containers {
 		if pod.Spec.Containers[i].Name == container {
 			in.Container = &pod.Spec.Containers[i]
 		}
 	}
-	return mountOpts(in)
+	var err error
+	if in.Prepared, err = poddir.PrepareContainer(in); err != nil {
+		return nil, err
+	}
+	return spec.Mounts(in)
 }
 
 // run runs script with sh in a container id made with opts on the host's network, to
@@ -180,7 +187,7 @@ func TestMountsEmptyDirSharedInContainers(t *testing.T) {
 	pod.Spec.Containers = []corev1.Container{{Name: "writer", VolumeMounts: mounts}, {Name: "reader", VolumeMounts: mounts}}
 	podDir := e.mustPrepare(pod, "127.0.0.1")
 	e.mustSucceed(pod, podDir, "writer", "echo on-disk > /scratch/msg; echo in-memory > /mem/msg")
-	if err := preparePod(pod, podDir, "192.0.2.10", "127.0.0.1", manifests.Objects{}); err != nil { // as before each container
+	if err := poddir.PreparePod(pod, podDir, "192.0.2.10", "127.0.0.1", manifests.Objects{}); err != nil { // as before each container
 		t.Fatal(err)
 	}
 	out := e.mustSucceed(pod, podDir, "reader", "cat /scratch/msg /mem/msg; grep ' /mem ' /proc/mounts; df -k /mem | tail -n 1")
@@ -234,6 +241,7 @@ func TestMountsEtcFilesInContainer(t *testing.T) {
 	e := newMountsEnv(t)
 	pod := testPod("web")
 	pod.Spec.HostAliases = []corev1.HostAlias{{IP: "10.1.2.3", Hostnames: []string{"db.local", "cache.local"}}}
+	pod.Spec.DNSPolicy = corev1.DNSNone // the pod's own resolver configuration, whatever the host's
 	pod.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.9.8.7"}, Searches: []string{"pods.local"}}
 	podDir := e.mustPrepare(pod, "127.0.0.1")
 	out := e.mustSucceed(pod, podDir, "app", "cat /etc/hosts /etc/resolv.conf /etc/hostname")
@@ -255,15 +263,11 @@ func TestMountsEtcFilesInContainer(t *testing.T) {
 // runtime reads it from the host file for the attempt.
 func TestMountsTerminationMessageInContainer(t *testing.T) {
 	e := newMountsEnv(t)
+	e.attempt = 1
 	pod := testPod("web")
 	podDir := e.mustPrepare(pod, "127.0.0.1")
-	in := specInput{Pod: pod, Container: &pod.Spec.Containers[0], PodDir: podDir}
-	m, err := terminationMount(in, 1)
-	if err != nil || m == nil {
-		t.Fatalf("terminationMount = %v, %v", m, err)
-	}
-	e.mustSucceed(pod, podDir, "app", "echo 'failed: disk full' > /dev/termination-log", oci.WithMounts([]specs.Mount{*m}), oci.WithUserID(65534))
-	if got := mustReadFile(t, terminationLogPath(podDir, "app", 1)); got != "failed: disk full\n" {
+	e.mustSucceed(pod, podDir, "app", "echo 'failed: disk full' > /dev/termination-log", oci.WithUserID(65534))
+	if got := mustReadFile(t, poddir.TerminationLogPath(podDir, "app", 1)); got != "failed: disk full\n" {
 		t.Errorf("termination log on the host = %q, want %q", got, "failed: disk full\n")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/v2/core/containers"
 
+	"github.com/staticpod/staticpod/containerdrt/cgroups"
 	"github.com/staticpod/staticpod/internal/proc"
 )
 
@@ -278,8 +279,8 @@ func killOrphans(info containers.Container) int {
 	}
 	killed := 0
 	for _, file := range []string{
-		filepath.Join(cgroupRoot, "pids", path, "cgroup.procs"), // cgroup v1
-		filepath.Join(cgroupRoot, path, "cgroup.procs"),         // cgroup v2
+		filepath.Join(cgroups.MountPoint, "pids", path, "cgroup.procs"), // cgroup v1
+		filepath.Join(cgroups.MountPoint, path, "cgroup.procs"),         // cgroup v2
 	} {
 		data, err := os.ReadFile(file)
 		if err != nil {

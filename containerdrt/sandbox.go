@@ -17,6 +17,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/containerdrt/poddir"
+	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -228,7 +230,7 @@ func (r *Runtime) startPauseSandbox(ctx context.Context, pod *corev1.Pod, attemp
 	}
 	labels := sandboxLabels(pod, attempt)
 	networkLabels(labels, netw, note)
-	own, err := ownOOMScoreAdj()
+	own, err := spec.OwnOOMScoreAdj()
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
@@ -240,7 +242,7 @@ func (r *Runtime) startPauseSandbox(ctx context.Context, pod *corev1.Pod, attemp
 		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
 	cgroupSpec, cgroupOpts := r.cgroup.Opts(pod, id)
-	specOpts := append(append(sandboxSpec(pod, rootfs, own), shimGroup(id)), cgroupSpec...)
+	specOpts := append(append(sandboxSpec(pod, rootfs, own), spec.ShimGroup(id)), cgroupSpec...)
 	c, err := r.client.NewContainer(ctx, id,
 		append(cgroupOpts, client.WithContainerLabels(labels), client.WithNewSpec(specOpts...))...,
 	)
@@ -283,11 +285,12 @@ func (r *Runtime) sandboxNamespaces(sb *runner.Container) string {
 }
 
 // sandboxSpec is the OCI spec of a pod's sandbox process. Its OOM score is the
-// kubelet's for a pod's sandbox, never below ownOOMScore (see oomScoreOpts): the
-// kernel should kill it last of the pod, as its end takes the pod's namespaces.
+// kubelet's for a pod's sandbox, never below ownOOMScore (as spec.Resources scores
+// containers): the kernel should kill it last of the pod, as its end takes the pod's
+// namespaces.
 func sandboxSpec(pod *corev1.Pod, rootfs string, ownOOMScore int) []oci.SpecOpts {
 	opts := []oci.SpecOpts{
-		withOOMScoreAdj(max(sandboxOOMScoreAdj, ownOOMScore)),
+		spec.WithOOMScoreAdj(max(spec.SandboxOOMScoreAdj, ownOOMScore)),
 		oci.WithRootFSPath(rootfs),
 		oci.WithRootFSReadonly(),
 		oci.WithProcessArgs(sandboxBinary, "pause"),
@@ -312,6 +315,6 @@ func sandboxSpec(pod *corev1.Pod, rootfs string, ownOOMScore int) []oci.SpecOpts
 
 // sandboxHostname is the hostname of the pod's UTS namespace, as the kubelet names it.
 func sandboxHostname(pod *corev1.Pod) string {
-	name, _ := podHostnameAndDomain(pod)
+	name, _ := poddir.Hostname(pod)
 	return name
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/containerd/v2/core/containers"
 
 	"github.com/staticpod/staticpod/containerdrt/podnet"
+	"github.com/staticpod/staticpod/internal/atomicfile"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -27,7 +28,7 @@ const netRecordFile = "network.json"
 func (r *Runtime) attachNetwork(ctx context.Context, id string, a *podnet.Attachment) ([]string, error) {
 	dir := r.pinDir(id)
 	data, _ := json.Marshal(a.Record)
-	if err := writeFileAtomic(filepath.Join(dir, netRecordFile), data, 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, netRecordFile), data, 0o600); err != nil {
 		return nil, fmt.Errorf("set up pod network: %w", err)
 	}
 	netns := filepath.Join(dir, pinNet.file)

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/containerdrt/shims"
+	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
@@ -115,7 +116,7 @@ func (r *testRuntime) shimOf(t *testing.T) int {
 // kill.
 func TestSandboxOOMScore(t *testing.T) {
 	r := newTestRuntime(t)
-	own, err := ownOOMScoreAdj()
+	own, err := spec.OwnOOMScoreAdj()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestSandboxOOMScore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := strings.TrimSpace(string(data)), strconv.Itoa(max(sandboxOOMScoreAdj, own)); got != want {
+	if got, want := strings.TrimSpace(string(data)), strconv.Itoa(max(spec.SandboxOOMScoreAdj, own)); got != want {
 		t.Errorf("the sandbox's oom_score_adj = %s, want %s (staticpod's own: %d)", got, want, own)
 	}
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/containerdrt/cgroups"
+	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/internal/testenv"
 )
 
@@ -30,7 +32,7 @@ type specRun struct {
 	d   *testenv.Daemon
 	ctx context.Context
 	img client.Image
-	in  specInput
+	in  spec.Input
 }
 
 // specEndMarker is the last line every test container prints. containerd's Task.Delete
@@ -58,8 +60,8 @@ func newSpecRun(t *testing.T, opts testenv.ImageOptions, script string) *specRun
 	return &specRun{t: t, d: d, ctx: ctx, img: img, in: in}
 }
 
-// mustRun creates the container with processOpts, resourceOpts, securityOpts and
-// cgroupOpts applied after containerd's default spec and the image's config (then
+// mustRun creates the container with spec.Process, spec.Resources, spec.Security and
+// spec.Cgroups applied after containerd's default spec and the image's config (then
 // extra), runs it to its exit, deletes it and its snapshot, and returns its output and
 // exit code.
 func (r *specRun) mustRun(id string, extra ...oci.SpecOpts) (string, uint32) {
@@ -98,14 +100,14 @@ func (r *specRun) mustRun(id string, extra ...oci.SpecOpts) (string, uint32) {
 func (r *specRun) mustBuildSpec() []oci.SpecOpts {
 	r.t.Helper()
 	var opts []oci.SpecOpts
-	for _, build := range []func(specInput) ([]oci.SpecOpts, error){processOpts, resourceOpts, securityOpts} {
+	for _, build := range []func(spec.Input) ([]oci.SpecOpts, error){spec.Process, spec.Resources, spec.Security} {
 		o, err := build(r.in)
 		if err != nil {
 			r.t.Fatalf("build spec: %v", err)
 		}
 		opts = append(opts, o...)
 	}
-	return append(opts, cgroupOpts(r.in, hostCgroups())...)
+	return append(opts, spec.Cgroups(r.in, spec.HostCgroups())...)
 }
 
 // awaitSpecExit starts task, waits for it to exit and for its output to end with
@@ -241,7 +243,7 @@ func TestSpecResourcesInContainer(t *testing.T) {
 			if _, ok := got["cpu.max"]; ok {
 				want = tc.v2
 			}
-			if tc.memory != "" && swapAccounted() {
+			if tc.memory != "" && spec.SwapAccounted() {
 				want["memory/memory.memsw.limit_in_bytes"] = want["memory/memory.limit_in_bytes"]
 				want["memory.swap.max"] = "0"
 			}
@@ -259,16 +261,16 @@ func TestSpecUserInContainer(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		imageUser string
-		edit      func(specInput)
+		edit      func(spec.Input)
 		want      string // id -u, id -g, id -G (sorted)
 	}{
 		{name: "image USER uid:gid", imageUser: "65534:65534", want: "65534 65534 10 65534"},
 		{name: "image root", want: "0 0 0"},
-		{name: "runAsUser, runAsGroup, fsGroup, supplementalGroups", imageUser: "nobody", edit: func(in specInput) {
+		{name: "runAsUser, runAsGroup, fsGroup, supplementalGroups", imageUser: "nobody", edit: func(in spec.Input) {
 			specContainerSC(in).RunAsUser, specContainerSC(in).RunAsGroup = new(int64(65534)), new(int64(3000))
 			specPodSC(in).FSGroup, specPodSC(in).SupplementalGroups = new(int64(2000)), []int64{4000}
 		}, want: "65534 3000 10 2000 3000 4000"},
-		{name: "runAsUser with gid from passwd, runAsNonRoot", edit: func(in specInput) {
+		{name: "runAsUser with gid from passwd, runAsNonRoot", edit: func(in spec.Input) {
 			specPodSC(in).RunAsUser, specPodSC(in).RunAsNonRoot = new(int64(65534)), new(true)
 		}, want: "65534 65534 10 65534"},
 	} {
@@ -399,11 +401,11 @@ func TestSpecSeccompInContainer(t *testing.T) {
 // staticpod's own (here the test's): a container no longer inherits its shim's score,
 // and a Guaranteed one starts although lowering a score needs CAP_SYS_RESOURCE.
 func TestSpecOOMScoreInContainer(t *testing.T) {
-	own, err := ownOOMScoreAdj()
+	own, err := spec.OwnOOMScoreAdj()
 	if err != nil {
 		t.Fatal(err)
 	}
-	capacity, err := memTotal()
+	capacity, err := spec.MemTotal()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,11 +414,11 @@ func TestSpecOOMScoreInContainer(t *testing.T) {
 		requests, limits corev1.ResourceList
 		want             int
 	}{
-		{name: "best effort", want: max(bestEffortOOMScoreAdj, own)},
+		{name: "best effort", want: max(1000, own)}, // the kubelet's BestEffort score
 		{name: "burstable", requests: specResourceList("", "64Mi"), limits: specResourceList("", "128Mi"),
 			want: max(int(1000-1000*(64<<20)/capacity), own)},
 		{name: "guaranteed", requests: specResourceList("100m", "64Mi"), limits: specResourceList("100m", "64Mi"),
-			want: max(guaranteedOOMScoreAdj, own)},
+			want: max(-997, own)}, // its Guaranteed score
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newSpecRun(t, testenv.ImageOptions{}, `echo "oom_score_adj=$(cat /proc/self/oom_score_adj)"`)
@@ -470,14 +472,17 @@ func TestSpecCgroupfsInContainer(t *testing.T) {
 			if !strings.HasPrefix(kv["write"], tc.write) || tc.write != "ok" && !strings.Contains(kv["write"], "Read-only file system") {
 				t.Errorf("write to the memory limit: %q, want %q; output:\n%s", kv["write"], tc.write, out)
 			}
-			mode, mounts, tmpfs := rwOption(!tc.privileged), 0, ""
+			mode, mounts, tmpfs := "ro", 0, ""
+			if tc.privileged {
+				mode = "rw"
+			}
 			for line := range strings.Lines(out) {
 				// /proc/mounts: source, mount point, type, options
 				f := strings.Fields(line)
-				if len(f) >= 4 && f[1] == cgroupRoot && f[2] == "tmpfs" {
+				if len(f) >= 4 && f[1] == cgroups.MountPoint && f[2] == "tmpfs" {
 					tmpfs = line // the last one: stacked mounts are listed bottom up
 				}
-				if len(f) < 4 || !strings.HasPrefix(f[1], cgroupRoot) || (f[2] != "cgroup" && f[2] != "cgroup2") {
+				if len(f) < 4 || !strings.HasPrefix(f[1], cgroups.MountPoint) || (f[2] != "cgroup" && f[2] != "cgroup2") {
 					continue
 				}
 				mounts++
@@ -488,7 +493,7 @@ func TestSpecCgroupfsInContainer(t *testing.T) {
 			if mounts == 0 {
 				t.Errorf("no cgroup mount under /sys/fs/cgroup; output:\n%s", out)
 			}
-			if hostCgroups().unified {
+			if spec.HostCgroups().Unified {
 				return
 			}
 			if f := strings.Fields(tmpfs); len(f) < 4 || !slices.Contains(strings.Split(f[3], ","), mode) {

@@ -66,7 +66,7 @@ func TestMountsSubPathSwappedForASymlinkNeverLeadsOut(t *testing.T) {
 	outside := outsideDir(t)
 	pod := subPathPod(map[string]string{"victim": "sub"})
 	podDir := e.mustPrepare(pod, "127.0.0.1")
-	vol := volumeDir(podDir, "shared")
+	vol := filepath.Join(podDir, "volumes", "shared") // the emptyDir
 	if err := os.Mkdir(filepath.Join(vol, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/core/leases"
+
+	"github.com/staticpod/staticpod/containerdrt/poddir"
 )
 
 // sweepCreations ends what a staticpod killed in the middle of creating a container
@@ -72,7 +74,7 @@ func (rp *repairer) sweepPodData(infos []containers.Container) {
 		if uids[e.Name()] {
 			continue
 		}
-		if err := removePod(filepath.Join(rp.rt.cfg.RootDir, podsDir, e.Name())); err != nil {
+		if err := poddir.Remove(filepath.Join(rp.rt.cfg.RootDir, podsDir, e.Name())); err != nil {
 			rp.rt.log.Warn("remove the data of a pod that is gone", "uid", e.Name(), "err", err)
 			continue
 		}

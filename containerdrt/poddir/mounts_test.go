@@ -1,4 +1,4 @@
-package containerdrt
+package poddir
 
 import (
 	stdcmp "cmp"
@@ -16,12 +16,13 @@ import (
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/runner"
 )
 
 // hostPathPod is a prepared pod whose container mounts one hostPath volume "vol" at
 // /vol; edit sets the volume and the mount up.
-func hostPathPod(t *testing.T, path string, typ corev1.HostPathType, edit func(*corev1.Pod)) specInput {
+func hostPathPod(t *testing.T, path string, typ corev1.HostPathType, edit func(*corev1.Pod)) spec.Input {
 	t.Helper()
 	pod := testPod("web")
 	pod.Spec.Volumes = []corev1.Volume{{Name: "vol", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path, Type: &typ}}}}
@@ -32,33 +33,38 @@ func hostPathPod(t *testing.T, path string, typ corev1.HostPathType, edit func(*
 	return prepared(t, pod)
 }
 
-// prepared prepares pod's dir and returns the input mountOpts gets for its first
-// container.
-func prepared(t *testing.T, pod *corev1.Pod) specInput {
+// prepared prepares pod's dir and returns the input PrepareContainer gets for its
+// first container.
+func prepared(t *testing.T, pod *corev1.Pod) spec.Input {
 	t.Helper()
 	fakeHostFiles(t, "127.0.0.1 localhost\n", "nameserver 192.0.2.53\n")
 	podDir := mustPreparePod(t, pod, "127.0.0.1")
-	return specInput{Pod: pod, Container: &pod.Spec.Containers[0], PodDir: podDir, PodIP: "127.0.0.1", HostIP: "192.0.2.10"}
+	return spec.Input{Pod: pod, Container: &pod.Spec.Containers[0], PodDir: podDir, PodIP: "127.0.0.1", HostIP: "192.0.2.10"}
 }
 
-// applyMounts applies mountOpts to a spec holding containerd's default mounts.
-func applyMounts(t *testing.T, in specInput) (*specs.Spec, error) {
+// applyMounts prepares the host side of the container's mounts and applies the mounts
+// spec.Mounts makes of them to a spec holding containerd's default mounts.
+func applyMounts(t *testing.T, in spec.Input) (*specs.Spec, error) {
 	t.Helper()
-	opts, err := mountOpts(in)
-	if err != nil {
+	var err error
+	if in.Prepared, err = PrepareContainer(in); err != nil {
 		return nil, err
 	}
-	spec := &specs.Spec{Mounts: []specs.Mount{
+	opts, err := spec.Mounts(in)
+	if err != nil {
+		t.Fatalf("spec.Mounts of a prepared container: %v", err)
+	}
+	s := &specs.Spec{Mounts: []specs.Mount{
 		{Destination: "/proc", Type: "proc", Source: "proc"},
 		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs"},
 		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm"},
 	}}
 	for _, opt := range opts {
-		if err := opt(context.Background(), nil, &containers.Container{}, spec); err != nil {
+		if err := opt(context.Background(), nil, &containers.Container{}, s); err != nil {
 			t.Fatalf("apply mount option: %v", err)
 		}
 	}
-	return spec, nil
+	return s, nil
 }
 
 func mountAt(spec *specs.Spec, dst string) *specs.Mount {
@@ -114,12 +120,12 @@ func TestHostPathTypes(t *testing.T) {
 			if tt.wantErr != "" {
 				if err == nil || !errors.Is(err, runner.ErrCreateConfig) || !strings.Contains(err.Error(), tt.wantErr) ||
 					!strings.Contains(err.Error(), `container "app": volume "vol": `) {
-					t.Errorf("mountOpts = %v, want a %v naming the container and volume, containing %q", err, runner.ErrCreateConfig, tt.wantErr)
+					t.Errorf("PrepareContainer = %v, want a %v naming the container and volume, containing %q", err, runner.ErrCreateConfig, tt.wantErr)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("mountOpts: %v", err)
+				t.Fatalf("PrepareContainer: %v", err)
 			}
 			if m := mountAt(spec, "/vol"); m == nil || m.Source != tt.path {
 				t.Errorf("mount at /vol = %+v, want a bind of %s", m, tt.path)
@@ -191,10 +197,10 @@ func TestManagedFilesSkippedOrReadOnly(t *testing.T) {
 	if m := mountAt(spec, "/etc/hosts/"); m == nil || m.Source != dir {
 		t.Errorf("/etc/hosts = %+v, want the container's own volume only", m)
 	}
-	if m := mountAt(spec, etcHostsPath); m != nil {
+	if m := mountAt(spec, "/etc/hosts"); m != nil {
 		t.Errorf("the pod's /etc/hosts is mounted over the container's: %+v", m)
 	}
-	for _, dst := range []string{etcHostnamePath, etcResolvConfPath} {
+	for _, dst := range []string{"/etc/hostname", "/etc/resolv.conf"} {
 		if m := mountAt(spec, dst); m == nil || !strings.HasSuffix(strings.Join(m.Options, ","), ",ro") {
 			t.Errorf("%s = %+v, want read-only with a read-only root filesystem", dst, m)
 		}
@@ -231,7 +237,7 @@ func TestMountPropagation(t *testing.T) {
 			}))
 			if tt.wantErr != "" {
 				if !errors.Is(err, runner.ErrCreateConfig) || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Errorf("mountOpts = %v, want a %v containing %q", err, runner.ErrCreateConfig, tt.wantErr)
+					t.Errorf("PrepareContainer = %v, want a %v containing %q", err, runner.ErrCreateConfig, tt.wantErr)
 				}
 				return
 			}
@@ -301,7 +307,7 @@ func TestSubPath(t *testing.T) {
 			}))
 			if tt.wantErr != "" {
 				if !errors.Is(err, runner.ErrCreateConfig) || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Errorf("mountOpts = %v, want a %v containing %q", err, runner.ErrCreateConfig, tt.wantErr)
+					t.Errorf("PrepareContainer = %v, want a %v containing %q", err, runner.ErrCreateConfig, tt.wantErr)
 				}
 				return
 			}
@@ -342,7 +348,7 @@ func TestSubPathExpr(t *testing.T) {
 	}
 	in.Container.VolumeMounts[0].SubPathExpr = "$(NOPE)"
 	if _, err := applyMounts(t, in); !errors.Is(err, runner.ErrCreateConfig) || !strings.Contains(err.Error(), "missing value for NOPE") {
-		t.Errorf("mountOpts with an unset variable = %v, want %q", err, "missing value for NOPE")
+		t.Errorf("PrepareContainer with an unset variable = %v, want %q", err, "missing value for NOPE")
 	}
 }
 
@@ -355,7 +361,7 @@ func TestShmMount(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m := mountAt(spec, devShmPath); m == nil || m.Source != devShmPath || m.Type != bindType {
+		if m := mountAt(spec, devShm); m == nil || m.Source != devShm || m.Type != "bind" {
 			t.Errorf("/dev/shm = %+v, want a bind of the host's", m)
 		}
 	})
@@ -367,7 +373,7 @@ func TestShmMount(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m := mountAt(spec, devShmPath); m == nil || m.Source != filepath.Join(in.PodDir, shmDir) {
+			if m := mountAt(spec, devShm); m == nil || m.Source != filepath.Join(in.PodDir, shmDir) {
 				t.Errorf("/dev/shm = %+v, want a bind of the pod's shm", m)
 			}
 		}
@@ -380,31 +386,36 @@ func TestShmMount(t *testing.T) {
 
 func TestTerminationMount(t *testing.T) {
 	in := prepared(t, testPod("web"))
+	in.Attempt = 2
 	old := unix.Umask(0o077)
-	m, err := terminationMount(in, 2)
+	spec, err := applyMounts(t, in)
 	unix.Umask(old)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := terminationLogPath(in.PodDir, "app", 2)
-	want := specs.Mount{Destination: "/dev/termination-log", Type: bindType, Source: path, Options: []string{"rbind", "rprivate", "rw"}}
-	if m == nil || !cmp.Equal(*m, want) {
-		t.Errorf("terminationMount = %+v, want %+v", m, want)
+	path := TerminationLogPath(in.PodDir, "app", 2)
+	want := specs.Mount{Destination: "/dev/termination-log", Type: "bind", Source: path, Options: []string{"rbind", "rprivate", "rw"}}
+	if m := mountAt(spec, "/dev/termination-log"); m == nil || !cmp.Equal(*m, want) {
+		t.Errorf("termination mount = %+v, want %+v", m, want)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode() != terminationLogMode || fi.Size() != 0 {
 		t.Errorf("termination log: %v, %v; want an empty file with mode 0666 whatever the umask", fi, err)
 	}
 	in.Container.TerminationMessagePath = ""
-	if m, err := terminationMount(in, 3); m != nil || err != nil {
-		t.Errorf("terminationMount without a path = %+v, %v; want nothing", m, err)
+	in.Attempt = 3
+	if p, err := PrepareContainer(in); p.TerminationLog != "" || err != nil {
+		t.Errorf("PrepareContainer without a path = %q, %v; want no termination log", p.TerminationLog, err)
+	}
+	if _, err := os.Stat(TerminationLogPath(in.PodDir, "app", 3)); !os.IsNotExist(err) {
+		t.Errorf("termination log without a path: %v, want none created", err)
 	}
 }
 
 func TestMountUnknownVolume(t *testing.T) {
 	pod := testPod("web")
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "ghost", MountPath: "/x"}}
-	_, err := mountOpts(prepared(t, pod))
+	_, err := PrepareContainer(prepared(t, pod))
 	if !errors.Is(err, runner.ErrCreateConfig) || !strings.Contains(err.Error(), `volume "ghost": the pod has no such volume`) {
-		t.Errorf("mountOpts = %v, want %v for volume ghost", err, runner.ErrCreateConfig)
+		t.Errorf("PrepareContainer = %v, want %v for volume ghost", err, runner.ErrCreateConfig)
 	}
 }

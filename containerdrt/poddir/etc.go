@@ -1,4 +1,4 @@
-package containerdrt
+package poddir
 
 import (
 	"bytes"
@@ -8,30 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/moby/sys/mountinfo"
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/staticpod/staticpod/manifests"
-)
-
-// The layout of a pod's directory, <root-dir>/pods/<uid>, after the kubelet's
-// /var/lib/kubelet/pods/<uid>.
-const (
-	etcHostsFile   = "etc-hosts"   // the pod's /etc/hosts
-	hostnameFile   = "hostname"    // the pod's /etc/hostname
-	resolvConfFile = "resolv.conf" // the pod's /etc/resolv.conf
-	volumesDir     = "volumes"     // volumes/<name>: emptyDir, downwardAPI, configMap, secret and projected volumes
-	containersDir  = "containers"  // containers/<name>/<attempt>.termination-log
-	shmDir         = "shm"         // the /dev/shm its containers share through the sandbox
-
-	podDirMode      = 0o750
-	etcFileMode     = 0o644 // the kubelet's ensureHostsFile mode
-	emptyDirMode    = 0o777 // the kubelet's emptyDir mode: any container user may write
-	downwardDirMode = 0o755
 )
 
 // Host files a pod's /etc files start from; variables so that tests can point them
@@ -40,30 +19,6 @@ var (
 	hostHostsFile = "/etc/hosts"
 	hostnameFunc  = os.Hostname
 )
-
-// preparePod creates the pod's directory and what every container of the pod mounts
-// from it: the /etc files, emptyDir directories (tmpfs for medium Memory), downwardAPI
-// files, and the files of configMap, secret and projected volumes from objs (secret and
-// projected volumes on a tmpfs). It is idempotent, and is called before each container
-// is created, so files follow the host (its /etc/hosts, its resolv.conf) as they do on
-// a kubelet.
-func preparePod(pod *corev1.Pod, podDir, hostIP, podIP string, objs manifests.Objects) error {
-	if err := os.MkdirAll(podDir, podDirMode); err != nil {
-		return fmt.Errorf("create pod dir %s: %w", podDir, err)
-	}
-	if err := writeEtcFiles(pod, podDir, podIP); err != nil {
-		return err
-	}
-	// Downward API values come from the pod as a container of it would see them; a
-	// volume's resourceFieldRef always names its container.
-	in := specInput{Pod: pod, Container: &corev1.Container{}, PodDir: podDir, PodIP: podIP, HostIP: hostIP, Objects: objs}
-	for i := range pod.Spec.Volumes {
-		if err := prepareVolume(in, &pod.Spec.Volumes[i]); err != nil {
-			return fmt.Errorf("prepare volume %s: %w", pod.Spec.Volumes[i].Name, err)
-		}
-	}
-	return nil
-}
 
 // writeEtcFiles writes the pod's /etc/hosts, /etc/hostname and /etc/resolv.conf.
 func writeEtcFiles(pod *corev1.Pod, podDir, podIP string) error {
@@ -90,99 +45,6 @@ func writeEtcFiles(pod *corev1.Pod, podDir, podIP string) error {
 	return nil
 }
 
-// writeInPlace writes content to path unless it already holds it. An existing file is
-// rewritten in place, not replaced: running containers have its inode bind-mounted, and
-// the containers of a pod must keep sharing one /etc/hosts, as on a kubelet (which
-// rewrites it with os.WriteFile before each container starts).
-func writeInPlace(path string, content []byte, mode fs.FileMode) error {
-	old, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return writeFileAtomic(path, content, mode)
-	case err != nil:
-		return fmt.Errorf("read %s: %w", path, err)
-	case bytes.Equal(old, content):
-		return nil
-	}
-	if err := os.WriteFile(path, content, mode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-// writeFileAtomic writes path through a temporary file in the same directory and a
-// rename, so that a reader sees the old content or the new, never a part.
-func writeFileAtomic(path string, content []byte, mode fs.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, err = f.Write(content)
-	err = errors.Join(err, f.Chmod(mode), f.Close())
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-// removePod unmounts every mount under podDir (subPath binds first, then tmpfs
-// emptyDirs, the pod's /dev/shm), deepest first and lazily (MNT_DETACH: a container
-// that still runs keeps its view), then removes the directory. A missing directory is
-// not an error.
-func removePod(podDir string) error {
-	dir, err := filepath.EvalSymlinks(podDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("remove pod dir %s: %w", podDir, err)
-	}
-	if err := cleanSubPaths(dir); err != nil {
-		return fmt.Errorf("remove pod dir %s: %w", podDir, err)
-	}
-	if err := unmountUnder(dir); err != nil {
-		return fmt.Errorf("remove pod dir %s: %w", podDir, err)
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("remove pod dir %s: %w", podDir, err)
-	}
-	return nil
-}
-
-// unmountUnder detaches every mount at or below dir (resolved), deepest first.
-func unmountUnder(dir string) error {
-	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
-	if err != nil {
-		return fmt.Errorf("read mountinfo: %w", err)
-	}
-	slices.SortStableFunc(mounts, func(a, b *mountinfo.Info) int {
-		return len(b.Mountpoint) - len(a.Mountpoint)
-	})
-	var errs []error
-	for _, m := range mounts {
-		err := unix.Unmount(m.Mountpoint, unix.MNT_DETACH)
-		if err != nil && err != unix.EINVAL && err != unix.ENOENT { // EINVAL: already gone
-			errs = append(errs, fmt.Errorf("unmount %s: %w", m.Mountpoint, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// terminationLogPath is the host file a container's terminationMessagePath is bound to,
-// one per attempt so that the message of the previous attempt stays readable.
-func terminationLogPath(podDir, container string, attempt int) string {
-	return filepath.Join(podDir, containersDir, container, strconv.Itoa(attempt)+".termination-log")
-}
-
-// volumeDir is the directory of an emptyDir or downwardAPI volume.
-func volumeDir(podDir, volume string) string {
-	return filepath.Join(podDir, volumesDir, volume)
-}
-
 // The pod's names, as the kubelet's GeneratePodHostNameAndDomain makes them.
 const (
 	managedHostsHeader            = "# Kubernetes-managed hosts file.\n"
@@ -191,10 +53,12 @@ const (
 	// to serve it; it only appears in the pod's /etc/hosts, in the form a cluster using
 	// kubeadm's default domain would give it.
 	clusterDomain = "cluster.local"
+	// maxHostnameBytes is the longest hostname the kubelet gives a pod.
+	maxHostnameBytes = 63
 )
 
-// podHostnameAndDomain returns the pod's hostname and, with spec.subdomain, its domain.
-func podHostnameAndDomain(pod *corev1.Pod) (hostname, domain string) {
+// Hostname returns the pod's hostname and, with spec.subdomain, its domain.
+func Hostname(pod *corev1.Pod) (hostname, domain string) {
 	if o := pod.Spec.HostnameOverride; o != nil {
 		return truncateHostname(*o), ""
 	}
@@ -227,7 +91,7 @@ func podHostnameFile(pod *corev1.Pod) (string, error) {
 		}
 		return name, nil
 	}
-	name, _ := podHostnameAndDomain(pod)
+	name, _ := Hostname(pod)
 	return name, nil
 }
 
@@ -261,7 +125,7 @@ func hostsFileContent(pod *corev1.Pod, podIP string) ([]byte, error) {
 	} else {
 		b.WriteString(managedHostsHeader)
 		b.WriteString(localhostEntries)
-		if name, domain := podHostnameAndDomain(pod); podIP != "" && domain != "" {
+		if name, domain := Hostname(pod); podIP != "" && domain != "" {
 			fmt.Fprintf(&b, "%s\t%s.%s\t%s\n", podIP, name, domain, name)
 		} else if podIP != "" {
 			fmt.Fprintf(&b, "%s\t%s\n", podIP, name)

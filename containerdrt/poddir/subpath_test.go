@@ -1,4 +1,4 @@
-package containerdrt
+package poddir
 
 import (
 	"errors"

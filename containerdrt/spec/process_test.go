@@ -1,9 +1,8 @@
-package containerdrt
+package spec
 
 import (
 	"context"
 	"errors"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -21,8 +20,10 @@ import (
 	"github.com/staticpod/staticpod/runner"
 )
 
-// specTestInput is a defaulted pod "web" with one container "app" running image.
-func specTestInput(image ocispec.ImageConfig) specInput {
+// specTestInput is a defaulted pod "web" with one container "app" running image, with
+// what the pod directory's preparation would give it: spec building only names the
+// paths, so they need not exist.
+func specTestInput(image ocispec.ImageConfig) Input {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "web-node1", Namespace: "prod", UID: "uid-1",
@@ -35,9 +36,13 @@ func specTestInput(image ocispec.ImageConfig) specInput {
 			Containers:         []corev1.Container{{Name: "app", Image: "busybox"}},
 		},
 	}
-	return specInput{
+	return Input{
 		Pod: pod, Container: &pod.Spec.Containers[0], Image: image,
 		PodIP: "10.0.0.7", HostIP: "192.168.1.2",
+		Prepared: Prepared{
+			Hostname: "web-node1",
+			EtcHosts: "/pods/uid-1/etc-hosts", EtcHostname: "/pods/uid-1/hostname", ResolvConf: "/pods/uid-1/resolv.conf",
+		},
 	}
 }
 
@@ -62,11 +67,11 @@ func specFromOpts(t *testing.T, root string, opts []oci.SpecOpts) *oci.Spec {
 	return s
 }
 
-func mustProcessSpec(t *testing.T, in specInput) *oci.Spec {
+func mustProcessSpec(t *testing.T, in Input) *oci.Spec {
 	t.Helper()
-	opts, err := processOpts(in)
+	opts, err := Process(in)
 	if err != nil {
-		t.Fatalf("processOpts: %v", err)
+		t.Fatalf("Process: %v", err)
 	}
 	return specFromOpts(t, "", opts)
 }
@@ -103,9 +108,9 @@ func TestProcessArgs(t *testing.T) {
 
 func TestProcessArgsEmptyRefused(t *testing.T) {
 	in := specTestInput(ocispec.ImageConfig{})
-	_, err := processOpts(in)
+	_, err := Process(in)
 	if !errors.Is(err, runner.ErrCreateConfig) || !strings.Contains(err.Error(), `container "app"`) {
-		t.Errorf("processOpts with no command anywhere = %v, want ErrCreateConfig naming the container", err)
+		t.Errorf("Process with no command anywhere = %v, want ErrCreateConfig naming the container", err)
 	}
 }
 
@@ -177,33 +182,6 @@ func TestProcessEnv(t *testing.T) {
 	}
 }
 
-func TestProcessEnvDefaultPathAndHostname(t *testing.T) {
-	long := strings.Repeat("a", 62) + "-b"
-	host, err := os.Hostname()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name string
-		edit func(*corev1.Pod)
-		want []string
-	}{
-		{"pod name", func(*corev1.Pod) {}, []string{defaultPathEnv, "HOSTNAME=web-node1"}},
-		{"spec.hostname", func(p *corev1.Pod) { p.Spec.Hostname = "db" }, []string{defaultPathEnv, "HOSTNAME=db"}},
-		{"hostnameOverride", func(p *corev1.Pod) { p.Spec.Hostname = "db"; p.Spec.HostnameOverride = new("over") }, []string{defaultPathEnv, "HOSTNAME=over"}},
-		{"cut to 63 bytes", func(p *corev1.Pod) { p.Name = long }, []string{defaultPathEnv, "HOSTNAME=" + strings.Repeat("a", 62)}},
-		{"host network", func(p *corev1.Pod) { p.Spec.HostNetwork = true }, []string{defaultPathEnv, "HOSTNAME=" + host}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			in := specTestInput(ocispec.ImageConfig{Cmd: []string{"sh"}})
-			tc.edit(in.Pod)
-			if diff := cmp.Diff(tc.want, mustProcessSpec(t, in).Process.Env); diff != "" {
-				t.Errorf("env (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 func downwardFieldEnv(name, path string) corev1.EnvVar {
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}}
 }
@@ -243,7 +221,7 @@ func TestDownwardEnv(t *testing.T) {
 		downwardResourceEnv("SIDE_MEM", "side", "limits.memory", ""), // no limit: MemTotal
 		{Name: "DERIVED", Value: "$(NAME).$(NS)"},
 	}
-	mem, err := memTotal()
+	mem, err := MemTotal()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,9 +273,9 @@ func TestDownwardEnvRefused(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := specTestInput(ocispec.ImageConfig{Cmd: []string{"sh"}})
 			in.Container.Env = []corev1.EnvVar{env}
-			_, err := processOpts(in)
+			_, err := Process(in)
 			if !errors.Is(err, runner.ErrCreateConfig) || !strings.Contains(err.Error(), `container "app": env X`) {
-				t.Errorf("processOpts = %v, want ErrCreateConfig naming container and variable", err)
+				t.Errorf("Process = %v, want ErrCreateConfig naming container and variable", err)
 			}
 		})
 	}
@@ -333,15 +311,15 @@ func TestProcessWorkingDirTerminalRlimits(t *testing.T) {
 
 func TestStopSignal(t *testing.T) {
 	in := specTestInput(ocispec.ImageConfig{})
-	if got := stopSignal(in); got != "SIGTERM" {
+	if got := StopSignal(in); got != "SIGTERM" {
 		t.Errorf("stopSignal without any = %q, want SIGTERM", got)
 	}
 	in.Image.StopSignal = "SIGQUIT"
-	if got := stopSignal(in); got != "SIGQUIT" {
+	if got := StopSignal(in); got != "SIGQUIT" {
 		t.Errorf("stopSignal with image's = %q, want SIGQUIT", got)
 	}
 	in.Container.Lifecycle = &corev1.Lifecycle{StopSignal: new(corev1.SIGUSR1)}
-	if got := stopSignal(in); got != "SIGUSR1" {
+	if got := StopSignal(in); got != "SIGUSR1" {
 		t.Errorf("stopSignal with lifecycle.stopSignal = %q, want SIGUSR1", got)
 	}
 }

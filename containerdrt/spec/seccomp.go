@@ -1,4 +1,4 @@
-package containerdrt
+package spec
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 //
 // A Localhost profile is read here, so that a missing or broken file is reported as a
 // configuration error before anything is created.
-func seccompOpt(in specInput, profile *corev1.SeccompProfile, privileged bool) (oci.SpecOpts, error) {
+func seccompOpt(in Input, profile *corev1.SeccompProfile, privileged bool) (oci.SpecOpts, error) {
 	if privileged || profile == nil {
 		return oci.WithSeccompUnconfined, nil
 	}

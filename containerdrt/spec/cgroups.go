@@ -1,4 +1,4 @@
-package containerdrt
+package spec
 
 import (
 	"slices"
@@ -27,13 +27,13 @@ var cgroupMountOptions = []string{"nosuid", "noexec", "nodev", "relatime"}
 // The CRI copies the same two.
 var sharedCgroupOptions = []string{"nsdelegate", "memory_recursiveprot"}
 
-// cgroupHost is what a container's view of its cgroups depends on in the host.
-type cgroupHost struct {
-	unified bool     // cgroup v2 only: cgroupRoot holds cgroup.controllers
+// CgroupHost is what a container's view of its cgroups depends on in the host.
+type CgroupHost struct {
+	Unified bool     // cgroup v2 only: cgroupRoot holds cgroup.controllers
 	keep    []string // sharedCgroupOptions the host's mount at cgroupRoot has
 }
 
-// cgroupOpts mounts the container's cgroups at /sys/fs/cgroup, read-only unless the
+// Cgroups mounts the container's cgroups at /sys/fs/cgroup, read-only unless the
 // container is privileged, and on a cgroup v2 host gives a container that is not
 // privileged a cgroup namespace of its own, as containerd's CRI does. Runtimes that
 // size themselves from their cgroup (the JVM, Go's GOMAXPROCS) then see their limits:
@@ -44,15 +44,15 @@ type cgroupHost struct {
 //
 // The mounts are added as default ones, so that a volume mounted at /sys/fs/cgroup
 // replaces them (withMounts).
-func cgroupOpts(in specInput, host cgroupHost) []oci.SpecOpts {
+func Cgroups(in Input, host CgroupHost) []oci.SpecOpts {
 	privileged := isPrivileged(in.Container)
 	options := append(slices.Clone(cgroupMountOptions), rwOption(!privileged))
-	ownNamespace := host.unified && !privileged
+	ownNamespace := host.Unified && !privileged
 	if !ownNamespace {
 		options = append(options, host.keep...)
 	}
 	var mounts []specs.Mount
-	if !host.unified && !privileged {
+	if !host.Unified && !privileged {
 		mounts = append(mounts, readOnlyCgroupV1Tmpfs())
 	}
 	mounts = append(mounts, specs.Mount{Destination: cgroupRoot, Type: cgroupMountType, Source: cgroupMountSource, Options: options})
@@ -77,10 +77,10 @@ func readOnlyCgroupV1Tmpfs() specs.Mount {
 	}
 }
 
-// hostCgroups reads the host's cgroup setup, once: it does not change while staticpod
+// HostCgroups reads the host's cgroup setup, once: it does not change while staticpod
 // runs. A host whose cgroupRoot cannot be read counts as cgroup v1 without options.
-var hostCgroups = sync.OnceValue(func() cgroupHost {
-	host := cgroupHost{unified: cgroups.Unified()}
+var HostCgroups = sync.OnceValue(func() CgroupHost {
+	host := CgroupHost{Unified: cgroups.Unified()}
 	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(cgroupRoot))
 	if err != nil || len(mounts) == 0 {
 		return host

@@ -1,85 +1,77 @@
-package containerdrt
+package spec
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 
-	"github.com/containerd/containerd/v2/pkg/oci"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-
-	"github.com/staticpod/staticpod/containerdrt/cgroups"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// Where the host's resources are read.
-const (
-	meminfoPath = "/proc/meminfo"
-	cgroupRoot  = cgroups.MountPoint
-	memswV1     = cgroupRoot + "/memory/memory.memsw.limit_in_bytes"
-)
-
-// resourceOpts turns the container's requests and limits into cgroup settings as the
-// kubelet does (kuberuntime calculateLinuxResources): cpu.shares from the CPU request
-// (from the limit when only a limit is set), a CFS quota from the CPU limit, and the
-// memory limit, with swap held to that limit where the kernel accounts swap; and the
-// OOM score of the container's QoS class, never below staticpod's own (oomScoreOpts).
-func resourceOpts(in specInput) ([]oci.SpecOpts, error) {
-	opts, err := oomScoreOpts(in, memTotal, ownOOMScoreAdj)
-	if err != nil {
-		return nil, err
+// FieldRefValue is the downward API value of a pod field, as the kubelet's
+// podFieldSelectorRuntimeValue and fieldpath.ExtractFieldPathAsString compute it. A
+// node has one IP per pod and host here, so the plural fields hold one address.
+func FieldRefValue(in Input, ref *corev1.ObjectFieldSelector) (string, error) {
+	pod := in.Pod
+	switch ref.FieldPath {
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "spec.nodeName":
+		return pod.Spec.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "status.hostIP", "status.hostIPs":
+		return in.HostIP, nil
+	case "status.podIP", "status.podIPs":
+		return in.PodIP, nil
 	}
-	res := in.Container.Resources
-	cpuRequest, cpuLimit := res.Requests.Cpu().MilliValue(), res.Limits.Cpu().MilliValue()
-	opts = append(opts, oci.WithCPUShares(cgroups.CPUShares(cpuRequest, cpuLimit)))
-	if cpuLimit > 0 {
-		opts = append(opts, oci.WithCPUCFS(cgroups.CPUQuota(cpuLimit), cgroups.QuotaPeriod))
+	path, key, ok := splitSubscript(ref.FieldPath)
+	if !ok {
+		return "", fmt.Errorf("fieldRef %q is not supported", ref.FieldPath)
 	}
-	if limit := res.Limits.Memory().Value(); limit > 0 {
-		opts = append(opts, oci.WithMemoryLimit(uint64(limit)))
-		if swapAccounted() {
-			// memory+swap equal to memory: no swap beyond the limit (the kubelet's
-			// NoSwap). runc writes memory.swap.max = 0 for it on cgroup v2.
-			opts = append(opts, oci.WithMemorySwap(limit))
+	switch path {
+	case "metadata.labels":
+		if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+			return "", fmt.Errorf("fieldRef %q: invalid key: %s", ref.FieldPath, strings.Join(errs, "; "))
 		}
+		return pod.Labels[key], nil
+	case "metadata.annotations":
+		if errs := validation.IsQualifiedName(strings.ToLower(key)); len(errs) > 0 {
+			return "", fmt.Errorf("fieldRef %q: invalid key: %s", ref.FieldPath, strings.Join(errs, "; "))
+		}
+		return pod.Annotations[key], nil
 	}
-	return opts, nil
+	return "", fmt.Errorf("fieldRef %q does not support a subscript", ref.FieldPath)
 }
 
-// swapAccounted reports whether the kernel accounts swap per cgroup, as containerd's
-// CRI checks before setting swap: memory.memsw.* on cgroup v1, memory.swap.max in our
-// own cgroup on v2. When unsure it says no and swap is left unset.
-var swapAccounted = sync.OnceValue(func() bool {
-	if !hostCgroups().unified {
-		_, err := os.Stat(memswV1)
-		return err == nil
+// splitSubscript splits "metadata.labels['key']" into its path and key, as
+// fieldpath.SplitMaybeSubscriptedPath does.
+func splitSubscript(fieldPath string) (path, key string, ok bool) {
+	s, found := strings.CutSuffix(fieldPath, "']")
+	if !found {
+		return "", "", false
 	}
-	data, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return false
+	path, key, found = strings.Cut(s, "['")
+	if !found || path == "" {
+		return "", "", false
 	}
-	for line := range strings.Lines(string(data)) {
-		if path, ok := strings.CutPrefix(strings.TrimSpace(line), "0::"); ok {
-			_, err := os.Stat(filepath.Join(cgroupRoot, path, "memory.swap.max"))
-			return err == nil
-		}
-	}
-	return false
-})
+	return path, key, true
+}
 
-// resourceFieldRefValue is the downward API value of a resourceFieldRef, as the
+// ResourceFieldRefValue is the downward API value of a resourceFieldRef, as the
 // kubelet's ExtractContainerResourceValue computes it: CPU in whole divisor units
 // rounded up (divisor 1 by default), memory, ephemeral storage and huge pages likewise
 // in bytes. A limit that is not set is the node's allocatable amount
 // (defaultPodLimitsForDownwardAPI), here the whole host.
-func resourceFieldRefValue(in specInput, ref *corev1.ResourceFieldSelector) (string, error) {
+func ResourceFieldRefValue(in Input, ref *corev1.ResourceFieldSelector) (string, error) {
 	c, err := refContainer(in, ref.ContainerName)
 	if err != nil {
 		return "", err
@@ -111,7 +103,7 @@ func resourceFieldRefValue(in specInput, ref *corev1.ResourceFieldSelector) (str
 
 // refContainer is the container a resourceFieldRef names: this one when the name is
 // empty, else any container of the pod.
-func refContainer(in specInput, name string) (*corev1.Container, error) {
+func refContainer(in Input, name string) (*corev1.Container, error) {
 	if name == "" || name == in.Container.Name {
 		return in.Container, nil
 	}
@@ -159,7 +151,7 @@ func hostAllocatable(podDir string) corev1.ResourceList {
 	list := corev1.ResourceList{
 		corev1.ResourceCPU: *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
 	}
-	if mem, err := memTotal(); err == nil {
+	if mem, err := MemTotal(); err == nil {
 		list[corev1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
 	}
 	var st unix.Statfs_t
@@ -167,29 +159,4 @@ func hostAllocatable(podDir string) corev1.ResourceList {
 		list[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(st.Blocks)*int64(st.Bsize), resource.BinarySI)
 	}
 	return list
-}
-
-// memTotal is MemTotal from /proc/meminfo, in bytes.
-func memTotal() (int64, error) {
-	data, err := os.ReadFile(meminfoPath)
-	if err != nil {
-		return 0, fmt.Errorf("read memory size: %w", err)
-	}
-	return parseMemTotal(data)
-}
-
-func parseMemTotal(meminfo []byte) (int64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(meminfo))
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 || fields[0] != "MemTotal:" {
-			continue
-		}
-		kb, err := strconv.ParseInt(fields[1], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("parse MemTotal %q: %w", fields[1], err)
-		}
-		return kb * 1024, nil
-	}
-	return 0, fmt.Errorf("no MemTotal in %s", meminfoPath)
 }

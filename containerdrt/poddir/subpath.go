@@ -1,4 +1,4 @@
-package containerdrt
+package poddir
 
 import (
 	"errors"
@@ -25,7 +25,7 @@ import (
 // The mount points are <pod dir>/volume-subpaths/<volume>/<container>/<index of the
 // volumeMount>, the kubelet's layout. They live as long as the pod's directory: a
 // container that restarts, or a staticpod that restarts, reuses a mount that still
-// holds the subPath's file and replaces one that does not; removePod unmounts them
+// holds the subPath's file and replaces one that does not; Remove unmounts them
 // (cleanSubPaths) before anything is removed.
 const (
 	volumeSubpathsDir = "volume-subpaths"

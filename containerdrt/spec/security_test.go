@@ -1,4 +1,4 @@
-package containerdrt
+package spec
 
 import (
 	"errors"
@@ -38,23 +38,23 @@ func specUsersRootfs(t *testing.T) string {
 	return root
 }
 
-func mustSecuritySpec(t *testing.T, in specInput) *specs.Spec {
+func mustSecuritySpec(t *testing.T, in Input) *specs.Spec {
 	t.Helper()
-	opts, err := securityOpts(in)
+	opts, err := Security(in)
 	if err != nil {
-		t.Fatalf("securityOpts: %v", err)
+		t.Fatalf("Security: %v", err)
 	}
 	return specFromOpts(t, specUsersRootfs(t), opts)
 }
 
-func specContainerSC(in specInput) *corev1.SecurityContext {
+func specContainerSC(in Input) *corev1.SecurityContext {
 	if in.Container.SecurityContext == nil {
 		in.Container.SecurityContext = &corev1.SecurityContext{}
 	}
 	return in.Container.SecurityContext
 }
 
-func specPodSC(in specInput) *corev1.PodSecurityContext {
+func specPodSC(in Input) *corev1.PodSecurityContext {
 	if in.Pod.Spec.SecurityContext == nil {
 		in.Pod.Spec.SecurityContext = &corev1.PodSecurityContext{}
 	}
@@ -65,34 +65,34 @@ func TestSecurityUser(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		imageUser string
-		edit      func(specInput)
+		edit      func(Input)
 		uid, gid  uint32
 		groups    []uint32
 	}{
 		{name: "no USER: root", uid: 0, gid: 0, groups: []uint32{0, 50}},
 		{name: "USER name", imageUser: "app", uid: 1000, gid: 1001, groups: []uint32{10, 29, 1001}},
 		{name: "USER uid:gid", imageUser: "1000:2000", uid: 1000, gid: 2000, groups: []uint32{10, 29, 2000}},
-		{name: "runAsUser: gid from passwd", imageUser: "nobody", edit: func(in specInput) { specContainerSC(in).RunAsUser = new(int64(1000)) },
+		{name: "runAsUser: gid from passwd", imageUser: "nobody", edit: func(in Input) { specContainerSC(in).RunAsUser = new(int64(1000)) },
 			uid: 1000, gid: 1001, groups: []uint32{10, 29, 1001}},
-		{name: "runAsUser unknown to passwd: gid 0", edit: func(in specInput) { specContainerSC(in).RunAsUser = new(int64(4242)) },
+		{name: "runAsUser unknown to passwd: gid 0", edit: func(in Input) { specContainerSC(in).RunAsUser = new(int64(4242)) },
 			uid: 4242, gid: 0, groups: []uint32{0}},
-		{name: "runAsUser and runAsGroup", edit: func(in specInput) {
+		{name: "runAsUser and runAsGroup", edit: func(in Input) {
 			specContainerSC(in).RunAsUser, specContainerSC(in).RunAsGroup = new(int64(1000)), new(int64(3000))
 		}, uid: 1000, gid: 3000, groups: []uint32{10, 29, 3000}},
-		{name: "runAsGroup with image user", imageUser: "app", edit: func(in specInput) { specContainerSC(in).RunAsGroup = new(int64(3000)) },
+		{name: "runAsGroup with image user", imageUser: "app", edit: func(in Input) { specContainerSC(in).RunAsGroup = new(int64(3000)) },
 			uid: 1000, gid: 3000, groups: []uint32{10, 29, 3000}},
-		{name: "runAsGroup without image user", edit: func(in specInput) { specPodSC(in).RunAsGroup = new(int64(3000)) },
+		{name: "runAsGroup without image user", edit: func(in Input) { specPodSC(in).RunAsGroup = new(int64(3000)) },
 			uid: 0, gid: 3000, groups: []uint32{50, 3000}},
-		{name: "pod fallback, container wins", edit: func(in specInput) {
+		{name: "pod fallback, container wins", edit: func(in Input) {
 			specPodSC(in).RunAsUser, specPodSC(in).RunAsGroup = new(int64(1)), new(int64(2))
 			specContainerSC(in).RunAsUser = new(int64(1000))
 		}, uid: 1000, gid: 2, groups: []uint32{2, 10, 29}},
-		{name: "fsGroup and supplementalGroups merged", edit: func(in specInput) {
+		{name: "fsGroup and supplementalGroups merged", edit: func(in Input) {
 			specContainerSC(in).RunAsUser = new(int64(1000))
 			specPodSC(in).FSGroup = new(int64(2000))
 			specPodSC(in).SupplementalGroups = []int64{4000, 10}
 		}, uid: 1000, gid: 1001, groups: []uint32{10, 29, 1001, 2000, 4000}},
-		{name: "Strict: no groups from the image", edit: func(in specInput) {
+		{name: "Strict: no groups from the image", edit: func(in Input) {
 			specContainerSC(in).RunAsUser = new(int64(1000))
 			specPodSC(in).SupplementalGroups = []int64{4000}
 			specPodSC(in).SupplementalGroupsPolicy = new(corev1.SupplementalGroupsPolicyStrict)
@@ -138,19 +138,19 @@ func TestSecurityRunAsNonRoot(t *testing.T) {
 			} else {
 				specContainerSC(in).RunAsNonRoot = new(true)
 			}
-			_, err := securityOpts(in)
+			_, err := Security(in)
 			switch {
 			case tc.wantErr == "" && err != nil:
-				t.Errorf("securityOpts = %v, want it allowed", err)
+				t.Errorf("Security = %v, want it allowed", err)
 			case tc.wantErr != "" && (!errors.Is(err, runner.ErrCreateConfig) || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), `container "app"`)):
-				t.Errorf("securityOpts = %v, want ErrCreateConfig naming the container and saying %q", err, tc.wantErr)
+				t.Errorf("Security = %v, want ErrCreateConfig naming the container and saying %q", err, tc.wantErr)
 			}
 		})
 	}
 	in := specTestInput(ocispec.ImageConfig{})
 	specContainerSC(in).RunAsNonRoot = new(false)
-	if _, err := securityOpts(in); err != nil {
-		t.Errorf("securityOpts with runAsNonRoot false over a root image = %v, want nil", err)
+	if _, err := Security(in); err != nil {
+		t.Errorf("Security with runAsNonRoot false over a root image = %v, want nil", err)
 	}
 }
 
@@ -346,9 +346,9 @@ func TestSecuritySeccompLocalhostRefused(t *testing.T) {
 			in := specTestInput(ocispec.ImageConfig{})
 			in.SeccompDir = tc.dir
 			specContainerSC(in).SeccompProfile = localhostSeccompProfile(tc.profile)
-			_, err := securityOpts(in)
+			_, err := Security(in)
 			if !errors.Is(err, runner.ErrCreateConfig) || !strings.Contains(err.Error(), `container "app": seccompProfile`) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("securityOpts = %v, want ErrCreateConfig naming container, field and %q", err, tc.want)
+				t.Errorf("Security = %v, want ErrCreateConfig naming container, field and %q", err, tc.want)
 			}
 		})
 	}

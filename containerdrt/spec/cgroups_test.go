@@ -1,4 +1,4 @@
-package containerdrt
+package spec
 
 import (
 	"slices"
@@ -9,7 +9,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
-// cgroupView is what cgroupOpts decides: the options of the mount at /sys/fs/cgroup
+// cgroupView is what Cgroups decides: the options of the mount at /sys/fs/cgroup
 // (nil without one), those of a tmpfs mounted there before it (nil without one), and
 // whether the container has a cgroup namespace of its own.
 type cgroupView struct {
@@ -49,17 +49,17 @@ func TestCgroupOpts(t *testing.T) {
 	delegating := []string{"nsdelegate", "memory_recursiveprot"}
 	for _, tc := range []struct {
 		name       string
-		host       cgroupHost
+		host       CgroupHost
 		privileged bool
 		want       cgroupView
 	}{
-		{name: "v1: under a read-only tmpfs", host: cgroupHost{},
+		{name: "v1: under a read-only tmpfs", host: CgroupHost{},
 			want: cgroupView{Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}, Tmpfs: []string{"nosuid", "noexec", "nodev", "relatime", "mode=755", "ro"}}},
-		{name: "v1 privileged: rw", host: cgroupHost{}, privileged: true,
+		{name: "v1 privileged: rw", host: CgroupHost{}, privileged: true,
 			want: cgroupView{Options: []string{"nosuid", "noexec", "nodev", "relatime", "rw"}}},
-		{name: "v2: own namespace, host options not repeated", host: cgroupHost{unified: true, keep: delegating},
+		{name: "v2: own namespace, host options not repeated", host: CgroupHost{Unified: true, keep: delegating},
 			want: cgroupView{Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}, OwnNamespace: true}},
-		{name: "v2 privileged: host's namespace and its options", host: cgroupHost{unified: true, keep: delegating}, privileged: true,
+		{name: "v2 privileged: host's namespace and its options", host: CgroupHost{Unified: true, keep: delegating}, privileged: true,
 			want: cgroupView{Options: []string{"nosuid", "noexec", "nodev", "relatime", "rw", "nsdelegate", "memory_recursiveprot"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,9 +67,9 @@ func TestCgroupOpts(t *testing.T) {
 			if tc.privileged {
 				specContainerSC(in).Privileged = new(true)
 			}
-			got := cgroupViewOf(t, specFromOpts(t, "", cgroupOpts(in, tc.host)))
+			got := cgroupViewOf(t, specFromOpts(t, "", Cgroups(in, tc.host)))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("cgroupOpts(%s) (-want +got):\n%s", tc.name, diff)
+				t.Errorf("Cgroups(%s) (-want +got):\n%s", tc.name, diff)
 			}
 		})
 	}
@@ -79,7 +79,7 @@ func TestCgroupOpts(t *testing.T) {
 // default mount.
 func TestCgroupfsReplacedByVolume(t *testing.T) {
 	in := specTestInput(ocispec.ImageConfig{})
-	opts := append(cgroupOpts(in, cgroupHost{}), withMounts([]specs.Mount{bindMount("/sys/fs/cgroup", cgroupRoot, true)}))
+	opts := append(Cgroups(in, CgroupHost{}), withMounts([]specs.Mount{bindMount("/sys/fs/cgroup", cgroupRoot, true)}))
 	s := specFromOpts(t, "", opts)
 	var at []specs.Mount
 	for _, m := range s.Mounts {
@@ -94,31 +94,30 @@ func TestCgroupfsReplacedByVolume(t *testing.T) {
 
 // The spec staticpod builds for a container mounts its cgroups.
 func TestContainerSpecMountsCgroupfs(t *testing.T) {
-	pod := testPod("web")
-	pod.Spec.Containers[0].Command = []string{"sh"}
-	opts, err := containerSpec(prepared(t, pod))
+	in := specTestInput(ocispec.ImageConfig{})
+	in.Container.Command = []string{"sh"}
+	opts, err := Container(in)
 	if err != nil {
-		t.Fatalf("containerSpec: %v", err)
+		t.Fatalf("Container: %v", err)
 	}
 	got := cgroupViewOf(t, specFromOpts(t, specUsersRootfs(t), opts))
 	if want := append(slices.Clone(cgroupMountOptions), optReadOnly); len(got.Options) < len(want) || !slices.Equal(got.Options[:len(want)], want) {
 		t.Errorf("cgroupfs options = %v, want %v first", got.Options, want)
 	}
-	if got.OwnNamespace != hostCgroups().unified {
-		t.Errorf("own cgroup namespace = %v on a host with unified cgroups %v", got.OwnNamespace, hostCgroups().unified)
+	if got.OwnNamespace != HostCgroups().Unified {
+		t.Errorf("own cgroup namespace = %v on a host with unified cgroups %v", got.OwnNamespace, HostCgroups().Unified)
 	}
 }
 
 // A container joins its sandbox's shim; one of a pod without a sandbox has its own.
 func TestContainerSpecShimGroup(t *testing.T) {
-	pod := testPod("web")
-	pod.Spec.Containers[0].Command = []string{"sh"}
 	for _, sandbox := range []string{"web-node1_0_0123abcd", ""} {
-		in := prepared(t, pod)
+		in := specTestInput(ocispec.ImageConfig{})
+		in.Container.Command = []string{"sh"}
 		in.SandboxID = sandbox
-		opts, err := containerSpec(in)
+		opts, err := Container(in)
 		if err != nil {
-			t.Fatalf("containerSpec: %v", err)
+			t.Fatalf("Container: %v", err)
 		}
 		group, ok := specFromOpts(t, specUsersRootfs(t), opts).Annotations[annotationShimGroup]
 		if group != sandbox || ok != (sandbox != "") {

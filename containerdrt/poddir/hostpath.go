@@ -1,20 +1,16 @@
-package containerdrt
+package poddir
 
 import (
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/staticpod/staticpod/manifests"
-	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/containerdrt/spec"
 )
 
 // Modes of what a hostPath volume creates, as the kubelet's hostPath plugin
@@ -136,7 +132,7 @@ func within(root, path string) bool {
 // source on a shared mount, rslave on a shared or slave one. Otherwise the mount would
 // silently propagate nothing.
 func checkPropagationSource(src, propagation string) error {
-	if propagation != propagationShared && propagation != propagationSlave {
+	if propagation != spec.PropagationShared && propagation != spec.PropagationSlave {
 		return nil
 	}
 	m, err := mountOf(src)
@@ -151,7 +147,7 @@ func checkPropagationSource(src, propagation string) error {
 	switch {
 	case shared:
 		return nil
-	case propagation == propagationShared:
+	case propagation == spec.PropagationShared:
 		return fmt.Errorf("%s is on mount %s, which is not shared (needed by Bidirectional propagation)", src, m.Mountpoint)
 	case !slave:
 		return fmt.Errorf("%s is on mount %s, which is neither shared nor slave (needed by HostToContainer propagation)", src, m.Mountpoint)
@@ -178,93 +174,4 @@ func mountOf(path string) (*mountinfo.Info, error) {
 		return nil, fmt.Errorf("no mount holds %s", path)
 	}
 	return best, nil
-}
-
-// expandSubPathExpr expands $(VAR) references in a subPathExpr from the container's
-// environment, as the kubelet's ExpandContainerVolumeMounts does: a reference to a
-// variable that is unset or empty is an error rather than kept verbatim.
-func expandSubPathExpr(expr string, lookup func(string) (string, bool)) (string, error) {
-	var missing []string
-	out := expandEnvRefs(expr, func(name string) (string, bool) {
-		v, _ := lookup(name)
-		if v == "" && !slices.Contains(missing, name) {
-			missing = append(missing, name)
-		}
-		return v, true
-	})
-	if len(missing) > 0 {
-		return "", fmt.Errorf("subPathExpr %q: missing value for %s", expr, strings.Join(missing, ", "))
-	}
-	return out, nil
-}
-
-// prepareVolume creates what a volume of the pod needs in the pod dir.
-func prepareVolume(in specInput, vol *corev1.Volume) error {
-	switch {
-	case vol.EmptyDir != nil:
-		return prepareEmptyDir(in.Pod, volumeDir(in.PodDir, vol.Name), vol.EmptyDir)
-	case vol.DownwardAPI != nil:
-		return writeDownwardAPI(in, vol.DownwardAPI, volumeDir(in.PodDir, vol.Name))
-	case readsObjects(vol):
-		return prepareObjectVolume(in, vol, volumeDir(in.PodDir, vol.Name))
-	}
-	return nil // hostPath volumes are checked per container, by mountOpts
-}
-
-// prepareEmptyDir creates an emptyDir volume: a directory with mode 0777 (set after
-// creation, as the kubelet's emptyDir setupDir does, because of the umask), and for
-// medium Memory a tmpfs mounted on it once per pod, so that all its containers share it.
-func prepareEmptyDir(pod *corev1.Pod, dir string, src *corev1.EmptyDirVolumeSource) error {
-	if err := os.MkdirAll(dir, emptyDirMode); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	if err := os.Chmod(dir, emptyDirMode); err != nil {
-		return fmt.Errorf("chmod %s: %w", dir, err)
-	}
-	switch {
-	case src.Medium == corev1.StorageMediumMemory:
-		return ensureTmpfs(dir, "tmpfs", 0, tmpfsSizeOption(pod, src))
-	case strings.HasPrefix(string(src.Medium), string(corev1.StorageMediumHugePages)):
-		return fmt.Errorf("%w: emptyDir medium %s is not supported", runner.ErrCreateConfig, src.Medium)
-	}
-	return nil
-}
-
-// tmpfsSizeOption sizes a memory-backed emptyDir as the kubelet does
-// (pkg/volume/emptydir calculateEmptyDirMemorySize): the smallest of the node's memory,
-// the pod's memory limit when every container declares one, and sizeLimit.
-func tmpfsSizeOption(pod *corev1.Pod, src *corev1.EmptyDirVolumeSource) string {
-	size, _ := memTotal() // the kubelet's node allocatable, without reservations
-	if limit := podMemoryLimit(pod); limit > 0 && (size == 0 || limit < size) {
-		size = limit
-	}
-	if src.SizeLimit != nil && src.SizeLimit.Sign() > 0 && (size == 0 || src.SizeLimit.Value() < size) {
-		size = src.SizeLimit.Value()
-	}
-	if size == 0 {
-		return "" // the kernel's default: half of the memory
-	}
-	return "size=" + strconv.FormatInt(size, 10)
-}
-
-// podMemoryLimit is the pod's memory limit as the kubelet's pod cgroup has it
-// (manifests.PodLimits), in bytes; 0 when the pod is not capped.
-func podMemoryLimit(pod *corev1.Pod) int64 {
-	q := manifests.PodLimits(pod)[corev1.ResourceMemory]
-	return q.Value()
-}
-
-// ensureTmpfs mounts a tmpfs on dir unless something is mounted there already.
-func ensureTmpfs(dir, source string, flags uintptr, data string) error {
-	mounted, err := mountinfo.Mounted(dir)
-	if err != nil {
-		return fmt.Errorf("check mount at %s: %w", dir, err)
-	}
-	if mounted {
-		return nil
-	}
-	if err := unix.Mount(source, dir, "tmpfs", flags, data); err != nil {
-		return fmt.Errorf("mount tmpfs at %s (%s): %w", dir, data, err)
-	}
-	return nil
 }

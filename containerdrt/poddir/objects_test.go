@@ -1,17 +1,18 @@
-package containerdrt
+package poddir
 
 import (
 	"errors"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -73,7 +74,7 @@ func tree(t *testing.T, dir string) map[string]string {
 
 func TestVolumeFiles(t *testing.T) {
 	mode := func(m int32) *int32 { return &m }
-	in := specInput{Pod: testPod("web"), Objects: testObjects("fast")}
+	in := spec.Input{Pod: testPod("web"), Objects: testObjects("fast")}
 	in.Pod.Labels = map[string]string{"app": "web"}
 	for _, tc := range []struct {
 		name string
@@ -169,42 +170,9 @@ func TestWriteProjectedSwapsAtomically(t *testing.T) {
 	}
 }
 
-func TestObjectEnv(t *testing.T) {
-	in := specInput{Pod: testPod("web"), Objects: testObjects("fast")}
-	c := &in.Pod.Spec.Containers[0]
-	in.Container = c
-	c.EnvFrom = []corev1.EnvFromSource{
-		{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}, Prefix: "APP_"},
-		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "gone"}, Optional: new(true)}},
-	}
-	c.Env = []corev1.EnvVar{
-		{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "password"}}},
-		{Name: "APP_mode", Value: "override"},
-		{Name: "UNSET", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}, Key: "nope", Optional: new(true)}}},
-	}
-	env, err := containerEnv(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"APP_app.conf=level=info\n", "APP_mode=override", "PASSWORD=s3cret"}
-	if diff := cmp.Diff(want, env.strings()); diff != "" {
-		t.Errorf("env (-want +got):\n%s", diff)
-	}
-
-	c.Env = []corev1.EnvVar{{Name: "MODE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}, Key: "nope"}}}}
-	if _, err := containerEnv(in); err == nil || !strings.Contains(err.Error(), "couldn't find key nope in ConfigMap kube-system/app") || !errors.Is(err, runner.ErrCreateConfig) {
-		t.Errorf("env with a missing key = %v, want a CreateContainerConfigError naming it", err)
-	}
-	c.Env = nil
-	c.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "gone"}}}}
-	if _, err := containerEnv(in); err == nil || !strings.Contains(err.Error(), `secret "gone" not found`) || !errors.Is(err, runner.ErrCreateConfig) {
-		t.Errorf("envFrom a missing Secret = %v, want a CreateContainerConfigError naming it", err)
-	}
-}
-
-// TestObjectVolumesInPodDir: preparePod puts secret and projected volumes on a tmpfs
+// TestObjectVolumesInPodDir: PreparePod puts secret and projected volumes on a tmpfs
 // of their own and configMap volumes on disk, fills them, SyncVolumes updates them in
-// place, a missing object is a CreateContainerConfigError, and removePod unmounts
+// place, a missing object is a CreateContainerConfigError, and Remove unmounts
 // every tmpfs.
 func TestObjectVolumesInPodDir(t *testing.T) {
 	requireRoot(t)
@@ -216,7 +184,7 @@ func TestObjectVolumesInPodDir(t *testing.T) {
 	}
 	root := t.TempDir()
 	podDir := filepath.Join(root, "pods", string(pod.UID))
-	if err := preparePod(pod, podDir, "", "127.0.0.1", testObjects("fast")); err != nil {
+	if err := PreparePod(pod, podDir, "", "127.0.0.1", testObjects("fast")); err != nil {
 		t.Fatal(err)
 	}
 	mounts := mountsAt(t, podDir)
@@ -226,29 +194,25 @@ func TestObjectVolumesInPodDir(t *testing.T) {
 	if got := tree(t, volumeDir(podDir, "creds"))["password"]; got != "-rw-r--r-- s3cret" {
 		t.Errorf("secret volume file password = %q", got)
 	}
-	r := &Runtime{cfg: Config{RootDir: root}, log: slog.New(slog.DiscardHandler)}
-	if got, err := r.podDir(pod.UID); got != podDir {
-		t.Fatalf("podDir = %s, %v; want %s", got, err, podDir)
-	}
-	if err := r.SyncVolumes(t.Context(), pod, testObjects("slow")); err != nil {
-		t.Fatal(err)
+	if changed, err := SyncVolumes(pod, podDir, "", testObjects("slow")); err != nil || !slices.Equal(changed, []string{"cfg"}) {
+		t.Fatalf("SyncVolumes = %v, %v; want volume cfg changed", changed, err)
 	}
 	if got := tree(t, volumeDir(podDir, "cfg"))["mode"]; got != "-rw-r--r-- slow" {
 		t.Errorf("configMap volume after SyncVolumes: mode = %q, want slow", got)
 	}
-	if err := r.SyncVolumes(t.Context(), pod, manifests.NewObjects()); err == nil || !strings.Contains(err.Error(), `configmap "app" not found`) {
+	if _, err := SyncVolumes(pod, podDir, "", manifests.NewObjects()); err == nil || !strings.Contains(err.Error(), `configmap "app" not found`) {
 		t.Errorf("SyncVolumes without the objects = %v, want both named", err)
 	}
 	if got := tree(t, volumeDir(podDir, "cfg"))["mode"]; got != "-rw-r--r-- slow" {
 		t.Errorf("configMap volume after a failed sync: mode = %q, want it kept", got)
 	}
-	if err := preparePod(pod, podDir, "", "127.0.0.1", manifests.NewObjects()); !errors.Is(err, runner.ErrCreateConfig) {
-		t.Errorf("preparePod without the objects = %v, want a CreateContainerConfigError", err)
+	if err := PreparePod(pod, podDir, "", "127.0.0.1", manifests.NewObjects()); !errors.Is(err, runner.ErrCreateConfig) {
+		t.Errorf("PreparePod without the objects = %v, want a CreateContainerConfigError", err)
 	}
-	if err := removePod(podDir); err != nil {
+	if err := Remove(podDir); err != nil {
 		t.Fatal(err)
 	}
 	if m := mountsAt(t, root); len(m) > 0 {
-		t.Errorf("mounts left after removePod: %v", describeMounts(m))
+		t.Errorf("mounts left after Remove: %v", describeMounts(m))
 	}
 }

@@ -1,4 +1,4 @@
-package containerdrt
+package spec
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// cgroupValues are the resource fields resourceOpts sets, nil where unset.
+// cgroupValues are the resource fields Resources sets, nil where unset.
 type cgroupValues struct {
 	Shares *uint64
 	Quota  *int64
@@ -67,9 +67,9 @@ func TestResourceOpts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := specTestInput(ocispec.ImageConfig{})
 			in.Container.Resources = corev1.ResourceRequirements{Requests: tc.requests, Limits: tc.limits}
-			opts, err := resourceOpts(in)
+			opts, err := Resources(in)
 			if err != nil {
-				t.Fatalf("resourceOpts: %v", err)
+				t.Fatalf("Resources: %v", err)
 			}
 			want := cgroupValues{Shares: &tc.shares}
 			if tc.quota != 0 {
@@ -77,7 +77,7 @@ func TestResourceOpts(t *testing.T) {
 			}
 			if tc.memory != 0 {
 				want.Memory = &tc.memory
-				if swapAccounted() {
+				if SwapAccounted() {
 					want.Swap = &tc.memory
 				}
 			}

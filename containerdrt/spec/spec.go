@@ -1,4 +1,4 @@
-package containerdrt
+package spec
 
 import (
 	"path/filepath"
@@ -9,15 +9,19 @@ import (
 	"github.com/staticpod/staticpod/manifests"
 )
 
-// containerSpec assembles a container's OCI spec options, applied after containerd's
+// annotationShimGroup in a container's spec names the group of containers that
+// containerd's runc shim serves in one process (see ShimGroup).
+const annotationShimGroup = "io.containerd.runc.v2.group"
+
+// Container assembles a container's OCI spec options, applied after containerd's
 // default spec: process, resources, security, cgroups (before mounts: a volume may
 // replace the cgroupfs), mounts, then namespaces. Each concern lives in its own file
 // and is tested on its own; the integration tests prove the assembled result inside
-// real containers.
-func containerSpec(in specInput) ([]oci.SpecOpts, error) {
-	cgroups := func(in specInput) ([]oci.SpecOpts, error) { return cgroupOpts(in, hostCgroups()), nil }
+// real containers. The host side of the mounts must be prepared (in.Prepared).
+func Container(in Input) ([]oci.SpecOpts, error) {
+	cgroups := func(in Input) ([]oci.SpecOpts, error) { return Cgroups(in, HostCgroups()), nil }
 	var opts []oci.SpecOpts
-	for _, build := range []func(specInput) ([]oci.SpecOpts, error){processOpts, resourceOpts, securityOpts, cgroups, mountOpts} {
+	for _, build := range []func(Input) ([]oci.SpecOpts, error){Process, Resources, Security, cgroups, Mounts} {
 		o, err := build(in)
 		if err != nil {
 			return nil, err
@@ -25,12 +29,12 @@ func containerSpec(in specInput) ([]oci.SpecOpts, error) {
 		opts = append(opts, o...)
 	}
 	if in.SandboxID != "" {
-		opts = append(opts, shimGroup(in.SandboxID))
+		opts = append(opts, ShimGroup(in.SandboxID))
 	}
 	return append(opts, namespaceOpts(in)...), nil
 }
 
-// shimGroup puts a container in its sandbox's shim: containerd's runc shim serves
+// ShimGroup puts a container in its sandbox's shim: containerd's runc shim serves
 // every container whose spec names the same group in one process, so a pod with a
 // sandbox costs one shim however many containers it has and however often they
 // restart. The group is the sandbox, which lives as long as its containers: a shim
@@ -39,7 +43,7 @@ func containerSpec(in specInput) ([]oci.SpecOpts, error) {
 // first task. A new sandbox is a new group. Pods without a sandbox (on the host
 // network) have nothing to hold a group's shim across the restart of their last
 // container, and keep a shim per container.
-func shimGroup(sandboxID string) oci.SpecOpts {
+func ShimGroup(sandboxID string) oci.SpecOpts {
 	return oci.WithAnnotations(map[string]string{annotationShimGroup: sandboxID})
 }
 
@@ -48,7 +52,7 @@ func shimGroup(sandboxID string) oci.SpecOpts {
 // the host's where the pod asks for them. A pod on the host network has no sandbox
 // unless it shares a PID namespace; each of its containers keeps its own IPC namespace
 // unless hostIPC, the one documented difference from the kubelet.
-func namespaceOpts(in specInput) []oci.SpecOpts {
+func namespaceOpts(in Input) []oci.SpecOpts {
 	spec := in.Pod.Spec
 	join := func(t specs.LinuxNamespaceType, file string) oci.SpecOpts {
 		return oci.WithLinuxNamespace(specs.LinuxNamespace{Type: t, Path: filepath.Join(in.SandboxNS, file)})

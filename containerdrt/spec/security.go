@@ -1,4 +1,4 @@
-package containerdrt
+package spec
 
 import (
 	"cmp"
@@ -23,12 +23,12 @@ const (
 	rootUser  = "0"
 )
 
-// securityOpts applies the container's securityContext, falling back to the pod's for
+// Security applies the container's securityContext, falling back to the pod's for
 // the fields both have, with the kubelet's and containerd CRI's rules: the user and its
 // groups, runAsNonRoot, capabilities, privileged, no_new_privs, a read-only root and
 // seccomp. Options that look users up read the image's /etc/passwd and /etc/group
 // from the container's snapshot.
-func securityOpts(in specInput) ([]oci.SpecOpts, error) {
+func Security(in Input) ([]oci.SpecOpts, error) {
 	name := in.Container.Name
 	sc := effectiveSecurityContext(in.Pod, in.Container)
 	if err := verifyRunAsNonRoot(name, sc, in.Image.User); err != nil {
@@ -44,7 +44,7 @@ func securityOpts(in specInput) ([]oci.SpecOpts, error) {
 	if privileged {
 		// As the CRI: every capability staticpod holds, no masked or read-only paths,
 		// writable /sys, every host device, no LSM or seccomp confinement. (The
-		// cgroupfs, mounted later, is writable too: cgroupOpts.)
+		// cgroupfs, mounted later, is writable too: Cgroups.)
 		opts = append(opts, oci.WithPrivileged, oci.WithHostDevices, oci.WithAllDevicesAllowed)
 	}
 	// containerd's default spec sets no_new_privs; the kubelet sets it only when
@@ -130,7 +130,7 @@ func verifyRunAsNonRoot(name string, sc *corev1.SecurityContext, imageUser strin
 // applies whole, "uid:gid" included. (The kubelet passes only the uid of an image's
 // USER to the CRI, so a cluster drops its group: kubernetes#61967. Honouring it is the
 // OCI image spec's meaning, and what Docker does.)
-func userOpts(in specInput, sc *corev1.SecurityContext) []oci.SpecOpts {
+func userOpts(in Input, sc *corev1.SecurityContext) []oci.SpecOpts {
 	imageUser, _, _ := strings.Cut(in.Image.User, ":")
 	var user oci.SpecOpts
 	switch uid, gid := sc.RunAsUser, sc.RunAsGroup; {

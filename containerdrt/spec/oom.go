@@ -1,4 +1,4 @@
-package containerdrt
+package spec
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // The kubelet's OOM score adjustments (pkg/kubelet/qos/policy.go). Burstable
 // containers score strictly between Guaranteed and BestEffort ones.
 const (
-	sandboxOOMScoreAdj      = -998 // the pod's sandbox (the kubelet's PodInfraOOMAdj)
+	SandboxOOMScoreAdj      = -998 // the pod's sandbox (the kubelet's PodInfraOOMAdj)
 	guaranteedOOMScoreAdj   = -997
 	bestEffortOOMScoreAdj   = 1000
 	minBurstableOOMScoreAdj = 1000 + guaranteedOOMScoreAdj // 3
@@ -42,7 +42,7 @@ const (
 // runner that supervises it. Run staticpod at -999, as the kubelet runs, and its
 // containers get the kubelet's scores exactly. capacity, the machine's memory, is
 // read only for a Burstable container.
-func oomScoreOpts(in specInput, capacity func() (int64, error), floor func() (int, error)) ([]oci.SpecOpts, error) {
+func oomScoreOpts(in Input, capacity func() (int64, error), floor func() (int, error)) ([]oci.SpecOpts, error) {
 	score, err := oomScoreAdj(in.Pod, in.Container, capacity)
 	if err != nil {
 		return nil, fmt.Errorf("container %q: oom score: %w", in.Container.Name, err)
@@ -51,7 +51,7 @@ func oomScoreOpts(in specInput, capacity func() (int64, error), floor func() (in
 	if err != nil {
 		return nil, fmt.Errorf("container %q: oom score: %w", in.Container.Name, err)
 	}
-	return []oci.SpecOpts{withOOMScoreAdj(max(score, own))}, nil
+	return []oci.SpecOpts{WithOOMScoreAdj(max(score, own))}, nil
 }
 
 // oomScoreAdj is the kubelet's GetContainerOOMScoreAdjust for c. Every pod here is a
@@ -105,9 +105,9 @@ func minRegularMemoryRequest(pod *corev1.Pod) int64 {
 	return least
 }
 
-// withOOMScoreAdj sets the process's oom_score_adj, which runc writes before it
+// WithOOMScoreAdj sets the process's oom_score_adj, which runc writes before it
 // starts the container's process.
-func withOOMScoreAdj(score int) oci.SpecOpts {
+func WithOOMScoreAdj(score int) oci.SpecOpts {
 	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
 		if s.Process == nil {
 			s.Process = &specs.Process{}
@@ -117,8 +117,8 @@ func withOOMScoreAdj(score int) oci.SpecOpts {
 	}
 }
 
-// ownOOMScoreAdj is staticpod's own oom_score_adj.
-func ownOOMScoreAdj() (int, error) {
+// OwnOOMScoreAdj is staticpod's own oom_score_adj.
+func OwnOOMScoreAdj() (int, error) {
 	data, err := os.ReadFile(ownOOMScoreAdjPath)
 	if err != nil {
 		return 0, fmt.Errorf("read own oom_score_adj: %w", err)

@@ -1,4 +1,4 @@
-package containerdrt
+package poddir
 
 import (
 	"fmt"
@@ -11,12 +11,12 @@ import (
 	"github.com/staticpod/staticpod/manifests"
 )
 
-// removePodLogs deletes the log directory of the pod with uid, whatever its namespace
+// RemoveLogs deletes the log directory of the pod with uid, whatever its namespace
 // and name: <root>/<namespace>_<name>_<uid>. The directory is found by reading root,
 // never by a glob: a UID is compared whole, as a string, so that no character of it
 // can match another pod's directory. Namespaces and names hold no '_', nor do UIDs
 // (manifests.CheckUID): the part after the second '_' is the UID.
-func removePodLogs(root string, uid types.UID) error {
+func RemoveLogs(root string, uid types.UID) error {
 	if err := manifests.CheckUID(uid); err != nil {
 		return fmt.Errorf("remove pod logs: %w", err)
 	}

@@ -1,4 +1,4 @@
-package containerdrt
+package spec
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ const oomTestCapacity = 4 << 30 // 4 GiB
 func oomTestCapacityFunc() (int64, error) { return oomTestCapacity, nil }
 
 // oomTestPod is the spec test pod with app's requests and limits set, and edit applied.
-func oomTestPod(requests, limits corev1.ResourceList, edit func(*corev1.Pod)) specInput {
+func oomTestPod(requests, limits corev1.ResourceList, edit func(*corev1.Pod)) Input {
 	in := specTestInput(ocispec.ImageConfig{})
 	in.Container.Resources = corev1.ResourceRequirements{Requests: requests, Limits: limits}
 	if edit != nil {
@@ -116,7 +116,7 @@ func TestOOMScoreOptsErrors(t *testing.T) {
 }
 
 func TestOwnOOMScoreAdj(t *testing.T) {
-	if _, err := ownOOMScoreAdj(); err != nil {
-		t.Errorf("ownOOMScoreAdj: %v", err)
+	if _, err := OwnOOMScoreAdj(); err != nil {
+		t.Errorf("OwnOOMScoreAdj: %v", err)
 	}
 }

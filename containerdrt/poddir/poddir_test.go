@@ -1,4 +1,4 @@
-package containerdrt
+package poddir
 
 import (
 	"errors"
@@ -10,15 +10,15 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/staticpod/staticpod/internal/testenv"
-	"github.com/staticpod/staticpod/manifests"
-
 	"github.com/google/go-cmp/cmp"
 	"github.com/moby/sys/mountinfo"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/staticpod/staticpod/containerdrt/spec"
+	"github.com/staticpod/staticpod/internal/testenv"
+	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -33,7 +33,7 @@ func testPod(name string) *corev1.Pod {
 	}
 }
 
-// fakeHostFiles points the host files preparePod reads at files in a temporary
+// fakeHostFiles points the host files PreparePod reads at files in a temporary
 // directory, restored when t ends.
 func fakeHostFiles(t *testing.T, hosts, resolv string) {
 	t.Helper()
@@ -77,12 +77,12 @@ func mustPreparePod(t *testing.T, pod *corev1.Pod, podIP string) string {
 	t.Helper()
 	podDir := filepath.Join(t.TempDir(), "pods", string(pod.UID))
 	t.Cleanup(func() {
-		if err := removePod(podDir); err != nil {
-			t.Errorf("removePod: %v", err)
+		if err := Remove(podDir); err != nil {
+			t.Errorf("Remove: %v", err)
 		}
 	})
-	if err := preparePod(pod, podDir, "192.0.2.10", podIP, manifests.Objects{}); err != nil {
-		t.Fatalf("preparePod: %v", err)
+	if err := PreparePod(pod, podDir, "192.0.2.10", podIP, manifests.Objects{}); err != nil {
+		t.Fatalf("PreparePod: %v", err)
 	}
 	return podDir
 }
@@ -168,7 +168,7 @@ func TestEtcFilesRewrittenInPlace(t *testing.T) {
 	path := filepath.Join(podDir, etcHostsFile)
 	before := inode(t, path)
 	mustWriteFile(t, hostHostsFile, "192.0.2.11 node1\n")
-	if err := preparePod(pod, podDir, "", "", manifests.Objects{}); err != nil {
+	if err := PreparePod(pod, podDir, "", "", manifests.Objects{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustReadFile(t, path); !strings.Contains(got, "192.0.2.11 node1") {
@@ -190,7 +190,7 @@ func inode(t *testing.T, path string) uint64 {
 
 func TestPodHostnameTruncated(t *testing.T) {
 	pod := testPod(strings.Repeat("a", 62) + "-bcd")
-	if got, _ := podHostnameAndDomain(pod); got != strings.Repeat("a", 62) {
+	if got, _ := Hostname(pod); got != strings.Repeat("a", 62) {
 		t.Errorf("podHostnameAndDomain = %q, want 62 a's without the trailing '-'", got)
 	}
 }
@@ -268,7 +268,7 @@ func TestResolvConfSystemdResolvedStub(t *testing.T) {
 		t.Errorf("without systemd's file: resolv.conf = %q, want the host's %q", got, want)
 	}
 	mustWriteFile(t, systemdResolvConf, "nameserver 192.0.2.1\nsearch lan\n")
-	if err := preparePod(pod, podDir, "", "127.0.0.1", manifests.Objects{}); err != nil {
+	if err := PreparePod(pod, podDir, "", "127.0.0.1", manifests.Objects{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := mustReadFile(t, filepath.Join(podDir, resolvConfFile)), "search lan\nnameserver 192.0.2.1\n"; got != want {
@@ -291,8 +291,8 @@ func TestPreparePodIdempotentModes(t *testing.T) {
 	pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	podDir := mustPreparePod(t, pod, "127.0.0.1")
 	mustWriteFile(t, filepath.Join(volumeDir(podDir, "scratch"), "kept"), "data")
-	if err := preparePod(pod, podDir, "", "127.0.0.1", manifests.Objects{}); err != nil {
-		t.Fatalf("second preparePod: %v", err)
+	if err := PreparePod(pod, podDir, "", "127.0.0.1", manifests.Objects{}); err != nil {
+		t.Fatalf("second PreparePod: %v", err)
 	}
 	for path, want := range map[string]os.FileMode{
 		podDir:                             os.ModeDir | podDirMode,
@@ -305,7 +305,7 @@ func TestPreparePodIdempotentModes(t *testing.T) {
 		}
 	}
 	if got := mustReadFile(t, filepath.Join(volumeDir(podDir, "scratch"), "kept")); got != "data" {
-		t.Errorf("emptyDir content after a second preparePod = %q, want it kept", got)
+		t.Errorf("emptyDir content after a second PreparePod = %q, want it kept", got)
 	}
 }
 
@@ -374,14 +374,14 @@ func TestDownwardAPIUnknownContainer(t *testing.T) {
 	pod.Spec.Volumes = []corev1.Volume{{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 		Items: []corev1.DownwardAPIVolumeFile{{Path: "mem", ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "nope", Resource: "limits.memory"}}},
 	}}}}
-	err := preparePod(pod, filepath.Join(t.TempDir(), "pod"), "", "", manifests.Objects{})
+	err := PreparePod(pod, filepath.Join(t.TempDir(), "pod"), "", "", manifests.Objects{})
 	if !errors.Is(err, runner.ErrCreateConfig) || !strings.Contains(err.Error(), `"nope"`) {
-		t.Errorf("preparePod = %v, want a %v naming container \"nope\"", err, runner.ErrCreateConfig)
+		t.Errorf("PreparePod = %v, want a %v naming container \"nope\"", err, runner.ErrCreateConfig)
 	}
 }
 
-// A memory-backed emptyDir is one tmpfs per pod, mounted by the first preparePod only,
-// sized by sizeLimit, and gone after removePod.
+// A memory-backed emptyDir is one tmpfs per pod, mounted by the first PreparePod only,
+// sized by sizeLimit, and gone after Remove.
 func TestMemoryEmptyDirMountedOnce(t *testing.T) {
 	requireRoot(t)
 	fakeHostFiles(t, "127.0.0.1 localhost\n", hostResolv)
@@ -390,7 +390,7 @@ func TestMemoryEmptyDirMountedOnce(t *testing.T) {
 	pod.Spec.Volumes = []corev1.Volume{{Name: "mem", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &limit}}}}
 	podDir := filepath.Join(t.TempDir(), "pod")
 	for range 2 {
-		if err := preparePod(pod, podDir, "", "127.0.0.1", manifests.Objects{}); err != nil {
+		if err := PreparePod(pod, podDir, "", "127.0.0.1", manifests.Objects{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -401,17 +401,17 @@ func TestMemoryEmptyDirMountedOnce(t *testing.T) {
 	if !strings.Contains(mounts[0].VFSOptions, "size=8192k") {
 		t.Errorf("tmpfs options = %q, want size=8192k", mounts[0].VFSOptions)
 	}
-	if err := removePod(podDir); err != nil {
-		t.Fatalf("removePod: %v", err)
+	if err := Remove(podDir); err != nil {
+		t.Fatalf("Remove: %v", err)
 	}
 	if m := mountsAt(t, podDir); len(m) > 0 {
-		t.Errorf("mounts left after removePod: %v", describeMounts(m))
+		t.Errorf("mounts left after Remove: %v", describeMounts(m))
 	}
 	if _, err := os.Stat(podDir); !os.IsNotExist(err) {
-		t.Errorf("pod dir after removePod: %v, want it gone", err)
+		t.Errorf("pod dir after Remove: %v, want it gone", err)
 	}
-	if err := removePod(podDir); err != nil {
-		t.Errorf("removePod of a removed pod = %v, want nil", err)
+	if err := Remove(podDir); err != nil {
+		t.Errorf("Remove of a removed pod = %v, want nil", err)
 	}
 }
 
@@ -425,7 +425,7 @@ func TestTmpfsSizeFollowsPodLimit(t *testing.T) {
 }
 
 func TestTerminationLogPath(t *testing.T) {
-	if got, want := terminationLogPath("/var/lib/staticpod/pods/u1", "app", 3), "/var/lib/staticpod/pods/u1/containers/app/3.termination-log"; got != want {
+	if got, want := TerminationLogPath("/var/lib/staticpod/pods/u1", "app", 3), "/var/lib/staticpod/pods/u1/containers/app/3.termination-log"; got != want {
 		t.Errorf("terminationLogPath = %q, want %q", got, want)
 	}
 }
@@ -459,4 +459,38 @@ func describeMounts(mounts []*mountinfo.Info) []string {
 		out = append(out, m.FSType+" "+m.Mountpoint+" "+m.VFSOptions)
 	}
 	return out
+}
+
+// A container's HOSTNAME is what the pod's /etc/hostname holds: the pod's name, its
+// spec.hostname or hostnameOverride, cut to 63 bytes; the node's on the host network.
+func TestContainerHostname(t *testing.T) {
+	fakeHostFiles(t, "127.0.0.1 localhost\n", hostResolv)
+	long := strings.Repeat("a", 62) + "-b"
+	for _, tc := range []struct {
+		name string
+		edit func(*corev1.Pod)
+		want string
+	}{
+		{"pod name", func(*corev1.Pod) {}, "web"},
+		{"spec.hostname", func(p *corev1.Pod) { p.Spec.Hostname = "db" }, "db"},
+		{"hostnameOverride", func(p *corev1.Pod) { p.Spec.Hostname = "db"; p.Spec.HostnameOverride = new("over") }, "over"},
+		{"cut to 63 bytes", func(p *corev1.Pod) { p.Name = long }, strings.Repeat("a", 62)},
+		{"host network", func(p *corev1.Pod) { p.Spec.HostNetwork = true }, "node1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := testPod("web")
+			tc.edit(pod)
+			podDir := mustPreparePod(t, pod, "127.0.0.1")
+			p, err := PrepareContainer(spec.Input{Pod: pod, Container: &pod.Spec.Containers[0], PodDir: podDir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Hostname != tc.want {
+				t.Errorf("hostname = %q, want %q", p.Hostname, tc.want)
+			}
+			if got := mustReadFile(t, filepath.Join(podDir, hostnameFile)); got != tc.want+"\n" {
+				t.Errorf("/etc/hostname = %q, want %q", got, tc.want+"\n")
+			}
+		})
+	}
 }

@@ -1,0 +1,135 @@
+package poddir
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/containerdrt/spec"
+	"github.com/staticpod/staticpod/manifests"
+
+	"github.com/staticpod/staticpod/internal/atomicfile"
+)
+
+// The layout of a pod's directory, <root-dir>/pods/<uid>, after the kubelet's
+// /var/lib/kubelet/pods/<uid>.
+const (
+	etcHostsFile   = "etc-hosts"   // the pod's /etc/hosts
+	hostnameFile   = "hostname"    // the pod's /etc/hostname
+	resolvConfFile = "resolv.conf" // the pod's /etc/resolv.conf
+	volumesDir     = "volumes"     // volumes/<name>: emptyDir, downwardAPI, configMap, secret and projected volumes
+	containersDir  = "containers"  // containers/<name>/<attempt>.termination-log
+	shmDir         = "shm"         // the /dev/shm its containers share through the sandbox
+
+	podDirMode      = 0o750
+	etcFileMode     = 0o644 // the kubelet's ensureHostsFile mode
+	emptyDirMode    = 0o777 // the kubelet's emptyDir mode: any container user may write
+	downwardDirMode = 0o755
+)
+
+// PreparePod creates the pod's directory and what every container of the pod mounts
+// from it: the /etc files, emptyDir directories (tmpfs for medium Memory), downwardAPI
+// files, and the files of configMap, secret and projected volumes from objs (secret and
+// projected volumes on a tmpfs). It is idempotent, and is called before each container
+// is created, so files follow the host (its /etc/hosts, its resolv.conf) as they do on
+// a kubelet.
+func PreparePod(pod *corev1.Pod, podDir, hostIP, podIP string, objs manifests.Objects) error {
+	if err := os.MkdirAll(podDir, podDirMode); err != nil {
+		return fmt.Errorf("create pod dir %s: %w", podDir, err)
+	}
+	if err := writeEtcFiles(pod, podDir, podIP); err != nil {
+		return err
+	}
+	// Downward API values come from the pod as a container of it would see them; a
+	// volume's resourceFieldRef always names its container.
+	in := spec.Input{Pod: pod, Container: &corev1.Container{}, PodDir: podDir, PodIP: podIP, HostIP: hostIP, Objects: objs}
+	for i := range pod.Spec.Volumes {
+		if err := prepareVolume(in, &pod.Spec.Volumes[i]); err != nil {
+			return fmt.Errorf("prepare volume %s: %w", pod.Spec.Volumes[i].Name, err)
+		}
+	}
+	return nil
+}
+
+// Remove unmounts every mount under podDir (subPath binds first, then tmpfs
+// emptyDirs, the pod's /dev/shm), deepest first and lazily (MNT_DETACH: a container
+// that still runs keeps its view), then removes the directory. A missing directory is
+// not an error.
+func Remove(podDir string) error {
+	dir, err := filepath.EvalSymlinks(podDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove pod dir %s: %w", podDir, err)
+	}
+	if err := cleanSubPaths(dir); err != nil {
+		return fmt.Errorf("remove pod dir %s: %w", podDir, err)
+	}
+	if err := unmountUnder(dir); err != nil {
+		return fmt.Errorf("remove pod dir %s: %w", podDir, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove pod dir %s: %w", podDir, err)
+	}
+	return nil
+}
+
+// unmountUnder detaches every mount at or below dir (resolved), deepest first.
+func unmountUnder(dir string) error {
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
+	if err != nil {
+		return fmt.Errorf("read mountinfo: %w", err)
+	}
+	slices.SortStableFunc(mounts, func(a, b *mountinfo.Info) int {
+		return len(b.Mountpoint) - len(a.Mountpoint)
+	})
+	var errs []error
+	for _, m := range mounts {
+		err := unix.Unmount(m.Mountpoint, unix.MNT_DETACH)
+		if err != nil && err != unix.EINVAL && err != unix.ENOENT { // EINVAL: already gone
+			errs = append(errs, fmt.Errorf("unmount %s: %w", m.Mountpoint, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// TerminationLogPath is the host file a container's terminationMessagePath is bound to,
+// one per attempt so that the message of the previous attempt stays readable.
+func TerminationLogPath(podDir, container string, attempt int) string {
+	return filepath.Join(podDir, containersDir, container, strconv.Itoa(attempt)+".termination-log")
+}
+
+// volumeDir is the directory of an emptyDir or downwardAPI volume.
+func volumeDir(podDir, volume string) string {
+	return filepath.Join(podDir, volumesDir, volume)
+}
+
+// writeInPlace writes content to path unless it already holds it. An existing file is
+// rewritten in place, not replaced: running containers have its inode bind-mounted, and
+// the containers of a pod must keep sharing one /etc/hosts, as on a kubelet (which
+// rewrites it with os.WriteFile before each container starts).
+func writeInPlace(path string, content []byte, mode fs.FileMode) error {
+	old, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return atomicfile.WriteFile(path, content, mode)
+	case err != nil:
+		return fmt.Errorf("read %s: %w", path, err)
+	case bytes.Equal(old, content):
+		return nil
+	}
+	if err := os.WriteFile(path, content, mode); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
