@@ -7,19 +7,24 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/moby/sys/mountinfo"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/containerdrt/spec"
+	"github.com/staticpod/staticpod/internal/atomicfile"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
 
-// The volumes read from the ConfigMaps and Secrets of the pod's source
-// (manifests.Objects); the environment variables read from them are the spec's
-// (spec.Process). Secret and projected volumes are a tmpfs, as on a kubelet, so that
+// The volumes whose files come from the pod's data: those read from the ConfigMaps
+// and Secrets of the pod's source (manifests.Objects), projected volumes, and the
+// downward API's files of the pod's own fields; the environment variables read from
+// them are the spec's (spec.Process). Secret and projected volumes are a tmpfs, as on a kubelet, so that
 // secrets never reach the disk; configMap volumes are directories of the pod dir.
 // Every one of them is written with writeProjected, and mounted read-only.
 
@@ -198,4 +203,59 @@ func SyncVolumes(pod *corev1.Pod, podDir, hostIP string, objs manifests.Objects)
 		}
 	}
 	return changed, errors.Join(errs...)
+}
+
+// writeDownwardAPI writes the files of a downwardAPI volume into dir, each replaced
+// atomically so that a container reading it never sees a part, with the item's mode or
+// the volume's default mode.
+func writeDownwardAPI(in spec.Input, src *corev1.DownwardAPIVolumeSource, dir string) error {
+	if err := os.MkdirAll(dir, downwardDirMode); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	for _, item := range src.Items {
+		value, err := downwardValue(in, item)
+		if err != nil {
+			return fmt.Errorf("%w: file %s: %w", runner.ErrCreateConfig, item.Path, err)
+		}
+		mode := fs.FileMode(corev1.DownwardAPIVolumeSourceDefaultMode)
+		if m := cmp.Or(item.Mode, src.DefaultMode); m != nil {
+			mode = fs.FileMode(*m)
+		}
+		path := filepath.Join(dir, item.Path)
+		if err := os.MkdirAll(filepath.Dir(path), downwardDirMode); err != nil {
+			return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+		}
+		if err := atomicfile.WriteFile(path, []byte(value), mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// downwardValue is the content of a downwardAPI file: labels and annotations as whole
+// maps, which environment variables cannot hold, or the value an environment variable
+// would get.
+func downwardValue(in spec.Input, item corev1.DownwardAPIVolumeFile) (string, error) {
+	switch {
+	case item.FieldRef != nil && item.FieldRef.FieldPath == "metadata.labels":
+		return formatMap(in.Pod.Labels), nil
+	case item.FieldRef != nil && item.FieldRef.FieldPath == "metadata.annotations":
+		return formatMap(in.Pod.Annotations), nil
+	case item.FieldRef != nil:
+		return spec.FieldRefValue(in, item.FieldRef)
+	case item.ResourceFieldRef != nil:
+		return spec.ResourceFieldRefValue(in, item.ResourceFieldRef)
+	}
+	return "", errors.New("neither fieldRef nor resourceFieldRef is set")
+}
+
+// formatMap formats labels or annotations for a downwardAPI file as the kubelet does
+// (pkg/fieldpath FormatMap): key="value" lines sorted by key, values Go-quoted, no
+// final newline.
+func formatMap(m map[string]string) string {
+	var lines []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		lines = append(lines, k+"="+strconv.Quote(m[k]))
+	}
+	return strings.Join(lines, "\n")
 }

@@ -1,14 +1,8 @@
 package poddir
 
 import (
-	"cmp"
-	"errors"
 	"fmt"
-	"io/fs"
-	"maps"
 	"os"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -19,8 +13,6 @@ import (
 	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
-
-	"github.com/staticpod/staticpod/internal/atomicfile"
 )
 
 // prepareVolume creates what a volume of the pod needs in the pod dir.
@@ -86,59 +78,4 @@ func ensureTmpfs(dir, source string, flags uintptr, data string) error {
 		return fmt.Errorf("mount tmpfs at %s (%s): %w", dir, data, err)
 	}
 	return nil
-}
-
-// writeDownwardAPI writes the files of a downwardAPI volume into dir, each replaced
-// atomically so that a container reading it never sees a part, with the item's mode or
-// the volume's default mode.
-func writeDownwardAPI(in spec.Input, src *corev1.DownwardAPIVolumeSource, dir string) error {
-	if err := os.MkdirAll(dir, downwardDirMode); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	for _, item := range src.Items {
-		value, err := downwardValue(in, item)
-		if err != nil {
-			return fmt.Errorf("%w: file %s: %w", runner.ErrCreateConfig, item.Path, err)
-		}
-		mode := fs.FileMode(corev1.DownwardAPIVolumeSourceDefaultMode)
-		if m := cmp.Or(item.Mode, src.DefaultMode); m != nil {
-			mode = fs.FileMode(*m)
-		}
-		path := filepath.Join(dir, item.Path)
-		if err := os.MkdirAll(filepath.Dir(path), downwardDirMode); err != nil {
-			return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
-		}
-		if err := atomicfile.WriteFile(path, []byte(value), mode); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// downwardValue is the content of a downwardAPI file: labels and annotations as whole
-// maps, which environment variables cannot hold, or the value an environment variable
-// would get.
-func downwardValue(in spec.Input, item corev1.DownwardAPIVolumeFile) (string, error) {
-	switch {
-	case item.FieldRef != nil && item.FieldRef.FieldPath == "metadata.labels":
-		return formatMap(in.Pod.Labels), nil
-	case item.FieldRef != nil && item.FieldRef.FieldPath == "metadata.annotations":
-		return formatMap(in.Pod.Annotations), nil
-	case item.FieldRef != nil:
-		return spec.FieldRefValue(in, item.FieldRef)
-	case item.ResourceFieldRef != nil:
-		return spec.ResourceFieldRefValue(in, item.ResourceFieldRef)
-	}
-	return "", errors.New("neither fieldRef nor resourceFieldRef is set")
-}
-
-// formatMap formats labels or annotations for a downwardAPI file as the kubelet does
-// (pkg/fieldpath FormatMap): key="value" lines sorted by key, values Go-quoted, no
-// final newline.
-func formatMap(m map[string]string) string {
-	var lines []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		lines = append(lines, k+"="+strconv.Quote(m[k]))
-	}
-	return strings.Join(lines, "\n")
 }
