@@ -42,13 +42,16 @@ var (
 // first.
 //
 // Scheduling fields (nodeSelector, affinity, tolerations, topologySpreadConstraints,
-// schedulingGates, schedulerName, priority) are accepted as they are: they mean nothing
-// on one machine, and a manifest must stay one that a cluster accepts unchanged.
+// schedulerName, priority) are accepted as they are: they mean nothing on one machine,
+// and a manifest must stay one that a cluster accepts unchanged. Fields staticpod does
+// not implement are refused (validate_refused.go); the field contract (contract*.go)
+// classifies every field of a Pod.
 func Validate(pod *corev1.Pod) field.ErrorList {
 	spec := field.NewPath("spec")
 	errs := validateMeta(&pod.ObjectMeta, field.NewPath("metadata"))
 	errs = append(errs, validateSpec(&pod.Spec, spec)...)
 	errs = append(errs, validateStatic(&pod.Spec, spec)...)
+	errs = append(errs, validateRefused(&pod.Spec, spec)...)
 	return errs
 }
 

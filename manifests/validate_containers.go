@@ -84,6 +84,9 @@ func validateContainer(c *corev1.Container, kind containerKind, spec *corev1.Pod
 	return errs
 }
 
+// msgRestartRules refuses per-container restart rules, which staticpod does not have.
+const msgRestartRules = "per-container restart rules are not supported; use spec.restartPolicy"
+
 // validateRestartPolicy allows restartPolicy only on init containers, where Always makes
 // a sidecar. Per-container restart rules are not supported: spec.restartPolicy decides.
 func validateRestartPolicy(c *corev1.Container, kind containerKind, fld *field.Path) field.ErrorList {
@@ -96,7 +99,7 @@ func validateRestartPolicy(c *corev1.Container, kind containerKind, fld *field.P
 		}
 	}
 	if len(c.RestartPolicyRules) > 0 {
-		errs = append(errs, field.Forbidden(fld.Child("restartPolicyRules"), "per-container restart rules are not supported; use spec.restartPolicy"))
+		errs = append(errs, field.Forbidden(fld.Child("restartPolicyRules"), msgRestartRules))
 	}
 	return errs
 }

@@ -205,8 +205,7 @@ func TestValidateAcceptsValidPods(t *testing.T) {
 			p.Spec.ServiceAccountName = "default"
 			p.Spec.AutomountServiceAccountToken = new(false)
 			p.Spec.OS = &corev1.PodOS{Name: corev1.Linux}
-			p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: new(int64(1000)), FSGroup: new(int64(2000)),
-				Sysctls: []corev1.Sysctl{{Name: "kernel.shm_rmid_forced", Value: "1"}}}
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: new(int64(1000)), FSGroup: new(int64(2000))}
 			ctr(p).Lifecycle = &corev1.Lifecycle{StopSignal: new(corev1.SIGRTMINPLUS3)}
 			ctr(p).SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: new(false), ReadOnlyRootFilesystem: new(true),
 				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"NET_BIND_SERVICE"}}}
@@ -288,7 +287,7 @@ func TestValidatePodSpec(t *testing.T) {
 		{"nodeName", func(p *corev1.Pod) { p.Spec.NodeName = "Node_1" }, []fieldErr{errAt(tInvalid, "spec.nodeName")}},
 		{"pod-level resources", func(p *corev1.Pod) {
 			p.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{"ephemeral-storage": resource.MustParse("1Gi")}}
-		}, []fieldErr{errAt(tNotSupported, "spec.resources.limits[ephemeral-storage]")}},
+		}, []fieldErr{errAt(tNotSupported, "spec.resources.limits[ephemeral-storage]"), errAt(tForbidden, "spec.resources")}},
 	})
 }
 
@@ -298,7 +297,7 @@ func TestValidatePodSecurity(t *testing.T) {
 			[]fieldErr{errAt(tInvalid, "spec.shareProcessNamespace")}},
 		{"user namespace with host namespaces", func(p *corev1.Pod) {
 			p.Spec.HostUsers, p.Spec.HostPID, p.Spec.HostIPC = new(false), true, true
-		}, []fieldErr{errAt(tForbidden, "spec.hostPID"), errAt(tForbidden, "spec.hostIPC")}},
+		}, []fieldErr{errAt(tForbidden, "spec.hostPID"), errAt(tForbidden, "spec.hostIPC"), errAt(tForbidden, "spec.hostUsers")}},
 		{"IDs out of range", func(p *corev1.Pod) {
 			p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: new(int64(-1)), RunAsGroup: new(int64(-1)),
 				FSGroup: new(int64(1 << 40)), SupplementalGroups: []int64{10, -3}}
@@ -313,6 +312,7 @@ func TestValidatePodSecurity(t *testing.T) {
 		}, []fieldErr{
 			errAt(tInvalid, "spec.securityContext.sysctls[0].name"), errAt(tInvalid, "spec.securityContext.sysctls[1].name"),
 			errAt(tRequired, "spec.securityContext.sysctls[2].name"), errAt(tDuplicate, "spec.securityContext.sysctls[4].name"),
+			errAt(tForbidden, "spec.securityContext.sysctls"),
 		}},
 		{"seccomp Localhost without profile", func(p *corev1.Pod) {
 			p.Spec.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost}
@@ -332,6 +332,7 @@ func TestValidatePodSecurity(t *testing.T) {
 		}, []fieldErr{
 			errAt(tNotSupported, "spec.securityContext.fsGroupChangePolicy"), errAt(tNotSupported, "spec.securityContext.supplementalGroupsPolicy"),
 			errAt(tNotSupported, "spec.securityContext.seLinuxChangePolicy"), errAt(tRequired, "spec.securityContext.appArmorProfile.localhostProfile"),
+			errAt(tForbidden, "spec.securityContext.appArmorProfile"),
 		}},
 	})
 }

@@ -1,0 +1,141 @@
+package manifests
+
+// The field contract of containers: their process, environment, resources, mounts and
+// security context (see contract.go). A Container rule holds for containers and init
+// containers alike; the API's own rules (no probes on init containers, say) still apply.
+
+var containerRules = map[string]map[string]rule{
+	"Container": {
+		"name":                     honoured("e2e.TestRunFollowsTheManifestDirectory"),
+		"image":                    honoured("containerdrt/images.TestPulledImageRuns"),
+		"command":                  honoured("containerdrt.TestSpecProcessInContainer"),
+		"args":                     honoured("containerdrt.TestSpecProcessInContainer"),
+		"workingDir":               honoured("containerdrt.TestSpecProcessInContainer"),
+		"ports":                    honoured("e2e.TestPodNetwork"),
+		"envFrom":                  honoured("containerdrt.TestObjectEnv"),
+		"env":                      honoured("containerdrt.TestSpecProcessInContainer"),
+		"resources":                honoured("containerdrt.TestSpecResourcesInContainer"),
+		"resizePolicy":             noEffect("resources change only by editing the manifest, which replaces the container; nothing resizes a running one"),
+		"restartPolicy":            honoured("e2e.TestInitContainersSidecarsAndHooks"),
+		"restartPolicyRules":       refused(msgRestartRules),
+		"volumeMounts":             honoured("containerdrt.TestMountsHostPathInContainer"),
+		"volumeDevices":            refused(msgVolumeDevices),
+		"livenessProbe":            honoured("e2e.TestLivenessProbeRestarts"),
+		"readinessProbe":           honoured("e2e.TestReadinessProbeFollowsHTTP"),
+		"startupProbe":             honoured("e2e.TestStartupProbeProtectsSlowStarters"),
+		"lifecycle":                honoured("e2e.TestInitContainersSidecarsAndHooks"),
+		"terminationMessagePath":   honoured("containerdrt.TestMountsTerminationMessageInContainer"),
+		"terminationMessagePolicy": honoured("containerdrt.TestTerminationMessageFallsBackToLogs"),
+		"imagePullPolicy":          honoured("containerdrt/images.TestEnsureIfNotPresentPullsOnce"),
+		"securityContext":          honoured("containerdrt.TestSpecUserInContainer"),
+		"stdin":                    refusedWhen("`true`", msgStdin),
+		"stdinOnce":                noEffect("only matters with stdin, which is refused"),
+		"tty":                      honoured("containerdrt.TestProcessWorkingDirTerminalRlimits"),
+	},
+	"ContainerPort": {
+		"name":          honoured("e2e.TestReadinessProbeFollowsHTTP"),
+		"hostPort":      honoured("e2e.TestPodNetwork"),
+		"containerPort": honoured("e2e.TestPodNetwork"),
+		"protocol":      honoured("containerdrt/podnet.TestPortMappings"),
+		"hostIP":        honoured("containerdrt/podnet.TestPortMappings"),
+	},
+	"EnvFromSource": {
+		"prefix":       honoured("containerdrt.TestObjectEnv"),
+		"configMapRef": honoured("containerdrt.TestObjectEnv"),
+		"secretRef":    honoured("containerdrt.TestObjectEnv"),
+	},
+	"ConfigMapEnvSource": {
+		"name":     honoured("containerdrt.TestObjectEnv"),
+		"optional": honoured("containerdrt.TestObjectEnv"),
+	},
+	"SecretEnvSource": {
+		"name":     honoured("containerdrt.TestObjectEnv"),
+		"optional": honoured("containerdrt.TestObjectEnv"),
+	},
+	"EnvVar": {
+		"name":      honoured("containerdrt.TestSpecProcessInContainer"),
+		"value":     honoured("containerdrt.TestSpecProcessInContainer"),
+		"valueFrom": honoured("containerdrt.TestDownwardEnv"),
+	},
+	"EnvVarSource": {
+		"fieldRef":         honoured("containerdrt.TestDownwardEnv"),
+		"resourceFieldRef": honoured("containerdrt.TestDownwardEnv"),
+		"configMapKeyRef":  honoured("containerdrt.TestObjectEnv"),
+		"secretKeyRef":     honoured("containerdrt.TestObjectEnv"),
+		"fileKeyRef":       refused(envAdvice["fileKeyRef"]),
+	},
+	"ConfigMapKeySelector": {
+		"name":     honoured("containerdrt.TestObjectEnv"),
+		"key":      honoured("containerdrt.TestObjectEnv"),
+		"optional": honoured("containerdrt.TestObjectEnv"),
+	},
+	"SecretKeySelector": {
+		"name":     honoured("containerdrt.TestObjectEnv"),
+		"key":      honoured("containerdrt.TestObjectEnv"),
+		"optional": honoured("containerdrt.TestObjectEnv"),
+	},
+	"ObjectFieldSelector": {
+		"apiVersion": honouredNote("manifests.TestValidateEnv", "only `v1`"),
+		"fieldPath":  honoured("containerdrt.TestDownwardEnv"),
+	},
+	"ResourceFieldSelector": {
+		"containerName": honoured("containerdrt.TestDownwardAPIFiles"),
+		"resource":      honoured("containerdrt.TestDownwardAPIFiles"),
+		"divisor":       honoured("containerdrt.TestDownwardAPIFiles"),
+	},
+	"ResourceRequirements": {
+		"limits":   honoured("containerdrt.TestSpecResourcesInContainer"),
+		"requests": honoured("containerdrt.TestSpecResourcesInContainer"),
+		"claims":   refused(msgResourceClaims),
+	},
+	"VolumeMount": {
+		"name":              honoured("containerdrt.TestMountsHostPathInContainer"),
+		"readOnly":          honoured("containerdrt.TestMountsHostPathInContainer"),
+		"recursiveReadOnly": pendingProof(reasonNoProof),
+		"mountPath":         honoured("containerdrt.TestMountsHostPathInContainer"),
+		"subPath":           honoured("containerdrt.TestMountsSubPathInContainer"),
+		"mountPropagation":  honoured("containerdrt.TestMountPropagation"),
+		"subPathExpr":       honoured("containerdrt.TestSubPathExpr"),
+		"bindMountOptions":  refused(msgAlpha(gateBindMountOpts)),
+	},
+}
+
+var securityRules = map[string]map[string]rule{
+	"PodSecurityContext": {
+		"seLinuxOptions":           refused(msgSELinux),
+		"windowsOptions":           noEffect(reasonWindows),
+		"runAsUser":                honoured("containerdrt.TestSpecUserInContainer"),
+		"runAsGroup":               honoured("containerdrt.TestSpecUserInContainer"),
+		"runAsNonRoot":             honoured("containerdrt.TestSecurityRunAsNonRoot"),
+		"supplementalGroups":       honoured("containerdrt.TestSpecUserInContainer"),
+		"supplementalGroupsPolicy": honoured("containerdrt.TestSecurityUser"),
+		"fsGroup":                  honouredNote("containerdrt.TestSpecUserInContainer", "a supplementary group of every container, and the group of configMap, secret, downwardAPI and projected files; emptyDir volumes are not yet given to it"),
+		"sysctls":                  refused(msgSysctls),
+		"fsGroupChangePolicy":      noEffect("staticpod writes the files that take fsGroup anew, with that group, and changes the ownership of nothing else"),
+		"seccompProfile":           honoured("containerdrt.TestSpecSeccompInContainer"),
+		"appArmorProfile":          refusedWhen("its type is not Unconfined", msgAppArmor),
+		"seLinuxChangePolicy":      noEffect("staticpod applies no SELinux label (seLinuxOptions is refused) and relabels no volume"),
+	},
+	"SecurityContext": {
+		"capabilities":             honoured("containerdrt.TestSpecCapabilitiesInContainer"),
+		"privileged":               honoured("containerdrt.TestSpecPrivilegedInContainer"),
+		"seLinuxOptions":           refused(msgSELinux),
+		"windowsOptions":           noEffect(reasonWindows),
+		"runAsUser":                honoured("containerdrt.TestSpecUserInContainer"),
+		"runAsGroup":               honoured("containerdrt.TestSpecUserInContainer"),
+		"runAsNonRoot":             honoured("containerdrt.TestSecurityRunAsNonRoot"),
+		"readOnlyRootFilesystem":   honoured("containerdrt.TestSpecReadOnlyRootInContainer"),
+		"allowPrivilegeEscalation": honoured("containerdrt.TestSpecNoNewPrivsInContainer"),
+		"procMount":                refusedWhen("`Unmasked`", msgProcMountUnmasked),
+		"seccompProfile":           honoured("containerdrt.TestSpecSeccompInContainer"),
+		"appArmorProfile":          refusedWhen("its type is not Unconfined", msgAppArmor),
+	},
+	"Capabilities": {
+		"add":  honoured("containerdrt.TestSpecCapabilitiesInContainer"),
+		"drop": honoured("containerdrt.TestSpecCapabilitiesInContainer"),
+	},
+	"SeccompProfile": {
+		"type":             honoured("containerdrt.TestSpecSeccompInContainer"),
+		"localhostProfile": honoured("containerdrt.TestSpecSeccompInContainer"),
+	},
+}

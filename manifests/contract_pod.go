@@ -1,0 +1,102 @@
+package manifests
+
+// The field contract of a Pod's own fields, its metadata and its spec (see contract.go).
+
+// Reasons shared by several fields of no effect.
+const (
+	reasonScheduling = "a scheduling field: a static pod runs on the node whose staticpod reads it, and is never scheduled"
+	reasonAPIServer  = "set and read by an apiserver, which static pods do not have"
+	reasonWindows    = "Windows only: a Linux node ignores it, as the kubelet does"
+	reasonNoProof    = "no test proves it yet"
+)
+
+var podRules = map[string]map[string]rule{
+	"Pod": {
+		"kind":       honoured("manifests.TestDecode"),
+		"apiVersion": honoured("manifests.TestDecode"),
+		"metadata":   honoured("manifests.TestIdentify"),
+		"spec":       honoured("e2e.TestRunFollowsTheManifestDirectory"),
+		"status":     noEffect("what staticpod reports (`staticpod ps`, the API); a manifest's status is dropped, as the apiserver drops it on create"),
+	},
+	"ObjectMeta": {
+		"name":                       honouredNote("manifests.TestIdentify", "the pod is named `<name>-<node>`, as the kubelet names static pods"),
+		"generateName":               noEffect("a static pod needs a fixed name (a missing name is an error); with a name, generateName is unused, as on a cluster"),
+		"namespace":                  honoured("manifests.TestIdentify"),
+		"selfLink":                   noEffect(reasonAPIServer),
+		"uid":                        honouredNote("e2e.TestEditOfAPodThatGivesItsUIDReplacesItsContainer", "a plain token, unique across sources; without one the UID is a hash of the pod, node and source"),
+		"resourceVersion":            noEffect(reasonAPIServer),
+		"generation":                 noEffect(reasonAPIServer),
+		"creationTimestamp":          noEffect(reasonAPIServer),
+		"deletionTimestamp":          noEffect(reasonAPIServer + "; a static pod is deleted by removing its manifest"),
+		"deletionGracePeriodSeconds": noEffect(reasonAPIServer + "; spec.terminationGracePeriodSeconds decides"),
+		"labels":                     honoured("containerdrt.TestDownwardAPIFiles"),
+		"annotations":                honoured("containerdrt.TestDownwardAPIFiles"),
+		"ownerReferences":            noEffect("read by an apiserver's garbage collector, which static pods do not have"),
+		"finalizers":                 noEffect(reasonAPIServer + "; a static pod is deleted by removing its manifest"),
+		"managedFields":              noEffect(reasonAPIServer),
+	},
+}
+
+var specRules = map[string]map[string]rule{
+	"PodSpec": {
+		"volumes":                       honoured("containerdrt.TestMountsHostPathInContainer"),
+		"initContainers":                honoured("e2e.TestInitContainersSidecarsAndHooks"),
+		"containers":                    honoured("e2e.TestRunFollowsTheManifestDirectory"),
+		"ephemeralContainers":           refused(msgEphemeralContainers),
+		"restartPolicy":                 honoured("e2e.TestRunRestartsWithBackoffAndFinishesJobs"),
+		"terminationGracePeriodSeconds": honoured("e2e.TestGracePeriodBeforeKill"),
+		"activeDeadlineSeconds":         pendingProof("being built (issue 25): the pod is Failed with reason DeadlineExceeded"),
+		"dnsPolicy":                     honoured("containerdrt.TestResolvConf"),
+		"nodeSelector":                  noEffect(reasonScheduling),
+		"serviceAccountName":            refusedWhen("it is not `default`", msgServiceAccount),
+		"serviceAccount":                refusedWhen("it is not `default`", msgServiceAccount),
+		"automountServiceAccountToken":  refusedWhen("`true`", msgAutomount),
+		"nodeName":                      honouredNote("containerdrt.TestDownwardEnv", "set to the node's name, as the kubelet sets it for static pods"),
+		"hostNetwork":                   honoured("containerdrt.TestHostNetworkPodSeesHostInterfaces"),
+		"hostPID":                       honoured("containerdrt.TestHostPIDAndIPC"),
+		"hostIPC":                       honoured("containerdrt.TestHostPIDAndIPC"),
+		"shareProcessNamespace":         honoured("containerdrt.TestSharedProcessNamespace"),
+		"securityContext":               honoured("containerdrt.TestSpecUserInContainer"),
+		"imagePullSecrets":              pendingProof("being built (issue 25): a `kubernetes.io/dockerconfigjson` or `dockercfg` Secret beside the pod"),
+		"hostname":                      honoured("containerdrt.TestHostsFilePodNetwork"),
+		"subdomain":                     honoured("containerdrt.TestHostsFilePodNetwork"),
+		"affinity":                      noEffect(reasonScheduling),
+		"schedulerName":                 noEffect(reasonScheduling),
+		"tolerations":                   noEffect(reasonScheduling + "; nothing taints or evicts it"),
+		"hostAliases":                   honoured("containerdrt.TestHostsFilePodNetwork"),
+		"priorityClassName":             honouredNote("containerdrt.TestOOMScoreAdj", "`system-node-critical` gives the kubelet's OOM score and stops last at shutdown (`runner.TestStopForShutdown`); other names have no effect"),
+		"priority":                      noEffect("set by the apiserver from priorityClassName; staticpod reads priorityClassName"),
+		"dnsConfig":                     honoured("containerdrt.TestResolvConf"),
+		"readinessGates":                refused(msgReadinessGates),
+		"runtimeClassName":              refused(msgRuntimeClass),
+		"enableServiceLinks":            noEffect("there are no Services without an apiserver, so no service variables to add"),
+		"preemptionPolicy":              noEffect(reasonScheduling),
+		"overhead":                      refused(msgOverhead),
+		"topologySpreadConstraints":     noEffect(reasonScheduling),
+		"setHostnameAsFQDN":             refusedWhen("`true`", msgHostnameFQDN),
+		"os":                            refusedWhen("`name: windows`", msgWindows),
+		"hostUsers":                     refusedWhen("`false`", msgHostUsers),
+		"schedulingGates":               refused(msgSchedulingGates),
+		"resourceClaims":                refused(msgResourceClaims),
+		"resources":                     refusedWhen("it sets limits or requests (claims: "+msgResourceClaims+")", msgPodResources),
+		"hostnameOverride":              honoured("containerdrt.TestProcessEnvDefaultPathAndHostname"),
+		"schedulingGroup":               noEffect(reasonScheduling),
+		"evictionResponders":            noEffect("called by the apiserver's Eviction API, which static pods do not have"),
+	},
+	"LocalObjectReference": {
+		"name": pendingProof("with imagePullSecrets"),
+	},
+	"HostAlias": {
+		"ip":        honoured("containerdrt.TestHostsFilePodNetwork"),
+		"hostnames": honoured("containerdrt.TestHostsFilePodNetwork"),
+	},
+	"PodDNSConfig": {
+		"nameservers": honoured("containerdrt.TestResolvConf"),
+		"searches":    honoured("containerdrt.TestResolvConfSearchLimits"),
+		"options":     honoured("containerdrt.TestResolvConf"),
+	},
+	"PodDNSConfigOption": {
+		"name":  honoured("containerdrt.TestResolvConf"),
+		"value": honoured("containerdrt.TestResolvConf"),
+	},
+}

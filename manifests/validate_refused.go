@@ -1,0 +1,196 @@
+package manifests
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Fields a cluster accepts that staticpod does not implement (yet). Each used to be
+// accepted and then ignored, so that a pod asking for more isolation, a label or a
+// gate silently ran without it. They are refused here with the field named, why, and
+// what to do instead; the field contract (contract*.go) lists them all.
+
+const (
+	msgHostUsers = "user namespaces are not implemented by staticpod, and running the pod in the host's user namespace instead would give it less isolation than it asks for; " +
+		"remove hostUsers (or set it to true) instead"
+	msgProcMountUnmasked = "an unmasked /proc needs a user namespace (hostUsers: false), which staticpod does not implement; " +
+		"remove procMount (or set it to Default) instead"
+	msgSysctls = "sysctls are not applied by staticpod; " +
+		"set them from a privileged init container of the pod (`sysctl -w`, in the pod's network and IPC namespaces), or on the host, instead"
+	msgAppArmor = "AppArmor profiles are not applied by staticpod, and the kubelet refuses any profile but Unconfined on a host without AppArmor; " +
+		"remove appArmorProfile (or set its type to Unconfined) and confine the container with seccompProfile instead"
+	msgSELinux = "SELinux labels are not applied by staticpod; " +
+		"remove seLinuxOptions (the container gets containerd's default labelling) instead"
+	msgReadinessGates = "readiness gates are set by controllers through an apiserver, which static pods do not have, so the pod would never be Ready; " +
+		"remove readinessGates and let a readinessProbe decide instead"
+	msgSchedulingGates = "scheduling gates are removed by controllers through an apiserver, which static pods do not have, and a static pod is never scheduled; " +
+		"remove schedulingGates instead"
+	msgPodResources = "pod-level resources are not applied by staticpod: the pod's cgroup is sized from its containers; " +
+		"set resources on each container instead"
+	msgOverhead = "overhead is set from a RuntimeClass by the apiserver, which static pods do not have; " +
+		"remove overhead and add it to the containers' resources instead"
+	msgHostnameFQDN = "setHostnameAsFQDN is not implemented by staticpod; " +
+		"remove it and set hostnameOverride to the fully qualified name instead"
+	msgWindows = "staticpod runs Linux containers only, and the kubelet refuses a pod whose OS is not its node's; " +
+		"set os.name to linux, or remove os, instead"
+	msgStdin = "nothing attaches to a container's stdin in staticpod (there is no apiserver to attach through), so the container would read end-of-file at once; " +
+		"remove stdin and use `staticpod exec -it` for an interactive shell instead"
+	msgGRPCTLS = "gRPC probes over TLS are not implemented by staticpod; " +
+		"remove mode (or set it to Plaintext), or probe with an exec handler instead"
+	msgHTTP2Probe = "HTTP/2 probes are not implemented by staticpod; " +
+		"remove protocol (or set it to HTTP1) instead"
+)
+
+// msgAlpha is the refusal of an alpha field of Kubernetes (behind a feature gate that
+// is off by default) that staticpod does not implement.
+func msgAlpha(gate string) string {
+	return fmt.Sprintf("this alpha field of Kubernetes (feature gate %s) is not implemented by staticpod; remove it instead", gate)
+}
+
+// Feature gates of the alpha fields refused by msgAlpha.
+const (
+	gateEmptyDirMode  = "EmptyDirVolumeMode"
+	gateVolumeUser    = "AtomicWriteVolumeUserFields"
+	gateBindMountOpts = "VolumeBindMountOptions"
+)
+
+// validateRefused refuses the fields staticpod does not implement.
+func validateRefused(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	forbid := func(set bool, p *field.Path, msg string) {
+		if set {
+			errs = append(errs, field.Forbidden(p, msg))
+		}
+	}
+	forbid(spec.HostUsers != nil && !*spec.HostUsers, fld.Child("hostUsers"), msgHostUsers)
+	forbid(len(spec.ReadinessGates) > 0, fld.Child("readinessGates"), msgReadinessGates)
+	forbid(len(spec.SchedulingGates) > 0, fld.Child("schedulingGates"), msgSchedulingGates)
+	forbid(spec.Resources != nil && (len(spec.Resources.Limits) > 0 || len(spec.Resources.Requests) > 0), fld.Child("resources"), msgPodResources)
+	forbid(len(spec.Overhead) > 0, fld.Child("overhead"), msgOverhead)
+	forbid(spec.SetHostnameAsFQDN != nil && *spec.SetHostnameAsFQDN, fld.Child("setHostnameAsFQDN"), msgHostnameFQDN)
+	forbid(spec.OS != nil && spec.OS.Name == corev1.Windows, fld.Child("os"), msgWindows)
+	if sc := spec.SecurityContext; sc != nil {
+		p := fld.Child("securityContext")
+		forbid(len(sc.Sysctls) > 0, p.Child("sysctls"), msgSysctls)
+		forbid(confinedByAppArmor(sc.AppArmorProfile), p.Child("appArmorProfile"), msgAppArmor)
+		forbid(sc.SELinuxOptions != nil, p.Child("seLinuxOptions"), msgSELinux)
+	}
+	for i := range spec.Volumes {
+		errs = append(errs, refusedInVolume(&spec.Volumes[i].VolumeSource, fld.Child("volumes").Index(i))...)
+	}
+	for i := range spec.InitContainers {
+		errs = append(errs, refusedInContainer(&spec.InitContainers[i], fld.Child("initContainers").Index(i))...)
+	}
+	for i := range spec.Containers {
+		errs = append(errs, refusedInContainer(&spec.Containers[i], fld.Child("containers").Index(i))...)
+	}
+	return errs
+}
+
+// confinedByAppArmor says whether a profile asks for AppArmor confinement.
+func confinedByAppArmor(ap *corev1.AppArmorProfile) bool {
+	return ap != nil && ap.Type != corev1.AppArmorProfileTypeUnconfined
+}
+
+func refusedInContainer(c *corev1.Container, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if c.Stdin {
+		errs = append(errs, field.Forbidden(fld.Child("stdin"), msgStdin))
+	}
+	if sc := c.SecurityContext; sc != nil {
+		p := fld.Child("securityContext")
+		if sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount {
+			errs = append(errs, field.Forbidden(p.Child("procMount"), msgProcMountUnmasked))
+		}
+		if confinedByAppArmor(sc.AppArmorProfile) {
+			errs = append(errs, field.Forbidden(p.Child("appArmorProfile"), msgAppArmor))
+		}
+		if sc.SELinuxOptions != nil {
+			errs = append(errs, field.Forbidden(p.Child("seLinuxOptions"), msgSELinux))
+		}
+	}
+	for i, m := range c.VolumeMounts {
+		if len(m.BindMountOptions) > 0 {
+			errs = append(errs, field.Forbidden(fld.Child("volumeMounts").Index(i).Child("bindMountOptions"), msgAlpha(gateBindMountOpts)))
+		}
+	}
+	for _, pr := range []struct {
+		name  string
+		probe *corev1.Probe
+	}{{"livenessProbe", c.LivenessProbe}, {"readinessProbe", c.ReadinessProbe}, {"startupProbe", c.StartupProbe}} {
+		if pr.probe == nil {
+			continue
+		}
+		p := fld.Child(pr.name)
+		if g := pr.probe.GRPC; g != nil && g.Mode != nil && *g.Mode == corev1.GRPCProbeModeTLS {
+			errs = append(errs, field.Forbidden(p.Child("grpc", "mode"), msgGRPCTLS))
+		}
+		errs = append(errs, refusedInHTTPGet(pr.probe.HTTPGet, p.Child("httpGet"))...)
+	}
+	if lc := c.Lifecycle; lc != nil {
+		if h := lc.PostStart; h != nil {
+			errs = append(errs, refusedInHTTPGet(h.HTTPGet, fld.Child("lifecycle", "postStart", "httpGet"))...)
+		}
+		if h := lc.PreStop; h != nil {
+			errs = append(errs, refusedInHTTPGet(h.HTTPGet, fld.Child("lifecycle", "preStop", "httpGet"))...)
+		}
+	}
+	return errs
+}
+
+func refusedInHTTPGet(h *corev1.HTTPGetAction, fld *field.Path) field.ErrorList {
+	if h == nil || h.Protocol == nil || *h.Protocol == corev1.HTTPProtocolHTTP1 {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(fld.Child("protocol"), msgHTTP2Probe)}
+}
+
+// refusedInVolume refuses the alpha fields of the volume sources staticpod mounts.
+func refusedInVolume(src *corev1.VolumeSource, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	user := func(set bool, p *field.Path) {
+		if set {
+			errs = append(errs, field.Forbidden(p, msgAlpha(gateVolumeUser)))
+		}
+	}
+	items := func(items []corev1.KeyToPath, p *field.Path) {
+		for i, it := range items {
+			user(it.User != nil, p.Index(i).Child("user"))
+		}
+	}
+	downward := func(items []corev1.DownwardAPIVolumeFile, p *field.Path) {
+		for i, it := range items {
+			user(it.User != nil, p.Index(i).Child("user"))
+		}
+	}
+	switch {
+	case src.EmptyDir != nil && src.EmptyDir.Mode != nil:
+		errs = append(errs, field.Forbidden(fld.Child("emptyDir", "mode"), msgAlpha(gateEmptyDirMode)))
+	case src.Secret != nil:
+		user(src.Secret.DefaultUser != nil, fld.Child("secret", "defaultUser"))
+		items(src.Secret.Items, fld.Child("secret", "items"))
+	case src.ConfigMap != nil:
+		user(src.ConfigMap.DefaultUser != nil, fld.Child("configMap", "defaultUser"))
+		items(src.ConfigMap.Items, fld.Child("configMap", "items"))
+	case src.DownwardAPI != nil:
+		user(src.DownwardAPI.DefaultUser != nil, fld.Child("downwardAPI", "defaultUser"))
+		downward(src.DownwardAPI.Items, fld.Child("downwardAPI", "items"))
+	case src.Projected != nil:
+		p := fld.Child("projected")
+		user(src.Projected.DefaultUser != nil, p.Child("defaultUser"))
+		for i, s := range src.Projected.Sources {
+			sp := p.Child("sources").Index(i)
+			switch {
+			case s.Secret != nil:
+				items(s.Secret.Items, sp.Child("secret", "items"))
+			case s.ConfigMap != nil:
+				items(s.ConfigMap.Items, sp.Child("configMap", "items"))
+			case s.DownwardAPI != nil:
+				downward(s.DownwardAPI.Items, sp.Child("downwardAPI", "items"))
+			}
+		}
+	}
+	return errs
+}
