@@ -43,7 +43,7 @@ var handlerRules = map[string]map[string]rule{
 	"Lifecycle": {
 		"postStart":  honoured("e2e.TestInitContainersSidecarsAndHooks"),
 		"preStop":    honoured("e2e.TestInitContainersSidecarsAndHooks"),
-		"stopSignal": honoured("containerdrt.TestStopSignal"),
+		"stopSignal": honoured("containerdrt/spec.TestStopSignal"),
 	},
 	"LifecycleHandler": {
 		"exec":      honoured("e2e.TestInitContainersSidecarsAndHooks"),
