@@ -28,7 +28,7 @@ func (r *testRuntime) startRunning(tb testing.TB, n int) {
 		containers = append(containers, fmt.Sprintf("  - {name: c%d, image: %s, command: [sleep, \"3600\"]}", i, testImage))
 	}
 	pod := loadPod(tb, "apiVersion: v1\nkind: Pod\nmetadata: {name: many}\nspec:\n  hostNetwork: true\n  containers:\n"+strings.Join(containers, "\n")+"\n")
-	img, err := r.EnsureImage(r.ctx, testImage, "IfNotPresent")
+	img, err := r.EnsureImage(r.ctx, runner.PullRequest{Image: testImage, Policy: "IfNotPresent"})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestGarbageOfOldAttempts(t *testing.T) {
 	r := newTestRuntime(t)
 	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: gc}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: "+testImage+", command: [\"true\"]}\n")
 	c := &pod.Spec.Containers[0]
-	img, err := r.EnsureImage(r.ctx, testImage, "IfNotPresent")
+	img, err := r.EnsureImage(r.ctx, runner.PullRequest{Image: testImage, Policy: "IfNotPresent"})
 	if err != nil {
 		t.Fatal(err)
 	}

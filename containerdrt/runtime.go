@@ -14,7 +14,6 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"google.golang.org/grpc"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/containerdrt/cgroups"
@@ -222,10 +221,11 @@ func (r *Runtime) Images() interface {
 	return r.images
 }
 
-// EnsureImage makes image present per policy. A pull is bounded by ctx alone, not by
-// the call timeout: a large image on a slow link may take long.
-func (r *Runtime) EnsureImage(ctx context.Context, image string, policy corev1.PullPolicy) (runner.Image, error) {
-	return r.images.Ensure(namespaces.WithNamespace(ctx, r.cfg.Namespace), image, policy)
+// EnsureImage makes req's image present per its policy, with its pull secrets. A pull
+// is bounded by ctx alone, not by the call timeout: a large image on a slow link may
+// take long.
+func (r *Runtime) EnsureImage(ctx context.Context, req runner.PullRequest) (runner.Image, error) {
+	return r.images.Ensure(namespaces.WithNamespace(ctx, r.cfg.Namespace), req)
 }
 
 // call returns ctx with staticpod's namespace and the call timeout.

@@ -102,7 +102,7 @@ func (r *testRuntime) mustRunPod(t *testing.T, pod *corev1.Pod) map[string]runne
 	out := map[string]runner.Container{}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		img, err := r.EnsureImage(r.ctx, c.Image, c.ImagePullPolicy)
+		img, err := r.EnsureImage(r.ctx, runner.PullRequest{Image: c.Image, Policy: c.ImagePullPolicy})
 		if err != nil {
 			t.Fatalf("EnsureImage %s: %v", c.Image, err)
 		}
@@ -141,7 +141,7 @@ func (r *testRuntime) mustCreateUnstarted(t *testing.T, name string) runner.Cont
 	t.Helper()
 	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: "+name+"}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
 	c := &pod.Spec.Containers[0]
-	img, err := r.EnsureImage(r.ctx, c.Image, c.ImagePullPolicy)
+	img, err := r.EnsureImage(r.ctx, runner.PullRequest{Image: c.Image, Policy: c.ImagePullPolicy})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -243,7 +243,7 @@ func TestLostGroupShim(t *testing.T) {
 // waits until it runs; it returns the container and the sandbox.
 func (r *testRuntime) startAttempt(t *testing.T, pod *corev1.Pod, c *corev1.Container, attempt int) (runner.Container, runner.Container) {
 	t.Helper()
-	img, err := r.EnsureImage(r.ctx, c.Image, c.ImagePullPolicy)
+	img, err := r.EnsureImage(r.ctx, runner.PullRequest{Image: c.Image, Policy: c.ImagePullPolicy})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,7 +134,7 @@ func (n *node) createFirstContainer(rt *containerdrt.Runtime, manifest, file str
 		n.t.Fatal(res.Errors)
 	}
 	pod := res.Pods[0]
-	img, err := rt.EnsureImage(n.ctx, e2eImage, corev1.PullIfNotPresent)
+	img, err := rt.EnsureImage(n.ctx, runner.PullRequest{Image: e2eImage, Policy: corev1.PullIfNotPresent})
 	if err != nil {
 		n.t.Fatal(err)
 	}

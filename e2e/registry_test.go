@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
@@ -63,6 +64,42 @@ providers:
 		if !strings.Contains(out, want) {
 			t.Errorf("once's output lacks %q:\n%s", want, out)
 		}
+	}
+	o.assertNothingLeft(ns)
+}
+
+// TestOncePullsWithPullSecretBesideThePod runs `staticpod once` on a pod whose registry
+// wants a password that only a kubernetes.io/dockerconfigjson Secret in the same file
+// gives, named by its imagePullSecrets beside a name that finds nothing: the missing one
+// is warned of, the pull uses the Secret, and the password shows nowhere.
+func TestOncePullsWithPullSecretBesideThePod(t *testing.T) {
+	o := newOnceEnv(t)
+	t.Setenv("HOME", t.TempDir()) // no credentials of the host's
+	private := testenv.StartRegistry(t, "puller", "s3cret-pw")
+	ref := private.Push(t, "app/private:1", testenv.ImageOptions{})
+	auth := base64.StdEncoding.EncodeToString([]byte("puller:s3cret-pw"))
+	pod := strings.Replace(podManifest("private", "Never", "echo pulled with the pull secret",
+		"  imagePullSecrets: [{name: gone}, {name: regcred}]\n"), "image: "+e2eImage, "image: "+ref, 1)
+	o.write("private.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata: {name: regcred}
+type: kubernetes.io/dockerconfigjson
+stringData:
+  .dockerconfigjson: '{"auths": {%q: {"auth": %q}}}'
+---
+`, private.Host, auth)+pod)
+	out, stderr, code, ns := o.run()
+	if code != 0 {
+		t.Fatalf("once: exit %d, want 0\n%s", code, stderr)
+	}
+	if want := "private-node1/main | pulled with the pull secret\n"; !strings.Contains(out, want) {
+		t.Errorf("once's output lacks %q:\n%s", want, out)
+	}
+	if want := "Unable to retrieve some image pull secrets (gone)"; !strings.Contains(stderr, want) {
+		t.Errorf("once's log lacks %q:\n%s", want, stderr)
+	}
+	if strings.Contains(out+stderr, "s3cret-pw") || strings.Contains(out+stderr, auth) {
+		t.Errorf("the password shows in once's output or log:\n%s\n%s", out, stderr)
 	}
 	o.assertNothingLeft(ns)
 }

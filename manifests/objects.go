@@ -198,7 +198,7 @@ func validateSecret(s *corev1.Secret) field.ErrorList {
 			errs = append(errs, field.Required(field.NewPath("data").Key(k), fmt.Sprintf("a Secret of type %s needs it", s.Type)))
 		}
 	}
-	return errs
+	return append(errs, validateDockerConfig(s)...)
 }
 
 func validateObjectMeta(meta *metav1.ObjectMeta) field.ErrorList {

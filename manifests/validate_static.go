@@ -13,7 +13,8 @@ import (
 // to use instead, rather than accepted and left to fail when the pod starts, or to be
 // silently ignored. ConfigMaps and Secrets are the exception: staticpod serves those
 // given as documents beside the pods of the same source (see Objects), where the
-// kubelet refuses them in static pods.
+// kubelet refuses them in static pods; imagePullSecrets name such Secrets (see
+// PullSecrets).
 
 // defaultServiceAccount is the account every pod has; naming it asks for nothing.
 const defaultServiceAccount = "default"
@@ -27,8 +28,6 @@ const (
 		"use `staticpod exec` to debug a running pod instead"
 	msgResourceClaims = "resource claims need an apiserver and a DRA driver, which static pods do not have; " +
 		"pass devices in with a hostPath volume instead"
-	msgImagePullSecrets = "image pull secrets are read from an apiserver, which static pods do not have; " +
-		"configure the registry's credentials in containerd, or import the image with --image-dir, instead"
 	msgRuntimeClass = "RuntimeClasses are read from an apiserver, which static pods do not have; " +
 		"make the runtime handler containerd's default runtime instead"
 	msgVolumeDevices = "raw block devices come from persistentVolumeClaim or ephemeral volumes, which need an apiserver that static pods do not have; " +
@@ -74,9 +73,6 @@ func validateStatic(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	}
 	if spec.Resources != nil && len(spec.Resources.Claims) > 0 {
 		errs = append(errs, field.Forbidden(fld.Child("resources", "claims"), msgResourceClaims))
-	}
-	if len(spec.ImagePullSecrets) > 0 {
-		errs = append(errs, field.Forbidden(fld.Child("imagePullSecrets"), msgImagePullSecrets))
 	}
 	if spec.RuntimeClassName != nil {
 		errs = append(errs, field.Forbidden(fld.Child("runtimeClassName"), msgRuntimeClass))

@@ -42,8 +42,6 @@ var staticCases = []validateCase{
 		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: new("gpu")}}
 		ctr(p).Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
 	}, []fieldErr{errAt(tForbidden, "spec.resourceClaims"), errAt(tForbidden, "spec.containers[0].resources.claims")}},
-	{"imagePullSecrets", func(p *corev1.Pod) { p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}} },
-		[]fieldErr{errAt(tForbidden, "spec.imagePullSecrets")}},
 	{"runtimeClassName", func(p *corev1.Pod) { p.Spec.RuntimeClassName = new("gvisor") },
 		[]fieldErr{errAt(tForbidden, "spec.runtimeClassName")}},
 	{"volumeDevices", func(p *corev1.Pod) {
@@ -89,6 +87,11 @@ func TestValidateStaticPodAcceptsDefaults(t *testing.T) {
 		{"default service account, no token", func(p *corev1.Pod) {
 			p.Spec.ServiceAccountName, p.Spec.DeprecatedServiceAccount = "default", "default"
 			p.Spec.AutomountServiceAccountToken = new(false)
+		}, nil},
+		// Secrets beside the pod serve them; one that is missing is the pull's warning,
+		// not the manifest's error (see PullSecrets).
+		{"imagePullSecrets", func(p *corev1.Pod) {
+			p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}, {Name: ""}}
 		}, nil},
 	})
 }

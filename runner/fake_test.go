@@ -36,6 +36,8 @@ type fakeRuntime struct {
 	// volumes are the ConfigMaps and Secrets each pod's volumes were last synced with,
 	// by SyncVolumes or CreateContainer.
 	volumes map[types.UID]manifests.Objects
+	// pulls are the requests of every EnsureImage, in order.
+	pulls []PullRequest
 	// repair is what Repair does; it reports whether it changed a container.
 	repair func() bool
 }
@@ -64,11 +66,14 @@ func (f *fakeRuntime) enter(op string) error {
 
 func (f *fakeRuntime) Type() string { return "fake" }
 
-func (f *fakeRuntime) EnsureImage(_ context.Context, image string, _ corev1.PullPolicy) (Image, error) {
+func (f *fakeRuntime) EnsureImage(_ context.Context, req PullRequest) (Image, error) {
+	f.mu.Lock()
+	f.pulls = append(f.pulls, req)
+	f.mu.Unlock()
 	if err := f.enter("EnsureImage"); err != nil {
 		return Image{}, err
 	}
-	return Image{Ref: image, ID: "sha256:img", Digest: "sha256:digest"}, nil
+	return Image{Ref: req.Image, ID: "sha256:img", Digest: "sha256:digest"}, nil
 }
 
 func (f *fakeRuntime) StartSandbox(_ context.Context, pod *corev1.Pod, attempt int) (Container, error) {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -16,6 +17,11 @@ import (
 // ReasonFailedMount is the event of a volume that could not be brought up to date, as
 // the kubelet names it.
 const ReasonFailedMount = "FailedMount"
+
+// ReasonFailedToRetrieveImagePullSecret is the event of image pull secrets a pod names
+// that are not beside it, as the kubelet names it; staticpod tells of those that hold
+// no registry credentials (of another type) with it too.
+const ReasonFailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
 
 // Object describes a ConfigMap or Secret a source provides, by name and keys only: a
 // Secret's values never leave the runner this way. Clients read it as wire.Object.
@@ -97,4 +103,26 @@ func (w *worker) syncVolumes(ctx context.Context, pod *corev1.Pod, rt PodRuntime
 		w.log.Info("volumes up to date again")
 	}
 	w.volumes, w.volumesGen, w.volumesSynced = fp, gen, true
+}
+
+// pullSecrets returns the pod's image pull secrets found beside it, for a pull, and
+// warns of those it names that are missing or hold no registry credentials: as on the
+// kubelet, the pull goes on without them, with the node's credentials. The warning
+// names the Secrets, never what they hold; it is given at each pull, and the events
+// fold its repeats.
+func (w *worker) pullSecrets(pod *corev1.Pod) []*corev1.Secret {
+	if len(pod.Spec.ImagePullSecrets) == 0 {
+		return nil
+	}
+	secrets, missing, unusable := manifests.PullSecrets(pod, w.pub.objectsOf(pod))
+	if len(missing) > 0 {
+		w.warn("", ReasonFailedToRetrieveImagePullSecret, fmt.Sprintf(
+			"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(missing, ", ")))
+	}
+	if len(unusable) > 0 {
+		w.warn("", ReasonFailedToRetrieveImagePullSecret, fmt.Sprintf(
+			"Some image pull secrets (%s) are not of type %s or %s and hold no registry credentials; attempting to pull the image may not succeed.",
+			strings.Join(unusable, ", "), corev1.SecretTypeDockerConfigJson, corev1.SecretTypeDockercfg))
+	}
+	return secrets
 }

@@ -25,9 +25,9 @@ type Runtime interface {
 	// kubelet reports them (ContainerID).
 	Type() string
 
-	// EnsureImage makes image present according to policy (pulling it when needed) and
-	// returns what is known of it.
-	EnsureImage(ctx context.Context, image string, policy corev1.PullPolicy) (Image, error)
+	// EnsureImage makes req's image present according to its policy (pulling it when
+	// needed, with its pull secrets' credentials first) and returns what is known of it.
+	EnsureImage(ctx context.Context, req PullRequest) (Image, error)
 
 	// StartSandbox creates and starts what holds a pod's namespaces, with the pod's
 	// network if the runtime has one to give it; attempt counts the sandboxes the pod has
@@ -121,6 +121,17 @@ type Image struct {
 	ID     string // image id (config digest)
 	Digest string // manifest digest, the repo digest the kubelet reports as imageID
 	Pulled bool   // EnsureImage went to the registry (a local image is not pulled)
+}
+
+// PullRequest says which image to make present, and how.
+type PullRequest struct {
+	Image  string // as the pod spells it
+	Policy corev1.PullPolicy
+	// Secrets are the pod's image pull secrets found beside it, of the types that hold
+	// registry credentials (manifests.PullSecretTypes), in the order the pod names them.
+	// Their credentials are tried before the node's, as the kubelet's keyring orders
+	// them. Their values must never reach a log, an event, an error or an API answer.
+	Secrets []*corev1.Secret
 }
 
 // CreateRequest says which container of which pod to create.

@@ -214,7 +214,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *C
 	if w.waiting(w.starts, c.Name) {
 		return false, false // its last start failed: wait out the back-off
 	}
-	img, ok := w.pull(ctx, c)
+	img, ok := w.pull(ctx, pod, c)
 	if !ok {
 		return false, false
 	}
@@ -288,14 +288,15 @@ func (w *worker) containerSpec(name string) *corev1.Container {
 	return nil
 }
 
-// pull makes the container's image present, backing off after failures.
-func (w *worker) pull(ctx context.Context, c *corev1.Container) (Image, bool) {
+// pull makes the container's image present, with the pod's pull secrets, backing off
+// after failures.
+func (w *worker) pull(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (Image, bool) {
 	if w.waiting(w.pulls, c.Image) {
 		w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: ReasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q", c.Image)}
 		return Image{}, false
 	}
 	start := time.Now()
-	img, err := w.rt.EnsureImage(ctx, c.Image, c.ImagePullPolicy)
+	img, err := w.rt.EnsureImage(ctx, PullRequest{Image: c.Image, Policy: c.ImagePullPolicy, Secrets: w.pullSecrets(pod)})
 	w.metrics.pullDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		w.failed(w.pulls, c.Image)

@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/staticpod/staticpod/runner"
 )
 
 // TestEnsurePullsThroughHostsTomlMirror pulls an image of a registry that does not exist
@@ -33,11 +35,11 @@ server = "https://upstream.invalid"
 `, mirror.host))
 
 	const ref = "upstream.invalid/app/mirrored:1"
-	_, err := newStore(d.Client, Config{}, pullLogger(t)).Ensure(ctx, ref, corev1.PullAlways)
+	_, err := newStore(d.Client, Config{}, pullLogger(t)).Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullAlways})
 	if err == nil {
 		t.Fatalf("ensure(%s) without hosts.toml succeeded, want a failure to reach upstream.invalid", ref)
 	}
-	img, err := newStore(d.Client, Config{RegistryConfigDir: certsd}, pullLogger(t)).Ensure(ctx, ref, corev1.PullAlways)
+	img, err := newStore(d.Client, Config{RegistryConfigDir: certsd}, pullLogger(t)).Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullAlways})
 	if err != nil {
 		t.Fatalf("ensure(%s) through the mirror = %v", ref, err)
 	}
@@ -70,7 +72,7 @@ func TestEnsureUsesDockerCredentialHelper(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "config.json")
 		writeConfigFile(t, path, config)
 		os.Remove(filepath.Join(bin, "calls.log"))
-		img, err := newStore(d.Client, Config{RegistryConfig: path}, pullLogger(t)).Ensure(ctx, ref, corev1.PullAlways)
+		img, err := newStore(d.Client, Config{RegistryConfig: path}, pullLogger(t)).Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullAlways})
 		if err != nil || img.Ref != ref {
 			t.Errorf("ensure with %s = %+v, %v, want %s pulled", name, img, err, ref)
 		}
@@ -83,7 +85,7 @@ func TestEnsureUsesDockerCredentialHelper(t *testing.T) {
 	writeConfigFile(t, filepath.Join(bin, "creds.json"), `{}`)
 	path := filepath.Join(t.TempDir(), "config.json")
 	writeConfigFile(t, path, fmt.Sprintf(`{"credsStore": "stub", "auths": {%q: {"username": "helped", "password": "h3lper"}}}`, reg.host))
-	if _, err := newStore(d.Client, Config{RegistryConfig: path}, pullLogger(t)).Ensure(ctx, ref, corev1.PullAlways); err != nil {
+	if _, err := newStore(d.Client, Config{RegistryConfig: path}, pullLogger(t)).Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullAlways}); err != nil {
 		t.Errorf("ensure with a helper that has nothing and an auths entry = %v", err)
 	}
 }
@@ -121,7 +123,7 @@ providers:
 	imgs.providers = providers
 
 	for range 2 {
-		if img, err := imgs.Ensure(ctx, ref, corev1.PullAlways); err != nil || img.Ref != ref {
+		if img, err := imgs.Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullAlways}); err != nil || img.Ref != ref {
 			t.Fatalf("ensure = %+v, %v, want %s pulled", img, err, ref)
 		}
 	}

@@ -1,7 +1,8 @@
 // Package images is staticpod's image store on containerd: pulls (Ensure, with the pull
 // policy of a pod's container), the resolver (containerd's hosts.toml, plain HTTP for
-// loopback and insecure registries), registry credentials (docker config files, docker
-// credential helpers, the kubelet's credential provider plugins), the imports of
+// loopback and insecure registries), registry credentials (a pod's image pull secrets
+// before the node's: docker config files, docker credential helpers, the kubelet's
+// credential provider plugins), the imports of
 // --image-dir and the pins of its archives, and the store's side of image garbage
 // collection (the image filesystem, the images with their sizes, removals). It answers
 // what is present by asking containerd each time.

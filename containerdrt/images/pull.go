@@ -9,12 +9,15 @@ import (
 	"github.com/containerd/errdefs"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	corev1 "k8s.io/api/core/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/staticpod/staticpod/runner"
 )
 
-// Ensure makes ref present and unpacked per policy and returns it. ref is a pod's image
-// string; it is normalized as containerd's CRI does (busybox -> docker.io/library/busybox:latest).
+// Ensure makes req's image present and unpacked per its policy and returns it. The image
+// is a pod's image string; it is normalized as containerd's CRI does (busybox ->
+// docker.io/library/busybox:latest). A pull uses req's pull secrets before the node's
+// credentials (see pull).
 //
 //   - Always resolves ref at the registry every time. Fetching is content-addressed, so an
 //     unchanged image costs one manifest request and downloads nothing.
@@ -23,7 +26,8 @@ import (
 //   - Never uses the local image or fails with runner.ErrImageNeverPull.
 //
 // Pull failures wrap runner.ErrImagePull and carry the registry's message.
-func (s *Store) Ensure(ctx context.Context, ref string, policy corev1.PullPolicy) (runner.Image, error) {
+func (s *Store) Ensure(ctx context.Context, req runner.PullRequest) (runner.Image, error) {
+	ref, policy := req.Image, req.Policy
 	name, err := normalizeRef(ref)
 	if err != nil {
 		return runner.Image{}, err
@@ -42,7 +46,7 @@ func (s *Store) Ensure(ctx context.Context, ref string, policy corev1.PullPolicy
 			}
 		}
 	}
-	img, err := s.pull(ctx, name)
+	img, err := s.pull(ctx, name, req.Secrets)
 	if err != nil {
 		return runner.Image{}, err
 	}
@@ -100,20 +104,41 @@ func (s *Store) unpack(ctx context.Context, img client.Image) error {
 }
 
 // pull resolves name at its registry, fetches what the content store lacks and unpacks
-// it for the snapshotter.
-func (s *Store) pull(ctx context.Context, name string) (client.Image, error) {
+// it for the snapshotter. As the kubelet does, it tries each credential of the pod's
+// pull secrets that matches the image's repository, most specific first, and then the
+// node's credentials, until a pull succeeds; a failure tells what each attempt met.
+func (s *Store) pull(ctx context.Context, name string, secrets []*corev1.Secret) (client.Image, error) {
+	failed := func(err error) error {
+		return &imageError{class: runner.ErrImagePull, msg: fmt.Sprintf("failed to pull and unpack image %q", name), err: err}
+	}
+	keyring, err := newPodKeyring(secrets)
+	if err != nil {
+		return nil, failed(err)
+	}
+	var errs []error
+	for _, creds := range s.pullAttempts(ctx, name, keyring) {
+		img, err := s.pullWith(ctx, name, creds)
+		if err == nil {
+			return img, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, failed(utilerrors.NewAggregate(errs))
+}
+
+// pullWith pulls name with the credentials creds gives for each host that challenges.
+func (s *Store) pullWith(ctx context.Context, name string, creds hostCredentials) (client.Image, error) {
 	start := time.Now()
-	opts := []client.RemoteOpt{client.WithPullUnpack, client.WithResolver(s.resolver(ctx, name))}
+	opts := []client.RemoteOpt{client.WithPullUnpack, client.WithResolver(s.resolver(ctx, creds))}
 	if s.cfg.Snapshotter != "" {
 		opts = append(opts, client.WithPullSnapshotter(s.cfg.Snapshotter))
 	}
 	img, err := s.client.Pull(ctx, name, opts...)
 	if err != nil {
-		return nil, &imageError{
-			class: runner.ErrImagePull,
-			msg:   fmt.Sprintf("failed to pull and unpack image %q", name),
-			err:   err,
-		}
+		return nil, err
 	}
 	s.log.Info("pulled image", "image", name, "digest", img.Target().Digest,
 		"duration", time.Since(start).Round(time.Millisecond))

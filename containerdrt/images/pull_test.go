@@ -42,7 +42,7 @@ func TestEnsureIfNotPresentPullsOnce(t *testing.T) {
 	imgs := newStore(d.Client, Config{}, pullLogger(t))
 
 	start := time.Now()
-	first, err := imgs.Ensure(ctx, ref, corev1.PullIfNotPresent)
+	first, err := imgs.Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullIfNotPresent})
 	if err != nil {
 		t.Fatalf("Ensure(%s, IfNotPresent) = %v", ref, err)
 	}
@@ -52,7 +52,7 @@ func TestEnsureIfNotPresentPullsOnce(t *testing.T) {
 	}
 
 	start = time.Now()
-	second, err := imgs.Ensure(ctx, ref, corev1.PullIfNotPresent)
+	second, err := imgs.Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullIfNotPresent})
 	if err != nil {
 		t.Fatalf("second Ensure(%s, IfNotPresent) = %v", ref, err)
 	}
@@ -76,7 +76,7 @@ func TestEnsureAlwaysResolvesWithoutRefetching(t *testing.T) {
 	ref := reg.push(t, "app/always:1", imageOptionsFor(t, ""))
 	imgs := newStore(d.Client, Config{}, pullLogger(t))
 
-	first, err := imgs.Ensure(ctx, ref, corev1.PullAlways)
+	first, err := imgs.Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullAlways})
 	if err != nil {
 		t.Fatalf("Ensure(%s, Always) = %v", ref, err)
 	}
@@ -85,7 +85,7 @@ func TestEnsureAlwaysResolvesWithoutRefetching(t *testing.T) {
 	}
 
 	start := time.Now()
-	second, err := imgs.Ensure(ctx, ref, corev1.PullAlways)
+	second, err := imgs.Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullAlways})
 	if err != nil {
 		t.Fatalf("second Ensure(%s, Always) = %v", ref, err)
 	}
@@ -102,7 +102,7 @@ func TestEnsureAlwaysResolvesWithoutRefetching(t *testing.T) {
 	// The tag moves to an image with a new config and the same layer: only the config is new.
 	reg.push(t, "app/always:1", imageOptionsFor(t, "VERSION=2"))
 	reg.take()
-	third, err := imgs.Ensure(ctx, ref, corev1.PullAlways)
+	third, err := imgs.Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullAlways})
 	if err != nil {
 		t.Fatalf("ensure(%s, Always) after a push = %v", ref, err)
 	}
@@ -121,7 +121,7 @@ func TestEnsureNever(t *testing.T) {
 	ref := reg.push(t, "app/never:1", imageOptionsFor(t, ""))
 	imgs := newStore(d.Client, Config{}, pullLogger(t))
 
-	_, err := imgs.Ensure(ctx, ref, corev1.PullNever)
+	_, err := imgs.Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullNever})
 	want := fmt.Sprintf("Container image %q is not present with pull policy of Never", ref)
 	if !errors.Is(err, runner.ErrImageNeverPull) || err.Error() != want {
 		t.Errorf("Ensure(absent, Never) = %v, want ErrImageNeverPull %q", err, want)
@@ -130,12 +130,12 @@ func TestEnsureNever(t *testing.T) {
 		t.Errorf("ensure(absent, Never) made requests %v, want none", got.all)
 	}
 
-	pulled, err := imgs.Ensure(ctx, ref, corev1.PullIfNotPresent)
+	pulled, err := imgs.Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullIfNotPresent})
 	if err != nil {
 		t.Fatalf("Ensure(%s, IfNotPresent) = %v", ref, err)
 	}
 	reg.take()
-	got, err := imgs.Ensure(ctx, ref, corev1.PullNever)
+	got, err := imgs.Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullNever})
 	pulled.Pulled = false // present, not pulled again
 	if err != nil || got != pulled {
 		t.Errorf("Ensure(present, Never) = %+v, %v, want %+v", got, err, pulled)
@@ -152,7 +152,7 @@ func TestEnsureMissingImageFailsWithRegistryMessage(t *testing.T) {
 	imgs := newStore(d.Client, Config{}, pullLogger(t))
 
 	for _, ref := range []string{reg.host + "/nope:1", reg.push(t, "app/missing:1", imageOptionsFor(t, "")) + "-other"} {
-		_, err := imgs.Ensure(ctx, ref, corev1.PullIfNotPresent)
+		_, err := imgs.Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullIfNotPresent})
 		prefix := fmt.Sprintf("failed to pull and unpack image %q: ", ref)
 		if !errors.Is(err, runner.ErrImagePull) || !strings.HasPrefix(err.Error(), prefix) || !strings.HasSuffix(err.Error(), "not found") {
 			t.Errorf("Ensure(%s) = %v, want ErrImagePull %q...not found", ref, err, prefix)
@@ -173,10 +173,10 @@ func TestEnsureUsesRegistryConfigCredentials(t *testing.T) {
 		config := filepath.Join(t.TempDir(), "config.json")
 		auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
 		writeConfigFile(t, config, fmt.Sprintf(`{"auths": {"http://%s/v2/": {"auth": %q}}}`, reg.host, auth))
-		return newStore(d.Client, Config{RegistryConfig: config}, pullLogger(t)).Ensure(ctx, ref, corev1.PullAlways)
+		return newStore(d.Client, Config{RegistryConfig: config}, pullLogger(t)).Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullAlways})
 	}
 
-	_, err := newStore(d.Client, Config{}, pullLogger(t)).Ensure(ctx, ref, corev1.PullAlways)
+	_, err := newStore(d.Client, Config{}, pullLogger(t)).Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullAlways})
 	if !errors.Is(err, runner.ErrImagePull) || !strings.Contains(err.Error(), "no basic auth credentials") {
 		t.Errorf("ensure without credentials = %v, want ErrImagePull: ...no basic auth credentials", err)
 	}
@@ -194,7 +194,7 @@ func TestPulledImageRuns(t *testing.T) {
 	reg := startTestRegistry(t, "", "")
 	ref := reg.push(t, "app/runs:1", imageOptionsFor(t, ""))
 	imgs := newStore(d.Client, Config{}, pullLogger(t))
-	if _, err := imgs.Ensure(ctx, ref, corev1.PullIfNotPresent); err != nil {
+	if _, err := imgs.Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullIfNotPresent}); err != nil {
 		t.Fatalf("Ensure(%s) = %v", ref, err)
 	}
 	conf, err := imgs.config(ctx, ref)
@@ -219,7 +219,7 @@ func TestEnsureUnpacksLocalImage(t *testing.T) {
 	if _, err := d.Client.Import(ctx, bytes.NewReader(archive)); err != nil { // content only
 		t.Fatalf("import: %v", err)
 	}
-	if _, err := newStore(d.Client, Config{}, pullLogger(t)).Ensure(ctx, opts.Ref, corev1.PullNever); err != nil {
+	if _, err := newStore(d.Client, Config{}, pullLogger(t)).Ensure(ctx, runner.PullRequest{Image: opts.Ref, Policy: corev1.PullNever}); err != nil {
 		t.Fatalf("Ensure(%s, Never) = %v", opts.Ref, err)
 	}
 	img, err := d.Client.GetImage(ctx, opts.Ref)
@@ -251,8 +251,9 @@ type testRegistry struct {
 	host       string // 127.0.0.1:port
 	user, pass string
 
-	mu   sync.Mutex // guards reqs
-	reqs []string   // "METHOD /path" since the last take
+	mu    sync.Mutex // guards reqs and wrong
+	reqs  []string   // "METHOD /path" since the last take
+	wrong int        // requests refused for the credentials they carried (not for carrying none)
 }
 
 func startTestRegistry(t *testing.T, user, pass string) *testRegistry {
@@ -262,7 +263,12 @@ func startTestRegistry(t *testing.T, user, pass string) *testRegistry {
 		r.mu.Lock()
 		r.reqs = append(r.reqs, req.Method+" "+req.URL.Path)
 		r.mu.Unlock()
-		if u, p, _ := req.BasicAuth(); r.user != "" && (u != r.user || p != r.pass) {
+		if u, p, ok := req.BasicAuth(); r.user != "" && (u != r.user || p != r.pass) {
+			if ok {
+				r.mu.Lock()
+				r.wrong++
+				r.mu.Unlock()
+			}
 			w.Header().Set("WWW-Authenticate", `Basic realm="staticpod-test"`)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)

@@ -18,6 +18,7 @@ import (
 	"github.com/containerd/containerd/v2/core/remotes"
 	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/containerd/containerd/v2/core/remotes/docker/config"
+	"github.com/distribution/reference"
 )
 
 // Names of the docker credential files, as the kubelet searches them.
@@ -26,15 +27,16 @@ const (
 	dockerCfg        = ".dockercfg"  // the legacy format: {"host": {"auth": ...}}
 )
 
-// resolver returns a resolver for one pull of name (a normalized reference). Where to
+// hostCredentials answers a registry's challenge with the username and password for host.
+type hostCredentials func(host string) (user, pass string, err error)
+
+// resolver returns a resolver for one pull, answering challenges with creds. Where to
 // pull from comes from containerd's host configuration under the registry config dir
 // (<dir>/<host>/hosts.toml: mirrors, CAs, client certificates, plain-HTTP hosts), read
 // by containerd's own code at each pull, so an edit needs no restart. A registry whose
 // hosts.toml names no server (or that has none) is reached over plain HTTP when it is on
-// loopback or insecure; a mirror's scheme is the one hosts.toml spells. Registries that
-// challenge are answered with credentials (see pullCredentials).
-func (s *Store) resolver(ctx context.Context, name string) remotes.Resolver {
-	creds := s.pullCredentials(ctx, name)
+// loopback or insecure; a mirror's scheme is the one hosts.toml spells.
+func (s *Store) resolver(ctx context.Context, creds hostCredentials) remotes.Resolver {
 	var hostDir func(string) (string, error)
 	if s.cfg.RegistryConfigDir != "" {
 		hostDir = config.HostDirFromRoot(s.cfg.RegistryConfigDir)
@@ -49,12 +51,36 @@ func (s *Store) resolver(ctx context.Context, name string) remotes.Resolver {
 	return docker.NewResolver(docker.ResolverOptions{Hosts: hosts})
 }
 
-// pullCredentials returns the credentials function of one pull of name: for the host a
-// registry challenge comes from, the docker config files' credentials (their entries,
-// credential helpers and stores) and then those of the credential provider plugins,
-// which go only to the image's own registry, so that a mirror never sees a registry's
-// password. None is not an error: the registry then answers 401.
-func (s *Store) pullCredentials(ctx context.Context, name string) func(host string) (string, string, error) {
+// pullAttempts returns the credentials of each attempt to pull name, in order: one per
+// credential of the pod's keyring that matches the image's repository, then the node's
+// (nodeCredentials). A pod's credential goes only to the image's own registry, as a
+// credential provider's does: the mirrors of an attempt get the node's credentials.
+func (s *Store) pullAttempts(ctx context.Context, name string, keyring podKeyring) []hostCredentials {
+	node := s.nodeCredentials(ctx, name)
+	named, err := reference.ParseNormalizedNamed(name)
+	if err != nil {
+		return []hostCredentials{node}
+	}
+	registry := canonicalHost(reference.Domain(named))
+	var attempts []hostCredentials
+	for _, c := range keyring.lookup(named.Name()) {
+		attempts = append(attempts, func(host string) (string, string, error) {
+			if canonicalHost(host) != registry {
+				return node(host)
+			}
+			s.log.Debug("using registry credentials", "host", host, "secret", c.secret, "key", c.key)
+			return c.user, c.pass, nil
+		})
+	}
+	return append(attempts, node)
+}
+
+// nodeCredentials returns the node's credentials function of one pull of name: for the
+// host a registry challenge comes from, the docker config files' credentials (their
+// entries, credential helpers and stores) and then those of the credential provider
+// plugins, which go only to the image's own registry, so that a mirror never sees a
+// registry's password. None is not an error: the registry then answers 401.
+func (s *Store) nodeCredentials(ctx context.Context, name string) hostCredentials {
 	return func(host string) (string, string, error) {
 		if user, pass, ok := s.credentials(ctx, host); ok {
 			return user, pass, nil
