@@ -45,7 +45,7 @@ var specRules = map[string]map[string]rule{
 		"ephemeralContainers":           refused(msgEphemeralContainers),
 		"restartPolicy":                 honoured("e2e.TestRunRestartsWithBackoffAndFinishesJobs"),
 		"terminationGracePeriodSeconds": honoured("e2e.TestGracePeriodBeforeKill"),
-		"activeDeadlineSeconds":         pendingProof("being built (issue 25): the pod is Failed with reason DeadlineExceeded"),
+		"activeDeadlineSeconds":         pendingProof("being built: the pod is Failed with reason DeadlineExceeded"),
 		"dnsPolicy":                     honoured("containerdrt/poddir.TestResolvConf"),
 		"nodeSelector":                  noEffect(reasonScheduling),
 		"serviceAccountName":            refusedWhen("it is not `default`", msgServiceAccount),
@@ -57,7 +57,7 @@ var specRules = map[string]map[string]rule{
 		"hostIPC":                       honoured("containerdrt.TestHostPIDAndIPC"),
 		"shareProcessNamespace":         honoured("containerdrt.TestSharedProcessNamespace"),
 		"securityContext":               honoured("containerdrt.TestSpecUserInContainer"),
-		"imagePullSecrets":              pendingProof("being built (issue 25): a `kubernetes.io/dockerconfigjson` or `dockercfg` Secret beside the pod"),
+		"imagePullSecrets":              honoured("containerdrt/images.TestEnsureUsesPodPullSecrets"),
 		"hostname":                      honoured("containerdrt/poddir.TestHostsFilePodNetwork"),
 		"subdomain":                     honoured("containerdrt/poddir.TestHostsFilePodNetwork"),
 		"affinity":                      noEffect(reasonScheduling),
@@ -84,7 +84,7 @@ var specRules = map[string]map[string]rule{
 		"evictionResponders":            noEffect("called by the apiserver's Eviction API, which static pods do not have"),
 	},
 	"LocalObjectReference": {
-		"name": pendingProof("with imagePullSecrets"),
+		"name": honoured("e2e.TestOncePullsWithPullSecretBesideThePod"),
 	},
 	"HostAlias": {
 		"ip":        honoured("containerdrt/poddir.TestHostsFilePodNetwork"),
