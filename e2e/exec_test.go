@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
 
 	spcli "github.com/staticpod/staticpod/cli"
 )
@@ -32,6 +33,7 @@ func TestExecNeedsOnlyTheAPI(t *testing.T) {
 	n.start("--listen", addr, "--api-token-file", tokenFile)
 	n.write("web.yaml", podManifest("web", "Always", "trap 'exit 0' TERM; while true; do sleep 0.1; done"))
 	n.await("web running", time.Minute, running("web-node1/main/0"))
+	n.awaitPhase("web-node1", corev1.PodRunning) // the API may answer a moment after containerd
 
 	// Nothing of containerd in the environment: exec must not need it.
 	env := []string{"STATICPOD_CONTAINERD_ADDRESS=/nowhere", "STATICPOD_CONTAINERD_NAMESPACE=nowhere", "STATICPOD_ROOT_DIR=/nowhere"}

@@ -31,7 +31,7 @@ server = "https://upstream.invalid"
   capabilities = ["pull", "resolve"]
 `, mirror.Host))
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "stub-provider"), "./containerdrt/testdata/credprovider")
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "stub-provider"), "./containerdrt/images/testdata/credprovider")
 	build.Dir = ".."
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the test plugin: %v\n%s", err, out)

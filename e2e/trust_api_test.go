@@ -81,7 +81,14 @@ func TestTCPWithoutTokenServesOnlyPodsAndHealth(t *testing.T) {
 			t.Errorf("GET %s over TCP without a token served what it guards: %s", path, body)
 		}
 	}
-	if code, body := n.apiGet("/containerLogs/default/web-node1/main"); code != http.StatusOK || !strings.Contains(string(body), "hello from web") {
+	// The container writes its line once it runs, a moment after the pod is Running.
+	var code int
+	var body []byte
+	testenv.Await(t, "the log over the socket", time.Minute, func() bool {
+		code, body = n.apiGet("/containerLogs/default/web-node1/main")
+		return code != http.StatusOK || strings.Contains(string(body), "hello from web")
+	})
+	if code != http.StatusOK || !strings.Contains(string(body), "hello from web") {
 		t.Errorf("GET the logs over the socket = %d %s, want 200 with the log", code, body)
 	}
 	// Written as the listener started, before it answered.
