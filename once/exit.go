@@ -52,11 +52,14 @@ func stopCode(ctx context.Context) (int, bool) {
 }
 
 // done reports whether a pod is where once waits for it: finished for a Never or
-// OnFailure pod, Ready for an Always pod.
+// OnFailure pod, Ready for an Always pod; failed for any pod (an Always pod past its
+// activeDeadlineSeconds never becomes Ready).
 func done(want, got *corev1.Pod) bool {
 	switch {
 	case got == nil:
 		return false
+	case got.Status.Phase == corev1.PodFailed:
+		return true
 	case want.Spec.RestartPolicy == corev1.RestartPolicyAlways:
 		return spcli.ConditionTrue(got, corev1.PodReady)
 	}
