@@ -64,6 +64,8 @@ func TestExitCode(t *testing.T) {
 		{"not done", []*corev1.Pod{job(corev1.RestartPolicyAlways)}, []*corev1.Pod{nil}, 1},
 		{"an Always pod failed by its deadline", []*corev1.Pod{job(corev1.RestartPolicyAlways)},
 			[]*corev1.Pod{deadlineExceeded(failed(nil, exited("main", "Error", 137)))}, 137},
+		{"failed by its deadline, still stopping", []*corev1.Pod{job(corev1.RestartPolicyNever)},
+			[]*corev1.Pod{deadlineExceeded(failed(nil, running("main")))}, 1},
 	} {
 		if got := exitCode(tc.want, tc.got); got != tc.code {
 			t.Errorf("%s: exitCode = %d, want %d", tc.name, got, tc.code)
@@ -84,6 +86,9 @@ func TestProgressTellsWhyAPodFailedOutsideATerminal(t *testing.T) {
 	got := []*corev1.Pod{deadlineExceeded(pod(corev1.PodFailed, []corev1.ContainerStatus{exited("main", "Error", 137)}))}
 	if !p.pods(want, got) || !p.pods(want, got) {
 		t.Error("an Always pod that failed is not done")
+	}
+	if stopping := []*corev1.Pod{deadlineExceeded(pod(corev1.PodFailed, []corev1.ContainerStatus{running("main")}))}; p.pods(want, stopping) {
+		t.Error("a failed pod whose container still runs is done")
 	}
 	line := "web-node1: Failed: DeadlineExceeded: " + runner.MessageDeadlineExceeded + "\n"
 	if !strings.HasSuffix(out.String(), line) || strings.Count(out.String(), "\n") != 1 {
