@@ -84,8 +84,10 @@ func TestProgressTellsWhyAPodFailedOutsideATerminal(t *testing.T) {
 	p := &progress{w: &out, told: map[types.UID]string{}}
 	want := []*corev1.Pod{{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways}}}
 	got := []*corev1.Pod{deadlineExceeded(pod(corev1.PodFailed, []corev1.ContainerStatus{exited("main", "Error", 137)}))}
-	if !p.pods(want, got) || !p.pods(want, got) {
-		t.Error("an Always pod that failed is not done")
+	for range 2 { // told once, however often asked
+		if !p.pods(want, got) {
+			t.Error("an Always pod that failed is not done")
+		}
 	}
 	if stopping := []*corev1.Pod{deadlineExceeded(pod(corev1.PodFailed, []corev1.ContainerStatus{running("main")}))}; p.pods(want, stopping) {
 		t.Error("a failed pod whose container still runs is done")
