@@ -105,7 +105,7 @@ func TestActiveDeadlineFailsThePodCountedFromItsFirstStart(t *testing.T) {
 func TestOnceReportsAPodPastItsDeadline(t *testing.T) {
 	o := newOnceEnv(t)
 	o.write("job.yaml", podManifest("job", "Never", "trap 'exit 143' TERM; sleep 3600 & wait", "  activeDeadlineSeconds: 2\n"))
-	_, errOut, code, ns := o.run()
+	_, errOut, code, ns := o.run("--timeout", "1m") // without the deadline: 124, and cleaned up
 	if code != 143 {
 		t.Errorf("once: exit %d, want 143 (the container's, stopped by the deadline)", code)
 	}
