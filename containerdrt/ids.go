@@ -55,7 +55,8 @@ func makeID(podName, rest string, uid types.UID) string {
 // staticpod.io/config.location, a URL already without credentials or query values)
 // tells a restarted staticpod which definition runs under the UID; one that is not
 // valid UTF-8 or too long for a label is left out, and the pod is then told by its name
-// and source alone (runner.RunningPod).
+// and source alone (runner.RunningPod). The pod's status.startTime, when the runner
+// gives one, is recorded too (runner.Container.PodStart).
 func podLabels(pod *corev1.Pod, kind runner.Kind, name string, attempt int) map[string]string {
 	labels := map[string]string{
 		LabelKind:         string(kind),
@@ -68,6 +69,9 @@ func podLabels(pod *corev1.Pod, kind runner.Kind, name string, attempt int) map[
 	}
 	if loc := pod.Annotations[manifests.AnnotationLocation]; utf8.ValidString(loc) && len(LabelPodLocation)+len(loc) <= maxLabelSize {
 		labels[LabelPodLocation] = loc
+	}
+	if st := pod.Status.StartTime; st != nil && !st.IsZero() {
+		labels[LabelPodStartTime] = st.UTC().Format(time.RFC3339Nano)
 	}
 	return labels
 }
@@ -109,6 +113,7 @@ func fromLabels(c *runner.Container, labels map[string]string) error {
 		}
 	}
 	c.StopDeadline = parseTime(labels[labelStopDeadline])
+	c.PodStart = parseTime(labels[LabelPodStartTime])
 	if kind == runner.KindSandbox {
 		networkFromLabels(c, labels)
 	}

@@ -20,6 +20,9 @@ const (
 	// What stopping a container needs once its pod's spec is gone (see runner.Container).
 	LabelPodGrace = labelPrefix + "pod.termination-grace-period" // seconds
 	LabelPreStop  = labelPrefix + "container.prestop"            // JSON: name, ports, lifecycle.preStop
+	// LabelPodStartTime is the pod's status.startTime when it was made (RFC 3339),
+	// from which a restarted staticpod counts the pod's active deadline.
+	LabelPodStartTime = labelPrefix + "pod.start-time"
 
 	// Set when the task starts and when its exit is recorded (see reap): containerd
 	// keeps neither once a task is deleted.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/staticpod/staticpod/manifests"
@@ -106,6 +107,33 @@ func TestPodLocationLabelRoundTrip(t *testing.T) {
 		}
 		if got.Location != tc.want || got.Source != "file" {
 			t.Errorf("%s: read back location %q from %q, want %q", tc.name, got.Location, got.Source, tc.want)
+		}
+	}
+}
+
+// The pod's start time the runner gives comes back from every record of the pod, so
+// that a restarted staticpod counts the pod's active deadline from it; without one,
+// none is recorded.
+func TestPodStartTimeLabelRoundTrip(t *testing.T) {
+	start := time.Date(2026, 1, 1, 10, 0, 0, 123456789, time.FixedZone("x", 3600))
+	for _, tc := range []struct {
+		name  string
+		start *metav1.Time
+		want  time.Time
+	}{
+		{"given", &metav1.Time{Time: start}, start},
+		{"not given", nil, time.Time{}},
+	} {
+		pod := &corev1.Pod{Status: corev1.PodStatus{StartTime: tc.start}}
+		pod.UID, pod.Name, pod.Namespace = "0123abcd", "job-n", "default"
+		for _, kind := range []runner.Kind{runner.KindSandbox, runner.KindContainer} {
+			var got runner.Container
+			if err := fromLabels(&got, podLabels(pod, kind, "c", 0)); err != nil {
+				t.Fatal(err)
+			}
+			if !got.PodStart.Equal(tc.want) {
+				t.Errorf("%s, %s: read back pod start %v, want %v", tc.name, kind, got.PodStart, tc.want)
+			}
 		}
 	}
 }

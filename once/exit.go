@@ -52,11 +52,16 @@ func stopCode(ctx context.Context) (int, bool) {
 }
 
 // done reports whether a pod is where once waits for it: finished for a Never or
-// OnFailure pod, Ready for an Always pod.
+// OnFailure pod, Ready for an Always pod; failed for any pod (an Always pod past its
+// activeDeadlineSeconds never becomes Ready) once its app containers stopped: a pod
+// failed by its deadline is Failed while they are still being stopped, and their exit
+// codes are the run's.
 func done(want, got *corev1.Pod) bool {
 	switch {
 	case got == nil:
 		return false
+	case got.Status.Phase == corev1.PodFailed:
+		return !slices.ContainsFunc(got.Status.ContainerStatuses, func(cs corev1.ContainerStatus) bool { return cs.State.Running != nil })
 	case want.Spec.RestartPolicy == corev1.RestartPolicyAlways:
 		return spcli.ConditionTrue(got, corev1.PodReady)
 	}

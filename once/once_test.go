@@ -3,10 +3,12 @@ package once
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/runner"
 )
@@ -60,10 +62,39 @@ func TestExitCode(t *testing.T) {
 		{"failed without a code", []*corev1.Pod{job(corev1.RestartPolicyNever)}, []*corev1.Pod{failed(nil, waiting("main", runner.ReasonRunContainerError))}, 1},
 		{"exit 256 is not success", []*corev1.Pod{job(corev1.RestartPolicyNever)}, []*corev1.Pod{failed(nil, exited("main", "Error", 256))}, 1},
 		{"not done", []*corev1.Pod{job(corev1.RestartPolicyAlways)}, []*corev1.Pod{nil}, 1},
+		{"an Always pod failed by its deadline", []*corev1.Pod{job(corev1.RestartPolicyAlways)},
+			[]*corev1.Pod{deadlineExceeded(failed(nil, exited("main", "Error", 137)))}, 137},
+		{"failed by its deadline, still stopping", []*corev1.Pod{job(corev1.RestartPolicyNever)},
+			[]*corev1.Pod{deadlineExceeded(failed(nil, running("main")))}, 1},
 	} {
 		if got := exitCode(tc.want, tc.got); got != tc.code {
 			t.Errorf("%s: exitCode = %d, want %d", tc.name, got, tc.code)
 		}
+	}
+}
+
+func deadlineExceeded(p *corev1.Pod) *corev1.Pod {
+	p.Status.Reason, p.Status.Message = runner.ReasonDeadlineExceeded, runner.MessageDeadlineExceeded
+	return p
+}
+
+// A CI log, not a terminal, says why staticpod failed a pod, once.
+func TestProgressTellsWhyAPodFailedOutsideATerminal(t *testing.T) {
+	var out bytes.Buffer
+	p := &progress{w: &out, told: map[types.UID]string{}}
+	want := []*corev1.Pod{{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways}}}
+	got := []*corev1.Pod{deadlineExceeded(pod(corev1.PodFailed, []corev1.ContainerStatus{exited("main", "Error", 137)}))}
+	for range 2 { // told once, however often asked
+		if !p.pods(want, got) {
+			t.Error("an Always pod that failed is not done")
+		}
+	}
+	if stopping := []*corev1.Pod{deadlineExceeded(pod(corev1.PodFailed, []corev1.ContainerStatus{running("main")}))}; p.pods(want, stopping) {
+		t.Error("a failed pod whose container still runs is done")
+	}
+	line := "web-node1: Failed: DeadlineExceeded: " + runner.MessageDeadlineExceeded + "\n"
+	if !strings.HasSuffix(out.String(), line) || strings.Count(out.String(), "\n") != 1 {
+		t.Errorf("progress said %q, want once %q", out.String(), line)
 	}
 }
 

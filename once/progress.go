@@ -17,7 +17,8 @@ import (
 
 // progress tells on stderr what the run does. On a terminal: every event (containers
 // created, started, stopped, probes failing), pods finishing, and the pods once still
-// waits for. Elsewhere only warnings, which a CI log needs to explain a failure.
+// waits for. Elsewhere only warnings and the reason of a pod that staticpod failed
+// (DeadlineExceeded), which a CI log needs to explain a failure.
 type progress struct {
 	w        io.Writer
 	terminal bool
@@ -58,6 +59,8 @@ func (p *progress) pods(want, got []*corev1.Pod) bool {
 		switch {
 		case pod == nil:
 			continue
+		case pod.Status.Phase == corev1.PodFailed && pod.Status.Reason != "":
+			say = fmt.Sprintf("%s: %s: %s", pod.Status.Phase, pod.Status.Reason, pod.Status.Message)
 		case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
 			say = string(pod.Status.Phase)
 		case done(want[i], pod):
@@ -70,7 +73,7 @@ func (p *progress) pods(want, got []*corev1.Pod) bool {
 		}
 		if say != "" && p.told[pod.UID] != say {
 			p.told[pod.UID] = say
-			if p.terminal {
+			if p.terminal || pod.Status.Phase == corev1.PodFailed && pod.Status.Reason != "" {
 				fmt.Fprintf(p.w, "%s%s: %s\n", p.stamp(), spcli.DisplayName(pod.Namespace, pod.Name), say)
 			}
 		}

@@ -82,7 +82,7 @@ func (f *fakeRuntime) StartSandbox(_ context.Context, pod *corev1.Pod, attempt i
 	}
 	c := Container{ID: fmt.Sprintf("%s-sandbox-%d", pod.UID, attempt), Kind: KindSandbox, PodUID: pod.UID, PodName: pod.Name,
 		PodNamespace: pod.Namespace, Name: pod.Name, Attempt: attempt, State: StateRunning, PID: 100, CreatedAt: f.now(), StartedAt: f.now(),
-		Source: sourceOf(pod), Location: locationOf(pod)}
+		Source: sourceOf(pod), Location: locationOf(pod), PodStart: podStartOf(pod)}
 	f.mu.Lock()
 	c.NetworkNote = f.networkNote
 	f.mu.Unlock()
@@ -96,7 +96,7 @@ func (f *fakeRuntime) CreateContainer(_ context.Context, req CreateRequest) (Con
 	}
 	c := Container{ID: fmt.Sprintf("%s-%s-%d", req.Pod.UID, req.Container.Name, req.Attempt), Kind: KindContainer, PodUID: req.Pod.UID,
 		PodName: req.Pod.Name, PodNamespace: req.Pod.Namespace, Name: req.Container.Name, Attempt: req.Attempt, Hash: req.Hash,
-		State: StateCreated, CreatedAt: f.now(), Source: sourceOf(req.Pod), Location: locationOf(req.Pod)}
+		State: StateCreated, CreatedAt: f.now(), Source: sourceOf(req.Pod), Location: locationOf(req.Pod), PodStart: podStartOf(req.Pod)}
 	f.put(c)
 	f.mu.Lock()
 	f.volumes[req.Pod.UID] = req.Objects
@@ -208,6 +208,14 @@ func (f *fakeRuntime) Repair(context.Context) bool {
 	repair := f.repair
 	f.mu.Unlock()
 	return repair != nil && repair()
+}
+
+// podStartOf is the pod's status.startTime, which a Runtime records with what it makes.
+func podStartOf(pod *corev1.Pod) time.Time {
+	if pod.Status.StartTime == nil {
+		return time.Time{}
+	}
+	return pod.Status.StartTime.Time
 }
 
 func (f *fakeRuntime) put(c Container) {

@@ -23,15 +23,16 @@ type harness struct {
 	f   *fakeRuntime
 	r   *Runner
 	ctx context.Context
+	dir string // the runner's ResultsDir, which a restarted runner reads again
 
 	mu  sync.Mutex // guards now, read by workers in goroutines of some tests
 	now time.Time
 }
 
 func newHarness(t *testing.T) *harness {
-	h := &harness{t: t, now: t0, ctx: context.Background()}
+	h := &harness{t: t, now: t0, ctx: context.Background(), dir: t.TempDir()}
 	h.f = newFakeRuntime(h.clock)
-	r, err := New(Options{Runtime: h.f, Now: h.clock, HostIP: "10.0.0.1", ResultsDir: t.TempDir()})
+	r, err := New(Options{Runtime: h.f, Now: h.clock, HostIP: "10.0.0.1", ResultsDir: h.dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,9 @@ type PodRuntime struct {
 	// Unstarted are the running containers whose startup probe has not succeeded yet:
 	// a sidecar among them does not let the next init container start.
 	Unstarted map[string]bool
+	// Start is when the pod started (its status.startTime), from which its active
+	// deadline counts; zero when not known.
+	Start time.Time
 }
 
 // Sandbox is the pod's newest sandbox, or nil.
@@ -88,8 +91,9 @@ type Actions struct {
 	Remove         []Container       // never-started containers whose attempt a Start takes over
 	Start          []Start           // containers to create and start, in order
 	Waiting        map[string]string // container name -> why it is not started now (CrashLoopBackOff)
-	Retry          time.Duration     // when > 0: the soonest back-off among Waiting ends this much later
+	Retry          time.Duration     // when > 0: the soonest back-off among Waiting ends, or the pod's active deadline passes, this much later
 	Done           bool              // the pod has finished: nothing will run again
+	Reason         string            // with Done, when staticpod fails the pod itself: why (DeadlineExceeded)
 }
 
 // Backoff says how long a container must still wait before it is restarted after the
@@ -98,8 +102,26 @@ type Backoff func(uid types.UID, name string, last Container, now time.Time) tim
 
 // Plan computes what to do for pod given what the runtime holds for it. It does no I/O,
 // so that every decision of the runner can be tested with tables. A nil pod means the
-// pod is no longer wanted: everything is killed.
+// pod is no longer wanted: everything is killed. A pod past its active deadline is
+// killed and done, failed with ReasonDeadlineExceeded; one before it is planned as
+// usual, with Retry no later than the deadline, so that its worker syncs then.
 func Plan(pod *corev1.Pod, rt PodRuntime, backoff Backoff, now time.Time) Actions {
+	if pod != nil && deadlineExceeded(pod, rt, now) {
+		return Actions{KillPod: len(rt.Live()) > 0 || sandboxRunning(rt), Done: true, Reason: ReasonDeadlineExceeded}
+	}
+	a := plan(pod, rt, backoff, now)
+	if a.Done || pod == nil {
+		return a
+	}
+	if at, ok := activeDeadline(pod, rt.Start); ok {
+		if left := at.Sub(now); a.Retry == 0 || left < a.Retry {
+			a.Retry = left
+		}
+	}
+	return a
+}
+
+func plan(pod *corev1.Pod, rt PodRuntime, backoff Backoff, now time.Time) Actions {
 	if pod == nil {
 		return Actions{KillPod: len(rt.Live()) > 0 || sandboxRunning(rt), Done: true}
 	}
@@ -158,7 +180,7 @@ func (p PodRuntime) sinceSandbox() PodRuntime {
 	if sb == nil {
 		return p
 	}
-	out := PodRuntime{UID: p.UID, Sandboxes: p.Sandboxes, Unstarted: p.Unstarted}
+	out := PodRuntime{UID: p.UID, Sandboxes: p.Sandboxes, Unstarted: p.Unstarted, Start: p.Start}
 	for _, c := range p.Containers {
 		if !c.CreatedAt.Before(sb.CreatedAt) {
 			out.Containers = append(out.Containers, c)

@@ -5,25 +5,27 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 )
 
 // Results remembers which pods finished for good (Never and OnFailure pods whose
-// containers will not run again), on disk, so that a finished job does not run again
-// after staticpod or the machine restarts. A pod's result is forgotten when the pod is
-// removed, so the same manifest written again runs again.
+// containers will not run again, pods staticpod failed), and why staticpod failed a
+// pod, on disk, so that a finished job does not run again after staticpod or the
+// machine restarts, and a failed one still says why. A pod's result is forgotten when
+// the pod is removed, so the same manifest written again runs again.
 type Results struct {
-	dir string // one empty file per finished pod UID; "" keeps results in memory only
+	dir string // one file per finished pod UID, holding the reason it failed, if any; "" keeps results in memory only
 
-	mu   sync.Mutex         // guards done
-	done map[types.UID]bool // cache of the files
+	mu   sync.Mutex           // guards done
+	done map[types.UID]string // cache of the files: pod UID -> reason
 }
 
 // NewResults loads the results kept under dir (created if missing).
 func NewResults(dir string) (*Results, error) {
-	r := &Results{dir: dir, done: map[types.UID]bool{}}
+	r := &Results{dir: dir, done: map[types.UID]string{}}
 	if dir == "" {
 		return r, nil
 	}
@@ -35,31 +37,38 @@ func NewResults(dir string) (*Results, error) {
 		return nil, fmt.Errorf("results: %w", err)
 	}
 	for _, e := range entries {
-		if uid, err := hex.DecodeString(e.Name()); err == nil {
-			r.done[types.UID(uid)] = true
+		uid, err := hex.DecodeString(e.Name())
+		if err != nil {
+			continue
 		}
+		// A reason that cannot be read is lost, not the result: the pod stays finished.
+		reason, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		r.done[types.UID(uid)] = strings.TrimSpace(string(reason))
 	}
 	return r, nil
 }
 
-// Done reports whether the pod finished for good.
-func (r *Results) Done(uid types.UID) bool {
+// Done reports whether the pod finished for good and, if staticpod failed it, why.
+func (r *Results) Done(uid types.UID) (done bool, reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.done[uid]
+	reason, done = r.done[uid]
+	return done, reason
 }
 
-// Mark records that the pod finished for good.
-func (r *Results) Mark(uid types.UID) {
+// Mark records that the pod finished for good; reason, if not "", is why staticpod
+// failed it.
+func (r *Results) Mark(uid types.UID, reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.done[uid] {
+	if _, ok := r.done[uid]; ok {
 		return
 	}
-	r.done[uid] = true
+	r.done[uid] = reason
 	if r.dir != "" {
 		// Best effort: losing the mark only means the job may run again after a crash.
 		if f, err := os.OpenFile(r.file(uid), os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+			f.WriteString(reason)
 			f.Sync()
 			f.Close()
 		}

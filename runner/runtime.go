@@ -31,7 +31,9 @@ type Runtime interface {
 
 	// StartSandbox creates and starts what holds a pod's namespaces, with the pod's
 	// network if the runtime has one to give it; attempt counts the sandboxes the pod has
-	// had (0 for the first). A failure leaves nothing of the sandbox behind.
+	// had (0 for the first). A failure leaves nothing of the sandbox behind. The pod's
+	// status.startTime, when set, is recorded with the sandbox, as with every container
+	// CreateContainer makes, and reported as Container.PodStart.
 	StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (Container, error)
 
 	// CreateContainer creates (but does not start) one container of a pod.
@@ -184,6 +186,11 @@ type Container struct {
 	PodGrace     *time.Duration    // the pod's terminationGracePeriodSeconds
 	PreStop      *corev1.Container // its name, ports and lifecycle.preStop; nil without a hook
 	StopDeadline time.Time         // set once a stop began: when the grace period ends
+
+	// PodStart is the pod's status.startTime as given when this was made (see
+	// StartSandbox); zero when none was given. A restarted staticpod counts the pod's
+	// active deadline from it.
+	PodStart time.Time
 }
 
 // ExecRequest is a command to run in a container.

@@ -33,8 +33,9 @@ type Observed struct {
 	Unready     map[string]bool                         // containers a readiness probe failed
 	Unstarted   map[string]bool                         // containers whose startup probe has not passed
 	Done        bool                                    // the pod finished for good
+	Reason      string                                  // why staticpod failed the pod (DeadlineExceeded); "" if it did not
 	KillReasons map[string]string                       // container ID -> why staticpod killed it
-	StartTime   time.Time                               // when the worker first saw the pod
+	StartTime   time.Time                               // status.startTime: when the pod's first worker saw it
 	RuntimeType string                                  // Runtime.Type, the scheme of container IDs
 }
 
@@ -77,6 +78,11 @@ func Status(pod *corev1.Pod, rt PodRuntime, obs Observed, hostIP string) corev1.
 		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(&pod.Spec.Containers[i], rt, cur, obs, appWaiting))
 	}
 	st.Phase = phase(pod, cur, obs, initialized)
+	if obs.Reason != "" {
+		// As the kubelet's eviction by a pod sync handler: Failed whatever the
+		// containers' exits say.
+		st.Phase, st.Reason, st.Message = corev1.PodFailed, obs.Reason, failureMessages[obs.Reason]
+	}
 	st.Conditions = conditions(st, initialized)
 	return st
 }

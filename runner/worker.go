@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/manifests"
@@ -32,6 +33,8 @@ type worker struct {
 
 	// Owned by the worker goroutine.
 	spec          *corev1.Pod // the last spec it synced, kept for the grace period of a kill
+	created       time.Time   // when the worker was made: the pod first seen, for the start latency
+	startKnown    bool        // obs.StartTime holds what the runtime remembers of it (podStart)
 	sandbox       *Container  // the pod's running sandbox at the last sync, for hooks
 	noted         string      // the sandbox whose NetworkNote the events told
 	obs           Observed
@@ -117,7 +120,7 @@ func (w *worker) wakeIn(d time.Duration) {
 
 func newWorker(d workerDeps, uid types.UID, pod *corev1.Pod) *worker {
 	w := &worker{
-		workerDeps: d, uid: uid, pod: pod, spec: pod,
+		workerDeps: d, uid: uid, pod: pod, spec: pod, created: d.now(),
 		inbox:  make(chan struct{}, 1),
 		pulls:  map[string]retry{},
 		starts: map[string]retry{},
@@ -237,6 +240,12 @@ func (w *worker) syncOnce(ctx context.Context) (gone bool) {
 	}
 	now := w.now()
 	defer func(start time.Time) { w.metrics.syncDuration.Observe(time.Since(start).Seconds()) }(time.Now())
+	if !w.startKnown {
+		// A pod adopted after a restart of staticpod started when its first instance
+		// did, not now: its active deadline counts from then.
+		w.obs.StartTime, w.startKnown = podStart(rt, w.obs.StartTime), true
+	}
+	rt.Start = w.obs.StartTime
 	w.sandbox = runningSandbox(rt)
 	if pod != nil {
 		w.noteNetwork(w.sandbox)
@@ -251,10 +260,15 @@ func (w *worker) syncOnce(ctx context.Context) (gone bool) {
 	if actions.Retry > 0 {
 		w.wakeIn(actions.Retry)
 	}
-	if w.results.Done(w.uid) && pod != nil {
+	if done, reason := w.results.Done(w.uid); done && pod != nil {
 		actions = Actions{KillPod: actions.KillPod, Done: true}
+		if reason != "" {
+			w.obs.Reason = reason // told when the pod failed, before a restart of staticpod
+		}
+	} else {
+		w.fail(actions.Reason)
 	}
-	acted := w.execute(ctx, pod, rt, actions)
+	acted := w.execute(ctx, withStartTime(pod, w.obs.StartTime), rt, actions)
 	if acted {
 		w.synced = w.pleg.Started()
 		w.asks.request(w.uid)
@@ -267,10 +281,33 @@ func (w *worker) syncOnce(ctx context.Context) (gone bool) {
 	w.prober.sync(w, pod, rt)
 	w.obs.Done = actions.Done
 	if actions.Done && !actions.KillPod {
-		w.results.Mark(w.uid)
+		w.results.Mark(w.uid, w.obs.Reason)
 	}
 	w.publish(pod, rt)
 	return false
+}
+
+// fail records that staticpod failed the pod for reason (none when ""), and tells it
+// once, with the kubelet's event. The reason stays: a failed pod never runs again.
+func (w *worker) fail(reason string) {
+	if reason == "" || w.obs.Reason != "" {
+		return
+	}
+	w.obs.Reason = reason
+	w.log.Info("pod failed", "reason", reason)
+	w.normal("", reason, failureMessages[reason])
+}
+
+// withStartTime is pod with its status.startTime set to start, for the runtime to
+// record with what it makes of the pod (see Runtime.StartSandbox). pod itself, shared
+// with the loop, is left as it is.
+func withStartTime(pod *corev1.Pod, start time.Time) *corev1.Pod {
+	if pod == nil {
+		return nil
+	}
+	p := *pod
+	p.Status.StartTime = &metav1.Time{Time: start}
+	return &p
 }
 
 // finishKill removes everything of a killed pod once nothing of it runs any more. The
@@ -304,7 +341,7 @@ func (w *worker) publish(pod *corev1.Pod, rt PodRuntime) {
 	out.Status = Status(pod, rt, w.obs, w.hostIP)
 	if !w.startRecorded && allRunning(out.Status) {
 		w.startRecorded = true
-		w.metrics.podStart.Observe(since(w.obs.StartTime, w.now()))
+		w.metrics.podStart.Observe(since(w.created, w.now()))
 	}
 	w.pub.setStatus(w.uid, out)
 }
