@@ -45,7 +45,7 @@ var specRules = map[string]map[string]rule{
 		"ephemeralContainers":           refused(msgEphemeralContainers),
 		"restartPolicy":                 honoured("e2e.TestRunRestartsWithBackoffAndFinishesJobs"),
 		"terminationGracePeriodSeconds": honoured("e2e.TestGracePeriodBeforeKill"),
-		"activeDeadlineSeconds":         pendingProof("being built: the pod is Failed with reason DeadlineExceeded"),
+		"activeDeadlineSeconds":         honoured("e2e.TestActiveDeadlineFailsThePodCountedFromItsFirstStart"),
 		"dnsPolicy":                     honoured("containerdrt/poddir.TestResolvConf"),
 		"nodeSelector":                  noEffect(reasonScheduling),
 		"serviceAccountName":            refusedWhen("it is not `default`", msgServiceAccount),
