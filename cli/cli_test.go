@@ -351,3 +351,23 @@ func TestDescribePodLimits(t *testing.T) {
 		t.Errorf("pod limits: %q, want %q", got, want)
 	}
 }
+
+// A pod's pod-level limits (spec.resources) are its cgroup's, whatever its containers
+// ask: describe's Pod Limits shows them.
+func TestDescribePodLevelLimits(t *testing.T) {
+	pod := etcdPod() // its container requests 100m and 100Mi and limits nothing
+	pod.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("256Mi")}}
+	var out bytes.Buffer
+	if err := describePod(&out, pod, nil, nil, cliNow); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Pod Limits: cpu=1, memory=256Mi", "QoS Class: Burstable"} {
+		found := false
+		for line := range strings.Lines(out.String()) {
+			found = found || strings.Join(strings.Fields(line), " ") == want
+		}
+		if !found {
+			t.Errorf("describe lacks %q in:\n%s", want, out.String())
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,5 +121,77 @@ spec:
 		if got := read(file); got != v {
 			t.Errorf("%s = %s, want %s", file, got, v)
 		}
+	}
+}
+
+// Pod-level resources (spec.resources) size the pod's cgroup, as the kubelet's
+// ResourceConfigForPod does: its memory and CPU limits are the pod's, not the sum of
+// its containers', and its CPU shares come from the pod's CPU request. A container
+// without a limit of its own is held to the pod's, in its cgroup and through the
+// downward API.
+func TestPodCgroupLimitsFromPodResources(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: pod-level}
+spec:
+  resources:
+    requests: {cpu: 250m}
+    limits: {memory: 64Mi, cpu: 500m}
+  containers:
+  - name: a
+    image: `+testImage+`
+    command: ["sleep", "3600"]
+    resources:
+      limits: {memory: 16Mi, cpu: 100m}
+  - name: b
+    image: `+testImage+`
+    command: ["sleep", "3600"]
+    env:
+    - name: MEMORY
+      valueFrom: {resourceFieldRef: {resource: limits.memory}}
+    - name: MILLICPU
+      valueFrom: {resourceFieldRef: {resource: limits.cpu, divisor: 1m}}
+`)
+	cs := r.mustRunPod(t, pod)
+	r.awaitState(t, cs["b"].ID, runner.StateRunning)
+	_, root := r.Cgroups()
+	dir := path.Join(root, "burstable", "pod"+string(pod.UID)) // pod-level requests below limits
+	unified := spec.HostCgroups().Unified
+	want := map[string]string{
+		filepath.Join(cgroups.MountPoint, dir, "memory.max"): "67108864",
+		filepath.Join(cgroups.MountPoint, dir, "cpu.max"):    "50000 100000",
+		filepath.Join(cgroups.MountPoint, dir, "cpu.weight"): "10",
+	}
+	if !unified {
+		want = map[string]string{
+			filepath.Join(cgroups.MountPoint, "memory", dir, "memory.limit_in_bytes"): "67108864",
+			filepath.Join(cgroups.MountPoint, "cpu", dir, "cpu.cfs_quota_us"):         "50000",
+			filepath.Join(cgroups.MountPoint, "cpu", dir, "cpu.shares"):               "256",
+		}
+	}
+	for file, v := range want {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(string(b)); got != v {
+			t.Errorf("pod cgroup: %s = %s, want %s", file, got, v)
+		}
+	}
+
+	own := specKeyValues(r.execOut(t, cs["b"].ID, "sh", "-c", specCgroupScript))
+	wantOwn := map[string]string{"memory/memory.limit_in_bytes": "67108864", "cpu/cpu.cfs_quota_us": "50000"}
+	if unified {
+		wantOwn = map[string]string{"memory.max": "67108864", "cpu.max": "50000 100000"}
+	}
+	for k, v := range wantOwn {
+		if own[k] != v {
+			t.Errorf("container b's cgroup: %s = %q, want %q (the pod's limit); all: %v", k, own[k], v, own)
+		}
+	}
+	if got := strings.Fields(r.execOut(t, cs["b"].ID, "sh", "-c", "echo $MEMORY $MILLICPU")); !slices.Equal(got, []string{"67108864", "500"}) {
+		t.Errorf("container b's downward API limits.memory, limits.cpu = %v, want the pod's [67108864 500]", got)
 	}
 }

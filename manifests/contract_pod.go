@@ -78,7 +78,7 @@ var specRules = map[string]map[string]rule{
 		"hostUsers":                     refusedWhen("`false`", msgHostUsers),
 		"schedulingGates":               refused(msgSchedulingGates),
 		"resourceClaims":                refused(msgResourceClaims),
-		"resources":                     refusedWhen("it sets limits or requests (claims: "+msgResourceClaims+")", msgPodResources),
+		"resources":                     honouredNote("containerdrt.TestPodCgroupLimitsFromPodResources", "cpu and memory size the pod's cgroup, and cap a container without a limit of its own; huge pages are refused: "+msgPodHugePages),
 		"hostnameOverride":              honoured("containerdrt/poddir.TestContainerHostname"),
 		"schedulingGroup":               noEffect(reasonScheduling),
 		"evictionResponders":            noEffect("called by the apiserver's Eviction API, which static pods do not have"),

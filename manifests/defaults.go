@@ -56,6 +56,45 @@ func Default(pod *corev1.Pod) {
 	for i := range spec.Containers {
 		defaultContainer(&spec.Containers[i], spec.HostNetwork)
 	}
+	defaultPodResources(pod)
+}
+
+// defaultPodResources defaults the pod-level requests as the apiserver does
+// (defaultPodRequests), after the containers' own: where spec.resources sets limits,
+// a resource it requests nothing of is requested at the containers' aggregate request
+// of it, or, when no container requests it, at the pod-level limit.
+func defaultPodResources(pod *corev1.Pod) {
+	r := pod.Spec.Resources
+	if r == nil {
+		return
+	}
+	for _, l := range []corev1.ResourceList{r.Limits, r.Requests} {
+		for name, q := range l {
+			q.RoundUp(-3)
+			l[name] = q
+		}
+	}
+	if len(r.Limits) == 0 {
+		return
+	}
+	reqs := r.Requests
+	if reqs == nil {
+		reqs = corev1.ResourceList{}
+	}
+	containers := ContainerRequests(pod)
+	for name, q := range containers {
+		if _, ok := reqs[name]; !ok && isCPUOrMemory(name) {
+			reqs[name] = q.DeepCopy()
+		}
+	}
+	for name, q := range r.Limits {
+		if _, ok := reqs[name]; !ok && (isCPUOrMemory(name) || isHugePages(name)) {
+			reqs[name] = q.DeepCopy()
+		}
+	}
+	if len(reqs) > 0 {
+		r.Requests = reqs
+	}
 }
 
 func defaultVolume(v *corev1.Volume) {

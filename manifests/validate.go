@@ -81,9 +81,7 @@ func validateSpec(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	errs = append(errs, validatePolicies(spec, fld)...)
 	errs = append(errs, validateDNS(spec, fld)...)
 	errs = append(errs, validateHostNames(spec, fld)...)
-	if spec.Resources != nil {
-		errs = append(errs, validateResources(spec.Resources, podResourceName, fld.Child("resources"))...)
-	}
+	errs = append(errs, validatePodResources(spec, fld)...)
 	return errs
 }
 

@@ -27,8 +27,8 @@ const (
 		"remove readinessGates and let a readinessProbe decide instead"
 	msgSchedulingGates = "scheduling gates are removed by controllers through an apiserver, which static pods do not have, and a static pod is never scheduled; " +
 		"remove schedulingGates instead"
-	msgPodResources = "pod-level resources are not applied by staticpod: the pod's cgroup is sized from its containers; " +
-		"set resources on each container instead"
+	msgPodHugePages = "huge pages in pod-level resources are not applied by staticpod; " +
+		"set them on each container's resources instead"
 	msgOverhead = "overhead is set from a RuntimeClass by the apiserver, which static pods do not have; " +
 		"remove overhead and add it to the containers' resources instead"
 	msgHostnameFQDN = "setHostnameAsFQDN is not implemented by staticpod; " +
@@ -67,7 +67,6 @@ func validateRefused(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	forbid(spec.HostUsers != nil && !*spec.HostUsers, fld.Child("hostUsers"), msgHostUsers)
 	forbid(len(spec.ReadinessGates) > 0, fld.Child("readinessGates"), msgReadinessGates)
 	forbid(len(spec.SchedulingGates) > 0, fld.Child("schedulingGates"), msgSchedulingGates)
-	forbid(spec.Resources != nil && (len(spec.Resources.Limits) > 0 || len(spec.Resources.Requests) > 0), fld.Child("resources"), msgPodResources)
 	forbid(len(spec.Overhead) > 0, fld.Child("overhead"), msgOverhead)
 	forbid(spec.SetHostnameAsFQDN != nil && *spec.SetHostnameAsFQDN, fld.Child("setHostnameAsFQDN"), msgHostnameFQDN)
 	forbid(spec.OS != nil && spec.OS.Name == corev1.Windows, fld.Child("os"), msgWindows)

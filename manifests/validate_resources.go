@@ -86,6 +86,51 @@ func containerResourceName(name corev1.ResourceName, fld *field.Path) field.Erro
 	return nil
 }
 
+// validatePodResources checks spec.resources as the apiserver does
+// (validatePodResources, validatePodResourceConsistency): the names and quantities,
+// requests within limits, pod-level requests no smaller than what the containers
+// request together, and no container limited beyond the pod. Huge pages, which the
+// API allows there, are refused: staticpod does not apply them to the pod's cgroup.
+// The apiserver names a container's limit above the pod's at
+// spec.resources.containers[i][name].limits; here it is named where it is set.
+func validatePodResources(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
+	r := spec.Resources
+	if r == nil {
+		return nil
+	}
+	resPath := fld.Child("resources")
+	errs := validateResources(r, podResourceName, resPath)
+	for _, l := range []struct {
+		list corev1.ResourceList
+		path *field.Path
+	}{{r.Limits, resPath.Child("limits")}, {r.Requests, resPath.Child("requests")}} {
+		for _, name := range sortedNames(l.list) {
+			if isHugePages(name) {
+				errs = append(errs, field.Forbidden(l.path.Key(string(name)), msgPodHugePages))
+			}
+		}
+	}
+	pod := &corev1.Pod{Spec: *spec}
+	containers := ContainerRequests(pod)
+	for _, name := range sortedNames(containers) {
+		podReq, ok := r.Requests[name]
+		if agg := containers[name]; ok && agg.Cmp(podReq) > 0 {
+			errs = append(errs, field.Invalid(resPath.Child("requests").Key(string(name)), podReq.String(),
+				fmt.Sprintf("must be greater than or equal to aggregate container requests of %s", agg.String())))
+		}
+	}
+	for i, c := range spec.Containers {
+		for _, name := range sortedNames(c.Resources.Limits) {
+			podLim, ok := r.Limits[name]
+			if lim := c.Resources.Limits[name]; ok && lim.Cmp(podLim) > 0 {
+				errs = append(errs, field.Invalid(fld.Child("containers").Index(i).Child("resources", "limits").Key(string(name)), lim.String(),
+					fmt.Sprintf("must be less than or equal to pod limits of %s", podLim.String())))
+			}
+		}
+	}
+	return errs
+}
+
 // podResourceName accepts the resources that spec.resources may set.
 func podResourceName(name corev1.ResourceName, fld *field.Path) field.ErrorList {
 	if name == corev1.ResourceCPU || name == corev1.ResourceMemory || isHugePages(name) {

@@ -287,7 +287,7 @@ func TestValidatePodSpec(t *testing.T) {
 		{"nodeName", func(p *corev1.Pod) { p.Spec.NodeName = "Node_1" }, []fieldErr{errAt(tInvalid, "spec.nodeName")}},
 		{"pod-level resources", func(p *corev1.Pod) {
 			p.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{"ephemeral-storage": resource.MustParse("1Gi")}}
-		}, []fieldErr{errAt(tNotSupported, "spec.resources.limits[ephemeral-storage]"), errAt(tForbidden, "spec.resources")}},
+		}, []fieldErr{errAt(tNotSupported, "spec.resources.limits[ephemeral-storage]")}},
 	})
 }
 

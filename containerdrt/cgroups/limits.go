@@ -61,9 +61,10 @@ type podLimits struct {
 	pids      int64  // processes; 0 for no cap (--pod-max-pids)
 }
 
-// podLimitsOf sums the pod's containers' limits and requests: regular containers and
-// sidecars together, or the largest init container's where that is larger (the
-// kubelet's rule for the pod's effective resources).
+// podLimitsOf is the kubelet's ResourceConfigForPod: the pod's limits and requests
+// as a whole (manifests.PodLimits, PodRequests), from spec.resources where the pod
+// sets them there, else from its containers: regular containers and sidecars
+// together, or what runs beside an init container where that is larger.
 func podLimitsOf(pod *corev1.Pod) podLimits {
 	limits := manifests.PodLimits(pod)
 	memory := limits[corev1.ResourceMemory]
@@ -71,14 +72,8 @@ func podLimitsOf(pod *corev1.Pod) podLimits {
 	if cpu, ok := limits[corev1.ResourceCPU]; ok {
 		l.cpuQuota = CPUQuota(cpu.MilliValue())
 	}
-	var cpuRequest int64
-	for _, c := range pod.Spec.Containers {
-		cpuRequest += c.Resources.Requests.Cpu().MilliValue()
-	}
-	for _, c := range pod.Spec.InitContainers {
-		cpuRequest = max(cpuRequest, c.Resources.Requests.Cpu().MilliValue())
-	}
-	l.cpuShares = CPUShares(cpuRequest, 0)
+	requests := manifests.PodRequests(pod)
+	l.cpuShares = CPUShares(requests.Cpu().MilliValue(), 0)
 	return l
 }
 

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // FieldRefValue is the downward API value of a pod field, as the kubelet's
@@ -69,8 +71,9 @@ func splitSubscript(fieldPath string) (path, key string, ok bool) {
 // ResourceFieldRefValue is the downward API value of a resourceFieldRef, as the
 // kubelet's ExtractContainerResourceValue computes it: CPU in whole divisor units
 // rounded up (divisor 1 by default), memory, ephemeral storage and huge pages likewise
-// in bytes. A limit that is not set is the node's allocatable amount
-// (defaultPodLimitsForDownwardAPI), here the whole host.
+// in bytes. A limit the container does not set is the pod-level limit where the pod
+// sets one, else the node's allocatable amount (defaultPodLimitsForDownwardAPI), here
+// the whole host.
 func ResourceFieldRefValue(in Input, ref *corev1.ResourceFieldSelector) (string, error) {
 	c, err := refContainer(in, ref.ContainerName)
 	if err != nil {
@@ -88,7 +91,7 @@ func ResourceFieldRefValue(in Input, ref *corev1.ResourceFieldSelector) (string,
 	if kind == "requests" {
 		list = c.Resources.Requests
 	} else {
-		list = withAllocatable(c.Resources.Limits, in.PodDir)
+		list = withAllocatable(manifests.ContainerLimits(in.Pod, c), in.PodDir)
 	}
 	rn := corev1.ResourceName(name)
 	if rn != corev1.ResourceCPU && rn != corev1.ResourceMemory && rn != corev1.ResourceEphemeralStorage && !strings.HasPrefix(name, corev1.ResourceHugePagesPrefix) {

@@ -60,8 +60,8 @@ func oomScoreOpts(in Input, capacity func() (int64, error), floor func() (int, e
 // the Guaranteed score whatever its resources; others score by QoS class:
 // Guaranteed -997, BestEffort 1000, Burstable 1000 - 1000*memoryRequest/capacity held
 // to [3, 999], where a sidecar scores no higher than the regular container with the
-// smallest request. Pod-level resources (spec.resources) are not counted: the QoS
-// class staticpod reports does not count them either.
+// smallest request. A pod-level memory request counts too: what the containers do not
+// request of it themselves is shared equally among them (podMemoryShare).
 func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, capacity func() (int64, error)) (int, error) {
 	if pod.Spec.PriorityClassName == systemNodeCritical {
 		return guaranteedOOMScoreAdj, nil
@@ -79,11 +79,28 @@ func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, capacity func() (int64, e
 	if memory <= 0 {
 		return 0, fmt.Errorf("machine memory capacity %d", memory)
 	}
-	score := burstableScore(c.Resources.Requests.Memory().Value(), memory)
+	share := podMemoryShare(pod)
+	score := burstableScore(c.Resources.Requests.Memory().Value()+share, memory)
 	if manifests.IsSidecar(c) { // validation allows restartPolicy on init containers only
-		score = min(score, burstableScore(minRegularMemoryRequest(pod), memory))
+		score = min(score, burstableScore(minRegularMemoryRequest(pod)+share, memory))
 	}
 	return int(min(max(score, minBurstableOOMScoreAdj), maxBurstableOOMScoreAdj)), nil
+}
+
+// podMemoryShare is the kubelet's remainingPodMemReqPerContainer: the part of the
+// pod-level memory request its containers do not request themselves, divided among
+// all of them, init containers included; 0 without a pod-level memory request.
+func podMemoryShare(pod *corev1.Pod) int64 {
+	if !manifests.HasPodResources(pod) {
+		return 0
+	}
+	podRequest := pod.Spec.Resources.Requests.Memory().Value()
+	if podRequest == 0 {
+		return 0
+	}
+	containers := manifests.ContainerRequests(pod)
+	n := int64(len(pod.Spec.Containers) + len(pod.Spec.InitContainers))
+	return (podRequest - containers.Memory().Value()) / n
 }
 
 // burstableScore is the kubelet's heuristic: a container that requests 10% of the

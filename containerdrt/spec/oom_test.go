@@ -47,6 +47,20 @@ func TestOOMScoreAdj(t *testing.T) {
 					Resources: corev1.ResourceRequirements{Requests: specResourceList("", "100Mi")}}}
 			},
 			container: func(p *corev1.Pod) *corev1.Container { return &p.Spec.InitContainers[0] }},
+		{name: "pod-level request shared by the containers", want: 750,
+			edit: func(p *corev1.Pod) {
+				p.Spec.Resources = &corev1.ResourceRequirements{Requests: specResourceList("", "2Gi"), Limits: specResourceList("", "4Gi")}
+				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "helper"})
+			}},
+		{name: "pod-level request beyond the containers' own", requests: specResourceList("", "1Gi"), limits: specResourceList("", "1Gi"), want: 500,
+			edit: func(p *corev1.Pod) {
+				p.Spec.Resources = &corev1.ResourceRequirements{Requests: specResourceList("", "3Gi"), Limits: specResourceList("", "4Gi")}
+				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "helper"})
+			}},
+		{name: "pod-level guaranteed", want: -997,
+			edit: func(p *corev1.Pod) {
+				p.Spec.Resources = &corev1.ResourceRequirements{Requests: specResourceList("1", "1Gi"), Limits: specResourceList("1", "1Gi")}
+			}},
 		{name: "plain init container: its own request", requests: specResourceList("", "2Gi"), want: 976,
 			edit: func(p *corev1.Pod) {
 				p.Spec.InitContainers = []corev1.Container{{Name: "setup",

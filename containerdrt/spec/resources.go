@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 
 	"github.com/staticpod/staticpod/containerdrt/cgroups"
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // Where the host's resources are read.
@@ -27,18 +28,21 @@ const (
 // (from the limit when only a limit is set), a CFS quota from the CPU limit, and the
 // memory limit, with swap held to that limit where the kernel accounts swap; and the
 // OOM score of the container's QoS class, never below staticpod's own (oomScoreOpts).
+// A container without a CPU or memory limit of its own in a pod with pod-level limits
+// gets the pod's (manifests.ContainerLimits), as runtimes that size themselves from
+// their cgroup expect.
 func Resources(in Input) ([]oci.SpecOpts, error) {
 	opts, err := oomScoreOpts(in, MemTotal, OwnOOMScoreAdj)
 	if err != nil {
 		return nil, err
 	}
-	res := in.Container.Resources
-	cpuRequest, cpuLimit := res.Requests.Cpu().MilliValue(), res.Limits.Cpu().MilliValue()
+	limits := manifests.ContainerLimits(in.Pod, in.Container)
+	cpuRequest, cpuLimit := in.Container.Resources.Requests.Cpu().MilliValue(), limits.Cpu().MilliValue()
 	opts = append(opts, oci.WithCPUShares(cgroups.CPUShares(cpuRequest, cpuLimit)))
 	if cpuLimit > 0 {
 		opts = append(opts, oci.WithCPUCFS(cgroups.CPUQuota(cpuLimit), cgroups.QuotaPeriod))
 	}
-	if limit := res.Limits.Memory().Value(); limit > 0 {
+	if limit := limits.Memory().Value(); limit > 0 {
 		opts = append(opts, oci.WithMemoryLimit(uint64(limit)))
 		if SwapAccounted() {
 			// memory+swap equal to memory: no swap beyond the limit (the kubelet's

@@ -49,7 +49,7 @@ task_pid() { ctr -n staticpod tasks ls | awk -v p="^$1-${node}_$2_" '$1 ~ p && $
 pod_status() { staticpod ps | awk -v p="$1-$node" '$1 == p {print $3}'; }
 
 all_running() {
-	for p in guaranteed burstable besteffort prestop; do
+	for p in guaranteed burstable besteffort prestop podlevel; do
 		[ "$(pod_status $p)" = Running ] || return 1
 	done
 }
@@ -75,6 +75,7 @@ first_boot() {
 	staticpod ps
 
 	check_cgroups
+	check_pod_level_resources
 	check_oom_scores
 	check_oom_kill
 	check_mismatch
@@ -134,6 +135,31 @@ check_cgroups() {
 	done
 	check "systemd knows the guaranteed pod's slice" active \
 		"$(systemctl is-active "$(basename "$(dirname "$(sed -n 's/^0:://p' "/proc/$(task_pid guaranteed app)/cgroup")")")")"
+}
+
+# The pod slice of a pod with spec.resources has the pod-level limits (64Mi, 300m), not
+# the sum of its containers' (app's 16Mi and 100m; helper has none), and cpu.weight from
+# the pod-level CPU request (200m: cpu.shares 204); helper gets the pod's limits.
+check_pod_level_resources() {
+	local cg slice
+	cg=$(sed -n 's/^0:://p' "/proc/$(task_pid podlevel helper)/cgroup")
+	slice=$(dirname "$cg")
+	echo "VMTEST INFO podlevel helper: cgroup $cg"
+	if [[ $slice =~ ^/staticpod\.slice/staticpod-burstable\.slice/staticpod-burstable-pod[0-9a-f_]+\.slice$ ]]; then
+		pass "pod with pod-level resources in staticpod-burstable.slice"
+	else
+		fail "pod-level resources pod cgroup" "$slice"
+	fi
+	check "the pod slice's memory.max (spec.resources.limits)" 67108864 "$(cat "/sys/fs/cgroup$slice/memory.max")"
+	check "the pod slice's cpu.max (spec.resources.limits)" "30000 100000" "$(cat "/sys/fs/cgroup$slice/cpu.max")"
+	check "the pod slice's cpu.weight (spec.resources.requests 200m: cpu.shares 204)" 8 "$(cat "/sys/fs/cgroup$slice/cpu.weight")"
+	check "memory.max of a container without a limit: the pod's" 67108864 "$(cat "/sys/fs/cgroup$cg/memory.max")"
+	check "cpu.max of a container without a limit: the pod's" "30000 100000" "$(cat "/sys/fs/cgroup$cg/cpu.max")"
+	check "downward API limits.memory of a container without a limit" 67108864 \
+		"$(staticpod exec "podlevel-$node" -c helper -- sh -c 'echo $MEMORY')"
+	check "describe's Pod Limits" "cpu=300m, memory=64Mi" \
+		"$(staticpod describe "podlevel-$node" | sed -n 's/^Pod Limits: *//p')"
+	show cat "/sys/fs/cgroup$slice/memory.max" "/sys/fs/cgroup$slice/cpu.max"
 }
 
 check_oom_scores() {
