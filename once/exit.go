@@ -52,11 +52,13 @@ func stopCode(ctx context.Context) (int, bool) {
 }
 
 // done reports whether a pod is where once waits for it: finished for a Never or
-// OnFailure pod, Ready for an Always pod.
+// OnFailure pod, Ready for an Always pod; Failed for any.
 func done(want, got *corev1.Pod) bool {
 	switch {
 	case got == nil:
 		return false
+	case got.Status.Phase == corev1.PodFailed:
+		return true // an Always pod too: refused at admission (SysctlForbidden), it never runs
 	case want.Spec.RestartPolicy == corev1.RestartPolicyAlways:
 		return spcli.ConditionTrue(got, corev1.PodReady)
 	}
