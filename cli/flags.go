@@ -45,6 +45,20 @@ func NodeNameFlag() cli.Flag {
 	}
 }
 
+// AllowedUnsafeSysctlsFlag is the kubelet's --allowed-unsafe-sysctls, shared by run,
+// once and validate: the sysctls pods may set besides the safe ones.
+func AllowedUnsafeSysctlsFlag() cli.Flag {
+	return &cli.StringSliceFlag{
+		Name:    "allowed-unsafe-sysctls",
+		EnvVars: Env("allowed-unsafe-sysctls"),
+		Usage: "sysctls pods may set besides the safe ones: names, or prefixes ending in * (kernel.msg*, net.core.*), " +
+			"of the IPC or network namespace (repeatable or comma-separated)",
+	}
+}
+
+// AllowedUnsafeSysctls is the value of AllowedUnsafeSysctlsFlag.
+func AllowedUnsafeSysctls(c *cli.Context) []string { return c.StringSlice("allowed-unsafe-sysctls") }
+
 // NodeName is the node name static pods are named after: --hostname-override, else the
 // host name, lower-cased as the kubelet does.
 func NodeName(c *cli.Context) (string, error) {

@@ -110,11 +110,15 @@ var securityRules = map[string]map[string]rule{
 		"supplementalGroups":       honoured("containerdrt.TestSpecUserInContainer"),
 		"supplementalGroupsPolicy": honoured("containerdrt/spec.TestSecurityUser"),
 		"fsGroup":                  honouredNote("containerdrt.TestSpecUserInContainer", "a supplementary group of every container, and the group of configMap, secret, downwardAPI and projected files; emptyDir volumes are not yet given to it"),
-		"sysctls":                  refused(msgSysctls),
+		"sysctls":                  honouredNote("containerdrt.TestSysctlsInContainer", "the kubelet's safe sysctls of the kernel, others only where `--allowed-unsafe-sysctls` allows them; a pod with any other is not run: Failed, reason SysctlForbidden (runner.TestForbiddenSysctlFailsThePod)"),
 		"fsGroupChangePolicy":      noEffect("staticpod writes the files that take fsGroup anew, with that group, and changes the ownership of nothing else"),
 		"seccompProfile":           honoured("containerdrt.TestSpecSeccompInContainer"),
 		"appArmorProfile":          refusedWhen("its type is not Unconfined", msgAppArmor),
 		"seLinuxChangePolicy":      noEffect("staticpod applies no SELinux label (seLinuxOptions is refused) and relabels no volume"),
+	},
+	"Sysctl": {
+		"name":  honoured("containerdrt.TestSysctlsInContainer"),
+		"value": honoured("containerdrt.TestSysctlsInContainer"),
 	},
 	"SecurityContext": {
 		"capabilities":             honoured("containerdrt.TestSpecCapabilitiesInContainer"),

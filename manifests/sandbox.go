@@ -28,6 +28,11 @@ type sandboxFields struct {
 	DNSPolicy   corev1.DNSPolicy
 	DNSConfig   *corev1.PodDNSConfig
 	QOSClass    corev1.PodQOSClass
+
+	// Sysctls are set in the pod's namespaces, which keep them: a pod whose sysctls
+	// changed needs new ones. Omitted when empty, so that the hash of a pod without
+	// sysctls is what it was before they were honoured.
+	Sysctls []corev1.Sysctl `json:",omitempty"`
 }
 
 // SharesPIDNamespace reports whether the containers of pod share a PID namespace of
@@ -51,6 +56,9 @@ func SandboxHash(pod *corev1.Pod) string {
 		ShareProcessNamespace: SharesPIDNamespace(pod),
 		HostAliases:           spec.HostAliases, DNSPolicy: spec.DNSPolicy, DNSConfig: spec.DNSConfig,
 		QOSClass: QOSClass(pod),
+	}
+	if sc := spec.SecurityContext; sc != nil {
+		f.Sysctls = sc.Sysctls
 	}
 	if !spec.HostNetwork {
 		f.Name, f.Hostname, f.Subdomain, f.HostnameOverride = pod.Name, spec.Hostname, spec.Subdomain, spec.HostnameOverride

@@ -50,6 +50,12 @@ func TestSandboxHashFollowsTheFieldsOfTheSandbox(t *testing.T) {
 		{"dnsConfig", nil, func(p *corev1.Pod) { p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.0.0.53"}} }, true},
 		{"a hostPort", nil, withPort(corev1.ContainerPort{ContainerPort: 80, HostPort: 8080, Protocol: corev1.ProtocolTCP}), true},
 		{"the QoS class", nil, requests("100m"), true},
+		{"sysctls", nil, func(p *corev1.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.shm_rmid_forced", Value: "1"}}}
+		}, true},
+		{"a sysctl's value", func(p *corev1.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.shm_rmid_forced", Value: "1"}}}
+		}, func(p *corev1.Pod) { p.Spec.SecurityContext.Sysctls[0].Value = "0" }, true},
 
 		{"a port without hostPort", nil, withPort(corev1.ContainerPort{ContainerPort: 80, Protocol: corev1.ProtocolTCP}), false},
 		{"a command", nil, func(p *corev1.Pod) { p.Spec.Containers[0].Command = []string{"true"} }, false},
@@ -57,6 +63,7 @@ func TestSandboxHashFollowsTheFieldsOfTheSandbox(t *testing.T) {
 		{"a label", nil, func(p *corev1.Pod) { p.Labels = map[string]string{"tier": "back"} }, false},
 		{"the UID", nil, func(p *corev1.Pod) { p.UID = "5b9a2f0e-1c1d-4c8e-9a53-0e2c1b7d9f11" }, false},
 		{"the requests of a Burstable pod, which stays one", requests("100m"), requests("200m"), false},
+		{"an empty securityContext", nil, func(p *corev1.Pod) { p.Spec.SecurityContext = &corev1.PodSecurityContext{} }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

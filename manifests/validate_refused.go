@@ -17,8 +17,6 @@ const (
 		"remove hostUsers (or set it to true) instead"
 	msgProcMountUnmasked = "an unmasked /proc needs a user namespace (hostUsers: false), which staticpod does not implement; " +
 		"remove procMount (or set it to Default) instead"
-	msgSysctls = "sysctls are not applied by staticpod; " +
-		"set them from a privileged init container of the pod (`sysctl -w`, in the pod's network and IPC namespaces), or on the host, instead"
 	msgAppArmor = "AppArmor profiles are not applied by staticpod, and the kubelet refuses any profile but Unconfined on a host without AppArmor; " +
 		"remove appArmorProfile (or set its type to Unconfined) and confine the container with seccompProfile instead"
 	msgSELinux = "SELinux labels are not applied by staticpod; " +
@@ -72,7 +70,6 @@ func validateRefused(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	forbid(spec.OS != nil && spec.OS.Name == corev1.Windows, fld.Child("os"), msgWindows)
 	if sc := spec.SecurityContext; sc != nil {
 		p := fld.Child("securityContext")
-		forbid(len(sc.Sysctls) > 0, p.Child("sysctls"), msgSysctls)
 		forbid(confinedByAppArmor(sc.AppArmorProfile), p.Child("appArmorProfile"), msgAppArmor)
 		forbid(sc.SELinuxOptions != nil, p.Child("seLinuxOptions"), msgSELinux)
 	}

@@ -175,7 +175,7 @@ func validateSysctls(sysctls []corev1.Sysctl, spec *corev1.PodSpec, fld *field.P
 			errs = append(errs, field.Duplicate(p, s.Name))
 		}
 		seen[s.Name] = true
-		name := strings.ReplaceAll(s.Name, "/", ".")
+		name := SysctlName(s.Name)
 		switch {
 		case spec.HostNetwork && strings.HasPrefix(name, "net."):
 			errs = append(errs, field.Invalid(p, s.Name, "may not be specified when 'hostNetwork' is true"))
@@ -184,4 +184,24 @@ func validateSysctls(sysctls []corev1.Sysctl, spec *corev1.PodSpec, fld *field.P
 		}
 	}
 	return errs
+}
+
+// SysctlName is a sysctl's name with dots between its segments, as the kubelet hands
+// sysctls on: a name whose first separator is a slash (net/ipv4/conf/eth0.100/rp_filter)
+// has its slashes and dots swapped (net.ipv4.conf.eth0/100.rp_filter), as sysctl.d(5)
+// reads it.
+func SysctlName(name string) string {
+	i := strings.IndexAny(name, "./")
+	if i < 0 || name[i] == '.' {
+		return name
+	}
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '.':
+			return '/'
+		case '/':
+			return '.'
+		}
+		return r
+	}, name)
 }

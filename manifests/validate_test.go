@@ -312,7 +312,6 @@ func TestValidatePodSecurity(t *testing.T) {
 		}, []fieldErr{
 			errAt(tInvalid, "spec.securityContext.sysctls[0].name"), errAt(tInvalid, "spec.securityContext.sysctls[1].name"),
 			errAt(tRequired, "spec.securityContext.sysctls[2].name"), errAt(tDuplicate, "spec.securityContext.sysctls[4].name"),
-			errAt(tForbidden, "spec.securityContext.sysctls"),
 		}},
 		{"seccomp Localhost without profile", func(p *corev1.Pod) {
 			p.Spec.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost}

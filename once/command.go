@@ -64,6 +64,7 @@ func flags() []cli.Flag {
 		&cli.DurationFlag{Name: "timeout", Usage: "stop everything and exit 124 after this long (0: no limit)"},
 		&cli.BoolFlag{Name: "keep", Usage: "leave the containers, their namespace and the files in place at the end"},
 		spcli.NodeNameFlag(),
+		spcli.AllowedUnsafeSysctlsFlag(),
 		str("containerd-address", spcli.DefaultContainerdAddress, "containerd's socket", "container-runtime-endpoint"),
 		&cli.BoolFlag{Name: "start-containerd", Usage: "start a containerd under the root dir when none answers (stopped at the end)"},
 		private("root-dir", "directory in which the run makes its own state directory (default: the system's temporary directory)"),
@@ -94,6 +95,10 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("node name: %v", err), spcli.ExitUsage)
 	}
+	restrict := runner.Restrictions{Sysctls: runner.Sysctls{Kernel: runner.HostKernel(), AllowedUnsafe: spcli.AllowedUnsafeSysctls(c)}}
+	if err := restrict.Validate(); err != nil {
+		return cli.Exit(err.Error(), spcli.ExitUsage)
+	}
 	pods, objs, err := loadPods(c.App.ErrWriter, c.Args().Slice(), node)
 	if err != nil {
 		return err
@@ -105,7 +110,7 @@ func run(c *cli.Context) error {
 		ctx, cancel = context.WithTimeoutCause(ctx, d, fmt.Errorf("timed out after %v", d))
 		defer cancel()
 	}
-	j := &job{c: c, log: log, pods: pods, objects: objs, errOut: c.App.ErrWriter}
+	j := &job{c: c, log: log, pods: pods, objects: objs, restrict: restrict, errOut: c.App.ErrWriter}
 	code, err := j.do(ctx)
 	if c.Bool("keep") {
 		j.tellKept()

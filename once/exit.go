@@ -53,7 +53,7 @@ func stopCode(ctx context.Context) (int, bool) {
 
 // done reports whether a pod is where once waits for it: finished for a Never or
 // OnFailure pod, Ready for an Always pod; failed for any pod (an Always pod past its
-// activeDeadlineSeconds never becomes Ready) once its app containers stopped: a pod
+// activeDeadlineSeconds, or one refused at admission, never becomes Ready) once its app containers stopped: a pod
 // failed by its deadline is Failed while they are still being stopped, and their exit
 // codes are the run's.
 func done(want, got *corev1.Pod) bool {

@@ -29,18 +29,19 @@ import (
 
 // job is one run of once: what it set up, to use and then remove.
 type job struct {
-	c       *cli.Context
-	log     *slog.Logger
-	ns      string
-	root    string
-	logDir  string
-	temp    []string      // directories once created, removed at the end
-	ctrd    *ctrd.Process // the containerd once started; nil if it started none
-	rt      *containerdrt.Runtime
-	r       *runner.Runner
-	pods    []*corev1.Pod     // as the manifests list them
-	objects manifests.Objects // the ConfigMaps and Secrets they read
-	errOut  io.Writer
+	c        *cli.Context
+	log      *slog.Logger
+	ns       string
+	root     string
+	logDir   string
+	temp     []string      // directories once created, removed at the end
+	ctrd     *ctrd.Process // the containerd once started; nil if it started none
+	rt       *containerdrt.Runtime
+	r        *runner.Runner
+	pods     []*corev1.Pod       // as the manifests list them
+	objects  manifests.Objects   // the ConfigMaps and Secrets they read
+	restrict runner.Restrictions // the sysctls the pods may set
+	errOut   io.Writer
 }
 
 // do sets the run up, runs the pods until they are done (or ctx is), and returns the
@@ -117,6 +118,7 @@ func (j *job) setup(ctx context.Context) error {
 	}
 	j.r, err = runner.New(runner.Options{
 		Runtime: j.rt, Logger: j.log, RelistPeriod: c.Duration("pleg-relist-period"), HostIP: j.rt.HostIP(),
+		Restrictions: j.restrict,
 	})
 	return err
 }

@@ -98,6 +98,18 @@ func TestProgressTellsWhyAPodFailedOutsideATerminal(t *testing.T) {
 	}
 }
 
+// TestRefusedAlwaysPodIsDone checks that once stops waiting for an Always pod that is
+// Failed (refused at admission, SysctlForbidden say): it will never be Ready.
+func TestRefusedAlwaysPodIsDone(t *testing.T) {
+	want := &corev1.Pod{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways}}
+	if !done(want, pod(corev1.PodFailed, nil)) {
+		t.Error("a Failed Always pod is not done: once would wait for it until --timeout")
+	}
+	if done(want, pod(corev1.PodRunning, []corev1.ContainerStatus{running("main")})) {
+		t.Error("a running Always pod that is not Ready is done")
+	}
+}
+
 func TestSummaryAndPrefixedLines(t *testing.T) {
 	web := ready(pod(corev1.PodRunning, []corev1.ContainerStatus{running("main")}, exited("setup", "Completed", 0)))
 	crash := waiting("main", runner.ReasonCrashLoopBackOff)

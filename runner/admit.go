@@ -15,7 +15,7 @@ import (
 const ReasonNodePorts = "NodePorts"
 
 // Rejection is a wanted pod that may not run: it asks for something its source may
-// not have (Forbidden), or a host port it asks for overlaps one of a pod admitted
+// not have or sets a sysctl it may not (Forbidden), or a host port it asks for overlaps one of a pod admitted
 // before it (Port and Holder).
 type Rejection struct {
 	Pod       *corev1.Pod
@@ -24,9 +24,13 @@ type Rejection struct {
 	Holder    *corev1.Pod        // the pod that has it
 }
 
-// Reason is the kubelet's reason for the rejection: Forbidden or NodePorts.
+// Reason is the kubelet's reason for the rejection: Forbidden, SysctlForbidden or
+// NodePorts.
 func (r Rejection) Reason() string {
 	if r.Forbidden != nil {
+		if r.Forbidden.Reason != "" {
+			return r.Forbidden.Reason
+		}
 		return ReasonForbidden
 	}
 	return ReasonNodePorts

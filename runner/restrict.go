@@ -31,9 +31,10 @@ const (
 )
 
 // Restrictions say what pods from each source may ask for, as the kubelet's
-// --allow-privileged and privileged sources did. Each list of sources holds
-// manifests.SourceFile, SourceHTTP, SourceAPI or AllSources; a nil list allows every
-// source. The zero value restricts nothing, so that kubelet manifests keep working.
+// --allow-privileged and privileged sources did, and which sysctls pods may set. Each
+// list of sources holds manifests.SourceFile, SourceHTTP, SourceAPI or AllSources; a
+// nil list allows every source. The zero value restricts no source, so that kubelet
+// manifests keep working, and allows the sysctls safe on every kernel.
 type Restrictions struct {
 	PrivilegedSources  []string // may run privileged containers
 	HostNetworkSources []string // may use the host's network namespace
@@ -43,13 +44,18 @@ type Restrictions struct {
 	// every source; nil allows every path. A prefix matches whole path elements: /srv
 	// allows /srv and /srv/data, not /srvx.
 	AllowedHostPaths []string
+	// Sysctls are the sysctls pods may set: the kernel's safe ones and those of
+	// --allowed-unsafe-sysctls.
+	Sysctls Sysctls
 }
 
-// Forbidden is what a pod asks for that its source may not have.
+// Forbidden is what a pod asks for that its source may not have, or a sysctl it may
+// not set.
 type Forbidden struct {
-	Flag  string      // the flag that forbids it, FlagPrivilegedSources...
-	Field *field.Path // where the pod asks for it
-	What  string      // what it asks for, in words: "a privileged container"
+	Reason string      // the kubelet's reason: ReasonForbidden when "", or ReasonSysctlForbidden
+	Flag   string      // the flag that forbids it (FlagPrivilegedSources...), or that could allow it; "" for none
+	Field  *field.Path // where the pod asks for it
+	What   string      // what it asks for, in words: "a privileged container"
 }
 
 // Validate checks the lists: sources must be known, host paths absolute.
@@ -74,13 +80,19 @@ func (r Restrictions) Validate() error {
 			return fmt.Errorf("%s: %q is not an absolute path", FlagAllowedHostPaths, p)
 		}
 	}
-	return nil
+	_, err := r.Sysctls.allowlist()
+	return err
 }
 
-// Check returns what pod asks for that its source may not have, nil when nothing. The
-// source is the pod's kubernetes.io/config.source annotation; a pod without one is
-// refused whatever a restricted list holds, as on the kubelet.
+// Check returns what pod asks for that its source may not have, or the first sysctl it
+// may not set (checked first, as the kubelet admits sysctls before it looks at the
+// source), nil when nothing. The source is the pod's kubernetes.io/config.source
+// annotation; a pod without one is refused whatever a restricted list holds, as on the
+// kubelet.
 func (r Restrictions) Check(pod *corev1.Pod) *Forbidden {
+	if f := r.Sysctls.checkSysctls(pod); f != nil {
+		return f
+	}
 	src := sourceOf(pod)
 	spec := field.NewPath("spec")
 	if !allows(r.PrivilegedSources, src) {
@@ -124,13 +136,26 @@ func (r Restrictions) Check(pod *corev1.Pod) *Forbidden {
 }
 
 // Message is the field and the Detail: "spec.hostPID: the host's PID namespace is not
-// allowed for pods from source "api" (--host-pid-sources)".
+// allowed for pods from source "api" (--host-pid-sources)". A forbidden sysctl's says
+// where the pod comes from too: "spec.securityContext.sysctls[0]: forbidden sysctl:
+// "kernel.msgmax" not allowlisted (--allowed-unsafe-sysctls); pod default/a-node1 from
+// file /m/a.yaml".
 func (f *Forbidden) Message(pod *corev1.Pod) string {
-	return f.Field.String() + ": " + f.Detail(pod)
+	msg := f.Field.String() + ": " + f.Detail(pod)
+	if f.Reason == ReasonSysctlForbidden && locationOf(pod) != "" {
+		msg += "; " + manifests.Origin(pod)
+	}
+	return msg
 }
 
 // Detail says what the pod asked for, from which source, and which flag refuses it.
 func (f *Forbidden) Detail(pod *corev1.Pod) string {
+	if f.Reason == ReasonSysctlForbidden {
+		if f.Flag != "" {
+			return f.What + " (" + f.Flag + ")"
+		}
+		return f.What
+	}
 	if f.Flag == FlagAllowedHostPaths {
 		return fmt.Sprintf("%s is outside %s", f.What, FlagAllowedHostPaths)
 	}

@@ -29,6 +29,7 @@ func RestrictionFlags() []cli.Flag {
 			Name: "allowed-host-paths", EnvVars: spcli.Env("allowed-host-paths"),
 			Usage: "path prefixes under which hostPath volumes may lie, for pods of every source (repeatable; default: any path)",
 		},
+		spcli.AllowedUnsafeSysctlsFlag(),
 	}
 }
 
@@ -39,6 +40,7 @@ func Restrictions(c *cli.Context) (runner.Restrictions, error) {
 		HostNetworkSources: c.StringSlice("host-network-sources"),
 		HostPIDSources:     c.StringSlice("host-pid-sources"),
 		HostIPCSources:     c.StringSlice("host-ipc-sources"),
+		Sysctls:            runner.Sysctls{Kernel: runner.HostKernel(), AllowedUnsafe: spcli.AllowedUnsafeSysctls(c)},
 	}
 	if c.IsSet("allowed-host-paths") {
 		r.AllowedHostPaths = append([]string{}, c.StringSlice("allowed-host-paths")...)

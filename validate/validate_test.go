@@ -40,12 +40,44 @@ func TestValidateRefusesUnimplementedFieldsInEveryFile(t *testing.T) {
 	for _, want := range []string{
 		"error: " + dir + "/gated.yaml: spec.readinessGates: Forbidden: readiness gates are set by controllers through an apiserver",
 		"error: " + dir + "/userns.yaml: spec.hostUsers: Forbidden: user namespaces are not implemented by staticpod",
-		"error: " + dir + "/userns.yaml: spec.securityContext.sysctls: Forbidden: sysctls are not applied by staticpod",
 		"error: " + dir + "/userns.yaml: spec.containers[0].securityContext.appArmorProfile: Forbidden: AppArmor profiles are not applied by staticpod",
-		"checked 3 files: 1 pod valid, 2 files invalid; 4 errors",
+		"checked 3 files: 1 pod valid, 2 files invalid; 3 errors",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("validate output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestValidateReportsForbiddenSysctls checks that `validate` reports a sysctl the daemon
+// would not admit (neither safe nor allowed by --allowed-unsafe-sysctls) at its field,
+// and takes the flag's patterns.
+func TestValidateReportsForbiddenSysctls(t *testing.T) {
+	dir := t.TempDir()
+	pod := func(name, sysctls string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + "}\nspec:\n  securityContext: {sysctls: " + sysctls + "}\n" +
+			"  containers: [{name: c, image: busybox:1.36}]\n"
+	}
+	files := map[string]string{
+		"safe.yaml":    pod("safe", `[{name: net.ipv4.ip_unprivileged_port_start, value: "80"}]`),
+		"allowed.yaml": pod("allowed", `[{name: kernel.msgmax, value: "65536"}]`),
+		"unsafe.yaml":  pod("unsafe", `[{name: kernel.shm_rmid_forced, value: "1"}, {name: net.core.somaxconn, value: "1024"}]`),
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	app := &cli.App{
+		Name: "staticpod", Writer: &out, ErrWriter: &out, Commands: []*cli.Command{Command()},
+		ExitErrHandler: func(*cli.Context, error) {},
+	}
+	if err := app.Run([]string{"staticpod", "validate", "--hostname-override", "node1", "--allowed-unsafe-sysctls", "kernel.msg*", dir}); err == nil {
+		t.Fatalf("validate with a forbidden sysctl succeeded:\n%s", out.String())
+	}
+	want := "error: " + dir + `/unsafe.yaml: spec.securityContext.sysctls[1]: forbidden sysctl: "net.core.somaxconn" not allowlisted (--allowed-unsafe-sysctls)` + "\n"
+	if !strings.Contains(out.String(), want) || strings.Count(out.String(), "error: ") != 1 {
+		t.Errorf("validate output, want one error %q:\n%s", want, out.String())
 	}
 }

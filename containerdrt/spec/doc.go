@@ -2,8 +2,8 @@
 // concern per file: the process and its environment (process.go, env.go, with the
 // downward API's values in downward.go), resources and the OOM score (resources.go,
 // oom.go), security and seccomp (security.go, seccomp.go), the cgroupfs (cgroups.go),
-// mounts (mounts.go) and namespaces and the shim group (spec.go), assembled by
-// Container from an Input.
+// mounts (mounts.go), the pod's sysctls (sysctls.go) and namespaces and the shim group
+// (spec.go), assembled by Container from an Input.
 //
 // Building a spec writes nothing and mounts nothing: the host side of every mount (a
 // hostPath's directory, a subPath's bind, the pod's /etc files and /dev/shm, the

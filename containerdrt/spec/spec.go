@@ -15,7 +15,7 @@ const annotationShimGroup = "io.containerd.runc.v2.group"
 
 // Container assembles a container's OCI spec options, applied after containerd's
 // default spec: process, resources, security, cgroups (before mounts: a volume may
-// replace the cgroupfs), mounts, then namespaces. Each concern lives in its own file
+// replace the cgroupfs), mounts, then the pod's sysctls and namespaces. Each concern lives in its own file
 // and is tested on its own; the integration tests prove the assembled result inside
 // real containers. The host side of the mounts must be prepared (in.Prepared).
 func Container(in Input) ([]oci.SpecOpts, error) {
@@ -31,6 +31,7 @@ func Container(in Input) ([]oci.SpecOpts, error) {
 	if in.SandboxID != "" {
 		opts = append(opts, ShimGroup(in.SandboxID))
 	}
+	opts = append(opts, Sysctls(in))
 	return append(opts, namespaceOpts(in)...), nil
 }
 
