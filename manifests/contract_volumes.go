@@ -20,11 +20,11 @@ var volumeRules = map[string]map[string]rule{
 		"configMap":   honoured("e2e.TestObjectsReachThePod"),
 		"downwardAPI": honoured("containerdrt.TestMountsDownwardAPIInContainer"),
 		"projected":   honoured("containerdrt/poddir.TestVolumeFiles"),
-		"image":       pendingProof("the runner's pulls and containerdrt's mounts of image volumes"),
+		"image":       honouredNote("containerdrt.TestImageVolumeMountsTheImageReadOnly", "mounted read-only (whatever the mount says), a `subPath` must be a directory of the image; an image that is not a container image (an OCI artifact) is not supported"),
 	}),
 	"ImageVolumeSource": {
-		"reference":  pendingProof("containerdrt's mounts of image volumes"),
-		"pullPolicy": pendingProof("the runner's pulls of image volumes"),
+		"reference":  honoured("containerdrt.TestImageVolumeMountsTheImageReadOnly"),
+		"pullPolicy": honoured("runner.TestImageVolumePulledWithItsPolicyAndCountedInUse"),
 	},
 	"HostPathVolumeSource": {
 		"path": honoured("containerdrt.TestMountsHostPathInContainer"),
