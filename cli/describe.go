@@ -328,12 +328,12 @@ func describeMounts(p prefixWriter, mounts []corev1.VolumeMount, volumes []corev
 }
 
 // readOnlyVolume reports whether the volume called name is mounted read-only whatever
-// its mounts say: downwardAPI, configMap, secret and projected volumes are, on a kubelet
-// as in staticpod's runtime (containerdrt's volumeSource).
+// its mounts say: downwardAPI, configMap, secret, projected and image volumes are, on a
+// kubelet as in staticpod's runtime (containerdrt/poddir's volumeSource).
 func readOnlyVolume(volumes []corev1.Volume, name string) bool {
 	for _, v := range volumes {
 		if v.Name == name {
-			return v.DownwardAPI != nil || v.ConfigMap != nil || v.Secret != nil || v.Projected != nil
+			return v.DownwardAPI != nil || v.ConfigMap != nil || v.Secret != nil || v.Projected != nil || v.Image != nil
 		}
 	}
 	return false

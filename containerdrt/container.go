@@ -37,8 +37,9 @@ const (
 )
 
 // CreateContainer creates one container of a pod from its image, labelled so that List
-// can rebuild it: the pod's directory and the host side of the container's mounts are
-// prepared first (package poddir), then its spec is built from them (package spec).
+// can rebuild it: the pod's directory, the images of the image volumes it mounts
+// (mountImageVolumes) and the host side of the container's mounts are prepared first
+// (package poddir), then its spec is built from them (package spec).
 func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest) (runner.Container, error) {
 	ctx, cancel := r.call(ctx)
 	defer cancel()
@@ -66,6 +67,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	}
 	if req.Sandbox != nil {
 		in.SandboxNS, in.SandboxID = r.sandboxNamespaces(req.Sandbox), req.Sandbox.ID
+	}
+	if in.ImageVolumes, err = r.mountImageVolumes(ctx, req, podDir); err != nil {
+		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
 	if in.Prepared, err = poddir.PrepareContainer(in); err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
@@ -337,14 +341,20 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	return nil
 }
 
-// RemovePodData deletes the pod's directory (unmounting its tmpfs volumes), its cgroup
-// and its log directory.
+// RemovePodData deletes the pod's directory (unmounting its tmpfs volumes and the
+// images of its image volumes), the views of those images, its cgroup and its log
+// directory.
 func (r *Runtime) RemovePodData(ctx context.Context, uid types.UID) error {
 	dir, err := r.podDir(uid)
 	if err != nil {
 		return fmt.Errorf("remove pod data: %w", err)
 	}
 	if err := poddir.Remove(dir); err != nil {
+		return fmt.Errorf("remove pod data %s: %w", uid, err)
+	}
+	cctx, cancel := r.call(ctx)
+	defer cancel()
+	if err := r.removeImageVolumes(cctx, func(u types.UID) bool { return u != uid }); err != nil {
 		return fmt.Errorf("remove pod data %s: %w", uid, err)
 	}
 	if err := r.cgroup.RemovePod(ctx, uid); err != nil {

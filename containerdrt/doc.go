@@ -22,7 +22,8 @@
 //
 // A container is created in two steps: package poddir prepares the pod's directory
 // and the host side of the container's mounts (hostPaths, subPaths, the pod's /etc
-// files, /dev/shm, the termination-message file), then package spec assembles its OCI
+// files, /dev/shm, the termination-message file; this package mounts the images of
+// image volumes there first, imagevolume.go), then package spec assembles its OCI
 // spec from oci.SpecOpts per concern, writing nothing (CreateContainer).
 //
 // It imports manifests, logs, internal/pause (loopback in a pinned sandbox), its own

@@ -35,7 +35,7 @@ type repairer struct {
 	mu       sync.Mutex           // guards last and failed
 	last     *observation         // what the last List saw, not repaired yet
 	failed   bool                 // a List failed since the last repair: containerd may be restarting
-	sweep    sync.Once            // sweepCreations and sweepPodData, at the first repair
+	sweep    sync.Once            // sweepCreations, sweepPodData and sweepImageVolumes, at the first repair
 	pinsSeen map[string]time.Time // sandbox ID -> when its pins were last seen holding (see pinRecheck); guarded by rt.pinMu
 
 	asideMu sync.Mutex               // guards aside
@@ -94,6 +94,7 @@ func (rp *repairer) repair(ctx context.Context) {
 	rp.sweep.Do(func() {
 		rp.sweepCreations(ctx, obs.infos, rp.rt.started)
 		rp.sweepPodData(obs.infos)
+		rp.sweepImageVolumes(ctx, obs.infos)
 	})
 	ours := make([]containers.Container, len(obs.ours))
 	for i, s := range obs.ours {

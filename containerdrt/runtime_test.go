@@ -86,8 +86,9 @@ func loadPod(t testing.TB, manifest string) *corev1.Pod {
 	return res.Pods[0]
 }
 
-// mustRunPod starts pod's sandbox (if it needs one) and all its containers, and removes
-// everything when the test ends. It returns the containers by name.
+// mustRunPod starts pod's sandbox (if it needs one) and all its containers, with the
+// images of its image volumes, and removes everything when the test ends. It returns
+// the containers by name.
 func (r *testRuntime) mustRunPod(t *testing.T, pod *corev1.Pod) map[string]runner.Container {
 	t.Helper()
 	var sandbox *runner.Container
@@ -99,6 +100,17 @@ func (r *testRuntime) mustRunPod(t *testing.T, pod *corev1.Pod) map[string]runne
 		sandbox = &sb
 		t.Cleanup(func() { r.mustRemove(t, sb.ID) })
 	}
+	vols := map[string]runner.Image{}
+	for _, v := range pod.Spec.Volumes {
+		if v.Image == nil {
+			continue
+		}
+		img, err := r.EnsureImage(r.ctx, runner.PullRequest{Image: v.Image.Reference, Policy: v.Image.PullPolicy})
+		if err != nil {
+			t.Fatalf("EnsureImage %s of volume %s: %v", v.Image.Reference, v.Name, err)
+		}
+		vols[v.Name] = img
+	}
 	out := map[string]runner.Container{}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
@@ -106,7 +118,7 @@ func (r *testRuntime) mustRunPod(t *testing.T, pod *corev1.Pod) map[string]runne
 		if err != nil {
 			t.Fatalf("EnsureImage %s: %v", c.Image, err)
 		}
-		req := runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Sandbox: sandbox, Image: img}
+		req := runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Sandbox: sandbox, Image: img, ImageVolumes: vols}
 		created, err := r.CreateContainer(r.ctx, req)
 		if err != nil {
 			t.Fatalf("CreateContainer %s: %v", c.Name, err)

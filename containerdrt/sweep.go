@@ -9,6 +9,7 @@ import (
 
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/core/leases"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/containerdrt/poddir"
 )
@@ -57,6 +58,20 @@ func orphanedSnapshots(res []leases.Resource, records map[string]bool) bool {
 		}
 	}
 	return len(res) > 0
+}
+
+// sweepImageVolumes removes the views of the images of image volumes of pods that no
+// container record names, once their directories are gone (sweepPodData): what a
+// staticpod killed between removing a pod's last container and removing its data
+// leaves. It runs once, at the first repair, after sweepPodData.
+func (rp *repairer) sweepImageVolumes(ctx context.Context, infos []containers.Container) {
+	uids := make(map[types.UID]bool, len(infos))
+	for _, info := range infos {
+		uids[types.UID(info.Labels[LabelPodUID])] = true
+	}
+	if err := rp.rt.removeImageVolumes(ctx, func(uid types.UID) bool { return uids[uid] }); err != nil {
+		rp.rt.log.Warn("remove the image volumes of pods that are gone", "err", err)
+	}
 }
 
 // sweepPodData removes the pod directories (unmounting their tmpfs volumes and /dev/shm)

@@ -7,8 +7,9 @@ import (
 )
 
 // The field contract of volumes (see contract.go). staticpod mounts hostPath, emptyDir,
-// downwardAPI, and configMap, secret and projected volumes of the documents beside the
-// pod; every other source is refused with its own advice (forbidVolumeSource).
+// downwardAPI and image volumes, and configMap, secret and projected volumes of the
+// documents beside the pod; every other source is refused with its own advice
+// (forbidVolumeSource).
 
 var volumeRules = map[string]map[string]rule{
 	"Volume": volumeSourceRules(map[string]rule{
@@ -19,7 +20,12 @@ var volumeRules = map[string]map[string]rule{
 		"configMap":   honoured("e2e.TestObjectsReachThePod"),
 		"downwardAPI": honoured("containerdrt.TestMountsDownwardAPIInContainer"),
 		"projected":   honoured("containerdrt/poddir.TestVolumeFiles"),
+		"image":       honouredNote("containerdrt.TestImageVolumeMountsTheImageReadOnly", "mounted read-only (whatever the mount says), a `subPath` must be a directory of the image; an image that is not a container image (an OCI artifact) is not supported"),
 	}),
+	"ImageVolumeSource": {
+		"reference":  honoured("containerdrt.TestImageVolumeMountsTheImageReadOnly"),
+		"pullPolicy": honoured("runner.TestImageVolumePulledWithItsPolicyAndCountedInUse"),
+	},
 	"HostPathVolumeSource": {
 		"path": honoured("containerdrt.TestMountsHostPathInContainer"),
 		"type": honoured("containerdrt/poddir.TestHostPathTypes"),

@@ -130,17 +130,29 @@ func defaultVolume(v *corev1.Volume) {
 				}
 			}
 		}
+	case src.Image != nil:
+		if src.Image.PullPolicy == "" {
+			src.Image.PullPolicy = defaultPullPolicy(src.Image.Reference)
+		}
 	case *src == (corev1.VolumeSource{}):
 		src.EmptyDir = &corev1.EmptyDirVolumeSource{}
 	}
 }
 
+// defaultPullPolicy is the pull policy of an image that names none, for a container's
+// image as for an image volume's reference (the apiserver's SetDefaults_Container and
+// SetDefaults_ImageVolumeSource): Always for the tag latest, which a reference without
+// tag or digest means, IfNotPresent otherwise.
+func defaultPullPolicy(image string) corev1.PullPolicy {
+	if imageTag(image) == "latest" {
+		return corev1.PullAlways
+	}
+	return corev1.PullIfNotPresent
+}
+
 func defaultContainer(c *corev1.Container, hostNetwork bool) {
 	if c.ImagePullPolicy == "" {
-		c.ImagePullPolicy = corev1.PullIfNotPresent
-		if imageTag(c.Image) == "latest" {
-			c.ImagePullPolicy = corev1.PullAlways
-		}
+		c.ImagePullPolicy = defaultPullPolicy(c.Image)
 	}
 	if c.TerminationMessagePath == "" {
 		c.TerminationMessagePath = corev1.TerminationMessagePathDefault

@@ -15,6 +15,8 @@ func TestDefault(t *testing.T) {
 		Volumes: []corev1.Volume{
 			{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/x"}}},
 			{Name: "none"},
+			{Name: "latest", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "registry.example/data"}}},
+			{Name: "tagged", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "registry.example/data:1"}}},
 		},
 		Containers: []corev1.Container{{
 			Name:  "c",
@@ -39,6 +41,8 @@ func TestDefault(t *testing.T) {
 		Volumes: []corev1.Volume{
 			{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/x", Type: ptr(corev1.HostPathUnset)}}},
 			{Name: "none", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			{Name: "latest", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "registry.example/data", PullPolicy: corev1.PullAlways}}},
+			{Name: "tagged", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "registry.example/data:1", PullPolicy: corev1.PullIfNotPresent}}},
 		},
 		Containers: []corev1.Container{{
 			Name:                     "c",

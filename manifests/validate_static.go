@@ -43,8 +43,6 @@ var volumeAdvice = map[string]string{
 		"use an emptyDir volume for scratch space, or a hostPath volume, instead",
 	"csi": "csi volumes need a CSI driver registered through an apiserver, which static pods do not have; " +
 		"mount the storage on the host and use a hostPath volume instead",
-	"image": "image volumes are not supported by staticpod; " +
-		"unpack the files onto the host and mount them with a hostPath volume instead",
 }
 
 // envAdvice says why each environment source a static pod cannot use is rejected.
@@ -102,7 +100,7 @@ func forbidVolumeSource(kind string, fld *field.Path) *field.Error {
 	if advice, ok := volumeAdvice[kind]; ok {
 		return field.Forbidden(fld, advice)
 	}
-	return field.Forbidden(fld, fmt.Sprintf("%s volumes need a volume plugin, and staticpod mounts only hostPath, emptyDir, downwardAPI, configMap, secret and projected volumes; "+
+	return field.Forbidden(fld, fmt.Sprintf("%s volumes need a volume plugin, and staticpod mounts only hostPath, emptyDir, downwardAPI, image, configMap, secret and projected volumes; "+
 		"mount the storage on the host and use a hostPath volume instead", kind))
 }
 

@@ -23,8 +23,6 @@ var staticCases = []validateCase{
 		[]fieldErr{errAt(tForbidden, "spec.volumes[1].csi")}},
 	{"ephemeral volume", withVolume(corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}),
 		[]fieldErr{errAt(tForbidden, "spec.volumes[1].ephemeral")}},
-	{"image volume", withVolume(corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "registry.example/data:1"}}),
-		[]fieldErr{errAt(tForbidden, "spec.volumes[1].image")}},
 	{"nfs volume", withVolume(corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "nas", Path: "/export"}}),
 		[]fieldErr{errAt(tForbidden, "spec.volumes[1].nfs")}},
 	{"fileKeyRef", withEnvSource(corev1.EnvVarSource{FileKeyRef: &corev1.FileKeySelector{VolumeName: "data", Path: "env", Key: "K"}}),

@@ -358,6 +358,16 @@ func TestValidateVolumes(t *testing.T) {
 		{"hostPath with backsteps and bad type", func(p *corev1.Pod) {
 			*vol(p) = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/srv/../etc", Type: new(corev1.HostPathType("Dir"))}}
 		}, []fieldErr{errAt(tInvalid, "spec.volumes[0].hostPath.path"), errAt(tNotSupported, "spec.volumes[0].hostPath.type")}},
+		{"image volume with a subPath", func(p *corev1.Pod) {
+			*vol(p) = corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "registry.example/data:1", PullPolicy: corev1.PullIfNotPresent}}
+			ctr(p).VolumeMounts[0].SubPath = "models"
+		}, nil},
+		{"image volume without reference", func(p *corev1.Pod) {
+			*vol(p) = corev1.VolumeSource{Image: &corev1.ImageVolumeSource{PullPolicy: corev1.PullNever}}
+		}, []fieldErr{errAt(tRequired, "spec.volumes[0].image.reference")}},
+		{"image volume with spaces and an unknown pull policy", func(p *corev1.Pod) {
+			*vol(p) = corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: " registry.example/data:1", PullPolicy: "Sometimes"}}
+		}, []fieldErr{errAt(tInvalid, "spec.volumes[0].image.reference"), errAt(tNotSupported, "spec.volumes[0].image.pullPolicy")}},
 		{"emptyDir medium and size", func(p *corev1.Pod) {
 			*vol(p) = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: "Disk", SizeLimit: new(resource.MustParse("-1Mi"))}}
 		}, []fieldErr{errAt(tNotSupported, "spec.volumes[0].emptyDir.medium"), errAt(tInvalid, "spec.volumes[0].emptyDir.sizeLimit")}},

@@ -60,8 +60,8 @@ func validateVolumes(vols []corev1.Volume, fld *field.Path) (map[string]corev1.V
 }
 
 // validateVolumeSource checks that exactly one source is set and that it is one static
-// pods can use: hostPath, emptyDir, downwardAPI, and configMap, secret and projected
-// volumes of the documents beside the pod.
+// pods can use: hostPath, emptyDir, downwardAPI, image, and configMap, secret and
+// projected volumes of the documents beside the pod.
 func validateVolumeSource(src *corev1.VolumeSource, fld *field.Path) field.ErrorList {
 	kinds := volumeSources(src)
 	if len(kinds) == 0 {
@@ -87,6 +87,8 @@ func validateVolumeSource(src *corev1.VolumeSource, fld *field.Path) field.Error
 			errs = append(errs, validateSecretVolume(src.Secret, p)...)
 		case "projected":
 			errs = append(errs, validateProjected(src.Projected, p)...)
+		case "image":
+			errs = append(errs, validateImageVolume(src.Image, p)...)
 		default:
 			errs = append(errs, forbidVolumeSource(kind, p))
 		}
@@ -123,6 +125,20 @@ func validateHostPath(hp *corev1.HostPathVolumeSource, fld *field.Path) field.Er
 		errs = append(errs, enum(fld.Child("type"), *hp.Type, hostPathTypes)...)
 	}
 	return errs
+}
+
+// validateImageVolume checks an image volume as the apiserver's
+// validateImageVolumeSource does: a reference is required, without surrounding
+// whitespace, and the pull policy (defaulted as a container's) is a known one.
+func validateImageVolume(src *corev1.ImageVolumeSource, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch ref := fld.Child("reference"); {
+	case src.Reference == "":
+		errs = append(errs, field.Required(ref, ""))
+	case strings.TrimSpace(src.Reference) != src.Reference:
+		errs = append(errs, field.Invalid(ref, src.Reference, "must not have leading or trailing whitespace"))
+	}
+	return append(errs, requiredEnum(fld.Child("pullPolicy"), src.PullPolicy, pullPolicies)...)
 }
 
 func validateEmptyDir(ed *corev1.EmptyDirVolumeSource, fld *field.Path) field.ErrorList {

@@ -36,8 +36,12 @@ type fakeRuntime struct {
 	// volumes are the ConfigMaps and Secrets each pod's volumes were last synced with,
 	// by SyncVolumes or CreateContainer.
 	volumes map[types.UID]manifests.Objects
-	// pulls are the requests of every EnsureImage, in order.
-	pulls []PullRequest
+	// pulls are the requests of every EnsureImage, in order; pullFail fails those of
+	// an image.
+	pulls    []PullRequest
+	pullFail map[string]error
+	// creates are the requests of every CreateContainer, in order.
+	creates []CreateRequest
 	// repair is what Repair does; it reports whether it changed a container.
 	repair func() bool
 }
@@ -73,6 +77,12 @@ func (f *fakeRuntime) EnsureImage(_ context.Context, req PullRequest) (Image, er
 	if err := f.enter("EnsureImage"); err != nil {
 		return Image{}, err
 	}
+	f.mu.Lock()
+	err := f.pullFail[req.Image]
+	f.mu.Unlock()
+	if err != nil {
+		return Image{}, err
+	}
 	return Image{Ref: req.Image, ID: "sha256:img", Digest: "sha256:digest"}, nil
 }
 
@@ -100,6 +110,7 @@ func (f *fakeRuntime) CreateContainer(_ context.Context, req CreateRequest) (Con
 	f.put(c)
 	f.mu.Lock()
 	f.volumes[req.Pod.UID] = req.Objects
+	f.creates = append(f.creates, req)
 	f.mu.Unlock()
 	return c, nil
 }

@@ -19,8 +19,8 @@ import (
 // needs could go.
 //
 // What is in use is what any pod the runner knows needs: the images of every wanted
-// pod's containers (running, waiting or finished and remembered, and pods waiting for
-// their name), and the image of every container and sandbox the runtime holds, orphans
+// pod's containers and image volumes (running, waiting or finished and remembered, and
+// pods waiting for their name), and the image of every container and sandbox the runtime holds, orphans
 // included. Images an archive of the image dir brings are pinned by the runtime.
 type imageCollector struct {
 	store   ImageStore
@@ -211,7 +211,7 @@ func uses(used map[string]bool, img StoredImage) bool {
 }
 
 // inUse returns the names and digests of the images known pods use: the images of the
-// wanted pods' specs (as the runtime names them) and those every container and sandbox
+// wanted pods' specs, their image volumes' included (as the runtime names them) and those every container and sandbox
 // of the runtime was created from.
 func (c *imageCollector) inUse() map[string]bool {
 	used := map[string]bool{}
@@ -236,12 +236,17 @@ func (c *imageCollector) inUse() map[string]bool {
 	return used
 }
 
-// podImages returns the image strings of every container of the pods.
+// podImages returns the image strings of every container and image volume of the pods.
 func podImages(pods map[types.UID]*corev1.Pod) []string {
 	var out []string
 	for _, pod := range pods {
 		for _, ctr := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
 			out = append(out, ctr.Image)
+		}
+		for _, vol := range pod.Spec.Volumes {
+			if vol.Image != nil {
+				out = append(out, vol.Image.Reference)
+			}
 		}
 	}
 	slices.Sort(out)

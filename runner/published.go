@@ -35,7 +35,7 @@ type published struct {
 	objects      map[string]manifests.Objects // each source's ConfigMaps and Secrets
 	objectsGen   uint64                       // counts the updates that set objects
 	seen         map[types.UID]time.Time      // when each wanted pod was first wanted
-	wantedImages []string                     // the images of every wanted pod's containers, as the specs spell them
+	wantedImages []string                     // the images of every wanted pod's containers and image volumes, as the specs spell them
 }
 
 func newPublished(sources []string) *published {

@@ -145,6 +145,9 @@ type CreateRequest struct {
 	Hash      string     // manifests.ContainerHash of Container
 	Sandbox   *Container // the pod's running sandbox; nil for a pod without one
 	Image     Image
+	// ImageVolumes are the images of the pod's image volumes that Container mounts, by
+	// volume name, made present (EnsureImage) with each volume's pull policy.
+	ImageVolumes map[string]Image
 	// Objects are the ConfigMaps and Secrets of the pod's source, which its volumes and
 	// environment read. A reference to one that is missing fails with ErrCreateConfig.
 	Objects manifests.Objects

@@ -77,8 +77,9 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, rt PodRuntime, a 
 	if !NeedsSandbox(pod) {
 		sandbox = nil
 	}
+	volumes := imageVolumePulls{}
 	for _, s := range a.Start {
-		started, changed := w.start(ctx, pod, s, sandbox)
+		started, changed := w.start(ctx, pod, s, sandbox, volumes)
 		acted = acted || changed
 		if !started {
 			break // later containers (the next init container, say) wait for the next sync
@@ -207,12 +208,18 @@ func (w *worker) preStop(c Container) *corev1.Container {
 	return spec
 }
 
-// start pulls, creates and starts one container. It reports whether the container
-// started, and whether the runtime changed (a container was created) either way.
-func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *Container) (started, changed bool) {
+// start pulls, creates and starts one container: the images of the image volumes it
+// mounts first (volumes holds what this sync pulled of them), then its own. It reports
+// whether the container started, and whether the runtime changed (a container was
+// created) either way.
+func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *Container, volumes imageVolumePulls) (started, changed bool) {
 	c := s.Container
 	if w.waiting(w.starts, c.Name) {
 		return false, false // its last start failed: wait out the back-off
+	}
+	vols, ok := w.pullVolumes(ctx, pod, c, volumes)
+	if !ok {
+		return false, false
 	}
 	img, ok := w.pull(ctx, pod, c)
 	if !ok {
@@ -221,7 +228,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *C
 	w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}
 	created, err := w.rt.CreateContainer(ctx, CreateRequest{
 		Pod: pod, Container: c, Init: s.Init, Attempt: s.Attempt,
-		Hash: manifests.ContainerHash(c), Sandbox: sandbox, Image: img, Objects: w.pub.objectsOf(pod),
+		Hash: manifests.ContainerHash(c), Sandbox: sandbox, Image: img, ImageVolumes: vols, Objects: w.pub.objectsOf(pod),
 	})
 	if err != nil {
 		reason := ReasonRunContainerError
@@ -291,30 +298,41 @@ func (w *worker) containerSpec(name string) *corev1.Container {
 // pull makes the container's image present, with the pod's pull secrets, backing off
 // after failures.
 func (w *worker) pull(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (Image, bool) {
-	if w.waiting(w.pulls, c.Image) {
-		w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: ReasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q", c.Image)}
+	img, waiting := w.ensureImage(ctx, pod, c.Name, c.Image, c.ImagePullPolicy)
+	if waiting != nil {
+		w.obs.Waiting[c.Name] = *waiting
 		return Image{}, false
 	}
+	return img, true
+}
+
+// ensureImage makes image present with policy and the pod's pull secrets, backing off
+// after failures (by image, whoever asked for it), and tells of it in events about
+// container ("" for the pod). It returns the image, or why a container that needs it
+// waits.
+func (w *worker) ensureImage(ctx context.Context, pod *corev1.Pod, container, image string, policy corev1.PullPolicy) (Image, *corev1.ContainerStateWaiting) {
+	if w.waiting(w.pulls, image) {
+		return Image{}, &corev1.ContainerStateWaiting{Reason: ReasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q", image)}
+	}
 	start := time.Now()
-	img, err := w.rt.EnsureImage(ctx, PullRequest{Image: c.Image, Policy: c.ImagePullPolicy, Secrets: w.pullSecrets(pod)})
+	img, err := w.rt.EnsureImage(ctx, PullRequest{Image: image, Policy: policy, Secrets: w.pullSecrets(pod)})
 	w.metrics.pullDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
-		w.failed(w.pulls, c.Image)
+		w.failed(w.pulls, image)
 		reason := ReasonErrImagePull
 		if errors.Is(err, ErrImageNeverPull) {
 			reason = ReasonErrImageNeverPull
 		}
-		w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: reason, Message: err.Error()}
-		w.warn(c.Name, "Failed", fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
-		return Image{}, false
+		w.warn(container, "Failed", fmt.Sprintf("Failed to pull image %q: %v", image, err))
+		return Image{}, &corev1.ContainerStateWaiting{Reason: reason, Message: err.Error()}
 	}
-	delete(w.pulls, c.Image)
+	delete(w.pulls, image)
 	if img.Pulled {
-		w.normal(c.Name, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v", c.Image, time.Since(start).Round(time.Millisecond)))
+		w.normal(container, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v", image, time.Since(start).Round(time.Millisecond)))
 	} else {
-		w.normal(c.Name, "Pulled", fmt.Sprintf("Container image %q already present on machine", c.Image))
+		w.normal(container, "Pulled", fmt.Sprintf("Container image %q already present on machine", image))
 	}
-	return img, true
+	return img, nil
 }
 
 func (w *worker) backoffMessage(name string, rt PodRuntime) string {

@@ -74,11 +74,12 @@ func bindSource(in spec.Input, index int, vm corev1.VolumeMount) (spec.Source, e
 	if i < 0 {
 		return spec.Source{}, errors.New("the pod has no such volume")
 	}
-	src, readOnly, err := volumeSource(in.PodDir, &in.Pod.Spec.Volumes[i])
+	vol := &in.Pod.Spec.Volumes[i]
+	src, readOnly, err := volumeSource(in, vol)
 	if err != nil {
 		return spec.Source{}, err
 	}
-	if src, err = mountSource(in, index, vm, src); err != nil {
+	if src, err = mountSource(in, index, vm, src, vol.Image != nil); err != nil {
 		return spec.Source{}, err
 	}
 	propagation, err := spec.Propagation(in.Container, vm)
@@ -92,31 +93,38 @@ func bindSource(in spec.Input, index int, vm corev1.VolumeMount) (spec.Source, e
 }
 
 // volumeSource is the host path of a volume, and whether it is read-only whatever the
-// mount says (downwardAPI, configMap, secret and projected volumes are, as on a
-// kubelet).
-func volumeSource(podDir string, vol *corev1.Volume) (string, bool, error) {
+// mount says (downwardAPI, configMap, secret, projected and image volumes are, as on a
+// kubelet). An image volume's image is where the runtime mounted it (in.ImageVolumes).
+func volumeSource(in spec.Input, vol *corev1.Volume) (string, bool, error) {
 	switch {
 	case vol.HostPath != nil:
 		path, err := prepareHostPath(vol.HostPath)
 		return path, false, err
 	case vol.EmptyDir != nil:
-		return volumeDir(podDir, vol.Name), false, nil
+		return volumeDir(in.PodDir, vol.Name), false, nil
 	case vol.DownwardAPI != nil, readsObjects(vol):
-		return volumeDir(podDir, vol.Name), true, nil
+		return volumeDir(in.PodDir, vol.Name), true, nil
+	case vol.Image != nil:
+		dir, ok := in.ImageVolumes[vol.Name]
+		if !ok {
+			return "", false, errors.New("its image is not mounted")
+		}
+		return dir, true, nil
 	}
 	return "", false, errors.New("unsupported volume source")
 }
 
 // mountSource resolves the bind source: the mount point of the volume's subPath (or
-// expanded subPathExpr) in the pod's dir (prepareSubPath), or the volume itself with
-// its symlinks resolved, as containerd's CRI resolves every bind source.
-func mountSource(in spec.Input, index int, vm corev1.VolumeMount, src string) (string, error) {
+// expanded subPathExpr) in the pod's dir (prepareSubPath; in an image, an existing
+// directory), or the volume itself with its symlinks resolved, as containerd's CRI
+// resolves every bind source.
+func mountSource(in spec.Input, index int, vm corev1.VolumeMount, src string, image bool) (string, error) {
 	sub, err := spec.SubPath(in, vm)
 	if err != nil {
 		return "", err
 	}
 	if sub != "" {
-		target, err := prepareSubPath(in.PodDir, vm.Name, in.Container.Name, index, src, sub)
+		target, err := prepareSubPath(in.PodDir, vm.Name, in.Container.Name, index, src, sub, image)
 		if err != nil {
 			return "", &subPathError{volume: vm.Name, container: in.Container.Name, err: err}
 		}

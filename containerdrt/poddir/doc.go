@@ -5,8 +5,10 @@
 // projected and downwardAPI volumes, written atomically as the kubelet's AtomicWriter
 // does in projected.go), hostPath checks and the *OrCreate
 // types (hostpath.go), subPaths bind-mounted safely (subpath.go), and for each
-// container the termination-message file and the pod's /dev/shm (container.go). It
-// removes them too (Remove, RemoveLogs for the pod's log directory).
+// container the termination-message file and the pod's /dev/shm (container.go). The
+// images of image volumes are mounted by the runtime, which owns containerd's
+// snapshots, at ImageVolumeDir; they are bound from there like any volume. It removes
+// them all too (Remove, RemoveLogs for the pod's log directory).
 //
 // PreparePod and PrepareContainer run before a container's spec is built: what
 // PrepareContainer returns (spec.Prepared) is all of the host that package spec names,

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
@@ -23,12 +24,13 @@ import (
 // The layout of a pod's directory, <root-dir>/pods/<uid>, after the kubelet's
 // /var/lib/kubelet/pods/<uid>.
 const (
-	etcHostsFile   = "etc-hosts"   // the pod's /etc/hosts
-	hostnameFile   = "hostname"    // the pod's /etc/hostname
-	resolvConfFile = "resolv.conf" // the pod's /etc/resolv.conf
-	volumesDir     = "volumes"     // volumes/<name>: emptyDir, downwardAPI, configMap, secret and projected volumes
-	containersDir  = "containers"  // containers/<name>/<attempt>.termination-log
-	shmDir         = "shm"         // the /dev/shm its containers share through the sandbox
+	etcHostsFile   = "etc-hosts"     // the pod's /etc/hosts
+	hostnameFile   = "hostname"      // the pod's /etc/hostname
+	resolvConfFile = "resolv.conf"   // the pod's /etc/resolv.conf
+	volumesDir     = "volumes"       // volumes/<name>: emptyDir, downwardAPI, configMap, secret and projected volumes
+	containersDir  = "containers"    // containers/<name>/<attempt>.termination-log
+	shmDir         = "shm"           // the /dev/shm its containers share through the sandbox
+	imageVolumeDir = "image-volumes" // image-volumes/<id>: the images of image volumes, mounted read-only
 
 	podDirMode      = 0o750
 	etcFileMode     = 0o644 // the kubelet's ensureHostsFile mode
@@ -61,7 +63,7 @@ func PreparePod(pod *corev1.Pod, podDir, hostIP, podIP string, objs manifests.Ob
 }
 
 // Remove unmounts every mount under podDir (subPath binds first, then tmpfs
-// emptyDirs, the pod's /dev/shm), deepest first and lazily (MNT_DETACH: a container
+// emptyDirs, the pod's /dev/shm, the images of image volumes), deepest first and lazily (MNT_DETACH: a container
 // that still runs keeps its view), then removes the directory. A missing directory is
 // not an error.
 func Remove(podDir string) error {
@@ -107,6 +109,17 @@ func unmountUnder(dir string) error {
 // one per attempt so that the message of the previous attempt stays readable.
 func TerminationLogPath(podDir, container string, attempt int) string {
 	return filepath.Join(podDir, containersDir, container, strconv.Itoa(attempt)+".termination-log")
+}
+
+// ImageVolumeDir is where the image of an image volume, named by id (a digest's hex
+// part, of what is mounted), is mounted in the pod's directory: once per pod and image,
+// however many volumes and containers use it, as containerd's CRI mounts one per
+// sandbox and image. Remove unmounts it with the rest.
+func ImageVolumeDir(podDir, id string) (string, error) {
+	if id == "" || id == "." || id == ".." || strings.Contains(id, "/") {
+		return "", fmt.Errorf("image volume id %q cannot be a path component", id)
+	}
+	return filepath.Join(podDir, imageVolumeDir, id), nil
 }
 
 // volumeDir is the directory of an emptyDir or downwardAPI volume.

@@ -54,8 +54,10 @@ func (e *subPathError) Unwrap() error { return e.err }
 // prepareSubPath returns the host path runc binds for the volumeMount at index of
 // container, whose subPath sub lies in volume, found at volumePath: a mount point in
 // podDir holding what sub names in the volume. A missing subPath is made a directory
-// first, with the mode of the volume's root, as the kubelet makes it.
-func prepareSubPath(podDir, volume, container string, index int, volumePath, sub string) (string, error) {
+// first, with the mode of the volume's root, as the kubelet makes it; in an image
+// (image volumes, read-only) nothing is made, and sub must be a directory, as
+// containerd's CRI requires (ensureImageSubPath).
+func prepareSubPath(podDir, volume, container string, index int, volumePath, sub string, image bool) (string, error) {
 	if filepath.IsAbs(sub) || slices.Contains(strings.Split(sub, "/"), "..") {
 		return "", fmt.Errorf("subPath %q must be a relative path without '..'", sub)
 	}
@@ -67,14 +69,21 @@ func prepareSubPath(podDir, volume, container string, index int, volumePath, sub
 	if err != nil {
 		return "", fmt.Errorf("resolve volume path %s: %w", volumePath, err)
 	}
-	if err := createSubPath(root, sub); err != nil {
-		return "", err
+	if !image {
+		if err := createSubPath(root, sub); err != nil {
+			return "", err
+		}
 	}
 	f, err := openSubPath(root, sub)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
+	if image {
+		if fi, err := f.Stat(); err != nil || !fi.IsDir() {
+			return "", fmt.Errorf("subPath %q of an image must be a directory of the image", sub)
+		}
+	}
 	if err := bindSubPath(f, target); err != nil {
 		return "", err
 	}

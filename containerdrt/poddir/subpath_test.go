@@ -130,7 +130,7 @@ func TestPrepareSubPathMountsReusesAndCleans(t *testing.T) {
 	t.Cleanup(func() { cleanSubPaths(podDir) })
 	prepare := func(sub string, index int) string {
 		t.Helper()
-		target, err := prepareSubPath(podDir, "data", "app", index, vol, sub)
+		target, err := prepareSubPath(podDir, "data", "app", index, vol, sub, false)
 		if err != nil {
 			t.Fatalf("prepareSubPath(%q): %v", sub, err)
 		}
@@ -167,7 +167,7 @@ func TestPrepareSubPathMountsReusesAndCleans(t *testing.T) {
 		t.Errorf("after the subPath changed: %d mounts at %s, holding the new dir %v; want one holding it", n, dir, sameFile(dir, vol+"/dir"))
 	}
 
-	if _, err := prepareSubPath(podDir, "data", "app", 3, vol, "abs"); err == nil {
+	if _, err := prepareSubPath(podDir, "data", "app", 3, vol, "abs", false); err == nil {
 		t.Error("prepareSubPath of a symlink out of the volume succeeded")
 	}
 	if err := cleanSubPaths(podDir); err != nil {
@@ -180,6 +180,35 @@ func TestPrepareSubPathMountsReusesAndCleans(t *testing.T) {
 		if _, err := os.Stat(f); err != nil {
 			t.Errorf("%s after cleanSubPaths: %v, want it kept", f, err)
 		}
+	}
+}
+
+// TestImageSubPathIsAnExistingDirectory: the subPath of an image volume is mounted
+// when it is a directory of the image, whatever symlink leads to it in the image; a
+// missing one is not created (the image is read-only) and a file is refused, as
+// containerd's CRI refuses both.
+func TestImageSubPathIsAnExistingDirectory(t *testing.T) {
+	requireRoot(t)
+	vol, _ := beneathTree(t)
+	podDir := filepath.Join(t.TempDir(), "pod")
+	t.Cleanup(func() { cleanSubPaths(podDir) })
+	for i, sub := range []string{"dir", "rel/sub"} {
+		target, err := prepareSubPath(podDir, "data", "app", i, vol, sub, true)
+		if err != nil {
+			t.Errorf("prepareSubPath(%q) in an image: %v", sub, err)
+			continue
+		}
+		if !sameFile(target, filepath.Join(vol, strings.Replace(sub, "rel", "dir", 1))) {
+			t.Errorf("prepareSubPath(%q) in an image mounted another file", sub)
+		}
+	}
+	for i, sub := range []string{"missing", "dir/file", "abs"} {
+		if _, err := prepareSubPath(podDir, "data", "app", 10+i, vol, sub, true); err == nil {
+			t.Errorf("prepareSubPath(%q) in an image succeeded, want it refused", sub)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(vol, "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing subPath of an image: %v, want it left missing", err)
 	}
 }
 

@@ -23,7 +23,10 @@ type Input struct {
 	HostIP     string              // the node's primary IP
 	SeccompDir string              // directory of Localhost seccomp profiles
 	Objects    manifests.Objects   // the ConfigMaps and Secrets of the pod's source
-	Prepared   Prepared            // the host side of the container's mounts
+	// ImageVolumes are the host directories where the images of the image volumes the
+	// container mounts are mounted read-only, by volume name.
+	ImageVolumes map[string]string
+	Prepared     Prepared // the host side of the container's mounts
 }
 
 // Prepared is the host side of one container's mounts, as the pod directory's
@@ -46,5 +49,5 @@ type Prepared struct {
 // Source is the host side of one volumeMount.
 type Source struct {
 	Path     string // the hostPath, the volume's directory or the subPath's mount point, symlinks resolved
-	ReadOnly bool   // read-only whatever the mount says: downwardAPI, configMap, secret and projected volumes
+	ReadOnly bool   // read-only whatever the mount says: downwardAPI, configMap, secret, projected and image volumes
 }
