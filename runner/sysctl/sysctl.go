@@ -1,4 +1,4 @@
-package runner
+package sysctl
 
 import (
 	"fmt"
@@ -6,49 +6,42 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/staticpod/staticpod/manifests"
 )
 
-// ReasonSysctlForbidden is the kubelet's reason for a pod it rejects because it sets a
-// sysctl that is neither safe nor allowed by --allowed-unsafe-sysctls, or one of a
-// namespace the pod shares with the host.
-const ReasonSysctlForbidden = "SysctlForbidden"
-
-// FlagAllowedUnsafeSysctls is the kubelet's flag that allows sysctls beyond the safe
+// FlagAllowedUnsafe is the kubelet's flag that allows sysctls beyond the safe
 // ones: names, or prefixes ending in "*".
-const FlagAllowedUnsafeSysctls = "--allowed-unsafe-sysctls"
+const FlagAllowedUnsafe = "--allowed-unsafe-sysctls"
 
-// sysctlNamespace is the kernel namespace a sysctl is set in.
-type sysctlNamespace string
+// Namespace is the kernel namespace a sysctl is set in.
+type Namespace string
 
 const (
-	sysctlIPC     sysctlNamespace = "ipc"
-	sysctlNet     sysctlNamespace = "net"
-	sysctlUnknown sysctlNamespace = "" // not known to be namespaced: never allowed
+	IPC     Namespace = "ipc"
+	Net     Namespace = "net"
+	Unknown Namespace = "" // not known to be namespaced: never allowed
 )
 
-// namespaceOfSysctl says which namespace holds a sysctl (in dotted form), as the
+// NamespaceOf says which namespace holds a sysctl (in dotted form), as the
 // kubelet knows them: kernel.sem, kernel.shm*, kernel.msg* and fs.mqueue.* are the IPC
 // namespace's, net.* the network namespace's.
-func namespaceOfSysctl(name string) sysctlNamespace {
+func NamespaceOf(name string) Namespace {
 	switch {
 	case name == "kernel.sem", strings.HasPrefix(name, "kernel.shm"), strings.HasPrefix(name, "kernel.msg"),
 		strings.HasPrefix(name, "fs.mqueue."):
-		return sysctlIPC
+		return IPC
 	case strings.HasPrefix(name, "net."):
-		return sysctlNet
+		return Net
 	}
-	return sysctlUnknown
+	return Unknown
 }
 
-// safeSysctls are the kubelet's safe sysctls: namespaced, and without effect on other
+// safe are the kubelet's safe sysctls: namespaced, and without effect on other
 // pods. Those with a kernel are safe only from that kernel (major.minor) on, where the
 // kernel made them per namespace; the others on every kernel.
-var safeSysctls = []struct{ name, kernel string }{
+var safe = []struct{ name, kernel string }{
 	{"kernel.shm_rmid_forced", ""},
 	{"net.ipv4.ip_local_port_range", ""},
 	{"net.ipv4.tcp_syncookies", ""},
@@ -63,13 +56,13 @@ var safeSysctls = []struct{ name, kernel string }{
 	{"net.ipv4.tcp_wmem", "4.15"},
 }
 
-// SafeSysctls are the safe sysctls on a kernel of release kernel (uname -r); when it
-// is "" or does not parse, only those safe on every kernel, as the kubelet drops those
-// it cannot tell.
-func SafeSysctls(kernel string) []string {
+// Safe are the safe sysctls on a kernel of release kernel (uname -r); when it is "" or
+// does not parse, only those safe on every kernel, as the kubelet drops those it cannot
+// tell.
+func Safe(kernel string) []string {
 	v, _ := version.ParseGeneric(kernel)
 	var out []string
-	for _, s := range safeSysctls {
+	for _, s := range safe {
 		if s.kernel == "" || v != nil && v.AtLeast(version.MustParseGeneric(s.kernel)) {
 			out = append(out, s.name)
 		}
@@ -86,47 +79,39 @@ func HostKernel() string {
 	return unix.ByteSliceToString(u.Release[:])
 }
 
-// Sysctls say which sysctls pods may set: the safe ones of the kernel, and those
-// AllowedUnsafe names, as the kubelet's --allowed-unsafe-sysctls does. The zero value
-// allows the sysctls safe on every kernel.
-type Sysctls struct {
-	Kernel string // release of the kernel the pods run on (HostKernel)
-	// AllowedUnsafe are sysctls (kernel.msgmax) and prefixes ending in * (net.core.*)
-	// allowed besides the safe ones; each must be of a namespace (see namespaceOfSysctl).
-	AllowedUnsafe []string
-}
-
-// sysctlPattern is what --allowed-unsafe-sysctls takes: a sysctl name (segments
+// pattern is what --allowed-unsafe-sysctls takes: a sysctl name (segments
 // separated by dots or slashes) whose last segment may end in *, as the kubelet's
 // policy validation spells it.
-var sysctlPattern = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*([a-z0-9][-_a-z0-9]*)?[a-z0-9*]$`)
+var pattern = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*([a-z0-9][-_a-z0-9]*)?[a-z0-9*]$`)
 
-const sysctlMaxLength = 253
+const maxLength = 253
 
-// sysctlAllowlist is the sysctls pods may set, each with its namespace: whole names,
-// and prefixes (a pattern without its *).
-type sysctlAllowlist struct {
-	names    map[string]sysctlNamespace
-	prefixes map[string]sysctlNamespace
+// Allowlist is the sysctls pods may set, each with its namespace: whole names, and
+// prefixes (a pattern without its *).
+type Allowlist struct {
+	names    map[string]Namespace
+	prefixes map[string]Namespace
 }
 
-// allowlist checks AllowedUnsafe and builds the allowlist: the safe sysctls and the
-// allowed unsafe ones. A pattern that is no sysctl, or whose sysctls are of no known
-// namespace (kernel.*, vm.swappiness), is an error, as on the kubelet.
-func (s Sysctls) allowlist() (*sysctlAllowlist, error) {
-	a := &sysctlAllowlist{names: map[string]sysctlNamespace{}, prefixes: map[string]sysctlNamespace{}}
-	for _, name := range SafeSysctls(s.Kernel) {
-		a.names[name] = namespaceOfSysctl(name)
+// NewAllowlist checks allowedUnsafe, the sysctls (kernel.msgmax) and prefixes ending in
+// * (net.core.*) of --allowed-unsafe-sysctls, and builds the allowlist: the safe
+// sysctls of kernel and the allowed unsafe ones. A pattern that is no sysctl, or whose
+// sysctls are of no known namespace (kernel.*, vm.swappiness), is an error, as on the
+// kubelet.
+func NewAllowlist(kernel string, allowedUnsafe []string) (*Allowlist, error) {
+	a := &Allowlist{names: map[string]Namespace{}, prefixes: map[string]Namespace{}}
+	for _, name := range Safe(kernel) {
+		a.names[name] = NamespaceOf(name)
 	}
-	for _, p := range s.AllowedUnsafe {
-		if len(p) > sysctlMaxLength || !sysctlPattern.MatchString(p) {
-			return nil, fmt.Errorf("%s: %q must have at most %d characters and match regex %s", FlagAllowedUnsafeSysctls, p, sysctlMaxLength, sysctlPattern)
+	for _, p := range allowedUnsafe {
+		if len(p) > maxLength || !pattern.MatchString(p) {
+			return nil, fmt.Errorf("%s: %q must have at most %d characters and match regex %s", FlagAllowedUnsafe, p, maxLength, pattern)
 		}
 		p = manifests.SysctlName(p)
 		prefix, isPrefix := strings.CutSuffix(p, "*")
-		ns := namespaceOfSysctl(prefix)
-		if ns == sysctlUnknown {
-			return nil, fmt.Errorf("%s: %q: the sysctls are not known to be namespaced (only kernel.sem, kernel.shm*, kernel.msg*, fs.mqueue.* and net.* are)", FlagAllowedUnsafeSysctls, p)
+		ns := NamespaceOf(prefix)
+		if ns == Unknown {
+			return nil, fmt.Errorf("%s: %q: the sysctls are not known to be namespaced (only kernel.sem, kernel.shm*, kernel.msg*, fs.mqueue.* and net.* are)", FlagAllowedUnsafe, p)
 		}
 		if isPrefix {
 			a.prefixes[prefix] = ns
@@ -137,10 +122,10 @@ func (s Sysctls) allowlist() (*sysctlAllowlist, error) {
 	return a, nil
 }
 
-// check says why a pod may not set sysctl name (dotted), "" when it may: it is not
+// Check says why a pod may not set sysctl name (dotted), "" when it may: it is not
 // allowlisted (unlisted is true: --allowed-unsafe-sysctls could allow it), or it is of
 // a namespace the pod shares with the host.
-func (a *sysctlAllowlist) check(name string, hostNet, hostIPC bool) (problem string, unlisted bool) {
+func (a *Allowlist) Check(name string, hostNet, hostIPC bool) (problem string, unlisted bool) {
 	ns, found := a.names[name]
 	for prefix, pns := range a.prefixes {
 		if !found && strings.HasPrefix(name, prefix) {
@@ -150,33 +135,8 @@ func (a *sysctlAllowlist) check(name string, hostNet, hostIPC bool) (problem str
 	switch {
 	case !found:
 		return fmt.Sprintf("%q not allowlisted", name), true
-	case ns == sysctlIPC && hostIPC, ns == sysctlNet && hostNet:
+	case ns == IPC && hostIPC, ns == Net && hostNet:
 		return fmt.Sprintf("%q not allowed with host %s enabled", name, ns), false
 	}
 	return "", false
-}
-
-// checkSysctls returns the first sysctl of pod it may not set, nil when none.
-func (s Sysctls) checkSysctls(pod *corev1.Pod) *Forbidden {
-	sc := pod.Spec.SecurityContext
-	if sc == nil || len(sc.Sysctls) == 0 {
-		return nil
-	}
-	fld := field.NewPath("spec", "securityContext", "sysctls")
-	a, err := s.allowlist()
-	if err != nil {
-		return &Forbidden{Reason: ReasonSysctlForbidden, Field: fld, What: err.Error()}
-	}
-	for i, sysctl := range sc.Sysctls {
-		problem, unlisted := a.check(manifests.SysctlName(sysctl.Name), pod.Spec.HostNetwork, pod.Spec.HostIPC)
-		if problem == "" {
-			continue
-		}
-		f := &Forbidden{Reason: ReasonSysctlForbidden, Field: fld.Index(i), What: "forbidden sysctl: " + problem}
-		if unlisted {
-			f.Flag = FlagAllowedUnsafeSysctls
-		}
-		return f
-	}
-	return nil
 }
