@@ -16,7 +16,11 @@ const module = "github.com/staticpod/staticpod"
 // the packages of ours it may depend on, directly or not; "*" is any. They enforce the
 // package rules of DESIGN.md: manifests, logs and api/wire (what travels between the API
 // and its clients) import nothing of ours; sources import manifests; runner imports
-// manifests and api/wire; containerdrt imports manifests and runner (and logs, a leaf
+// manifests and api/wire and the two packages below it: runner/action, which runs a
+// probe's or hook's handler against an interface of its own and imports nothing of
+// ours, and runner/sysctl, the kubelet's sysctl rules as pure functions, which imports
+// only manifests (neither imports the runner; whoever may import the runner may import
+// them, "runner/..."); containerdrt imports manifests and runner (and logs, a leaf
 // that names and writes the CRI log files) and the packages along its seams, below it:
 // containerdrt/images, the image store, wraps containerd's client and imports only
 // runner, for the image types it returns and the classes of a failed pull;
@@ -47,26 +51,28 @@ var rules = map[string][]string{
 	"watcher":                      {"manifests"},
 	"httpsource":                   {"manifests"},
 	"api/wire":                     nil,
-	"runner":                       {"manifests", "api/wire"},
-	"containerdrt":                 {"containerdrt/...", "manifests", "runner", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc", "internal/atomicfile"},
-	"containerdrt/images":          {"runner", "manifests", "api/wire"},                                                                                         // runner.Image, StoredImage, FSUsage and the pull errors; runner brings manifests and api/wire
-	"containerdrt/shims":           {"logs", "internal/proc"},                                                                                                   // /proc and the disk: it knows no runtime, runner or containerd client
-	"containerdrt/cgroups":         {"manifests", "internal/systemd"},                                                                                           // QoS classes and pod limits; pod slices under systemd
-	"containerdrt/podnet":          {"internal/atomicfile"},                                                                                                     // the default network's configuration, written whole
-	"containerdrt/spec":            {"containerdrt/cgroups", "manifests", "runner", "api/wire", "internal/systemd"},                                             // pure builders: the types and error classes of what they build from, the CPU conversions
-	"containerdrt/poddir":          {"containerdrt/spec", "containerdrt/cgroups", "manifests", "runner", "api/wire", "internal/systemd", "internal/atomicfile"}, // spec's input and downward API values
-	"api":                          {"manifests", "runner", "api/wire", "logs", "httpsource"},
+	"runner":                       {"manifests", "api/wire", "runner/action", "runner/sysctl"},
+	"runner/action":                nil,           // handlers of probes and hooks, against an interface of its own: never the runner
+	"runner/sysctl":                {"manifests"}, // a sysctl's dotted name: pure rules, never the runner
+	"containerdrt":                 {"containerdrt/...", "manifests", "runner/...", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc", "internal/atomicfile"},
+	"containerdrt/images":          {"runner/...", "manifests", "api/wire"},                                                                                         // runner.Image, StoredImage, FSUsage and the pull errors; runner brings manifests and api/wire
+	"containerdrt/shims":           {"logs", "internal/proc"},                                                                                                       // /proc and the disk: it knows no runtime, runner or containerd client
+	"containerdrt/cgroups":         {"manifests", "internal/systemd"},                                                                                               // QoS classes and pod limits; pod slices under systemd
+	"containerdrt/podnet":          {"internal/atomicfile"},                                                                                                         // the default network's configuration, written whole
+	"containerdrt/spec":            {"containerdrt/cgroups", "manifests", "runner/...", "api/wire", "internal/systemd"},                                             // pure builders: the types and error classes of what they build from, the CPU conversions
+	"containerdrt/poddir":          {"containerdrt/spec", "containerdrt/cgroups", "manifests", "runner/...", "api/wire", "internal/systemd", "internal/atomicfile"}, // spec's input and downward API values
+	"api":                          {"manifests", "runner/...", "api/wire", "logs", "httpsource"},
 	"api/apitest":                  {"api/wire"},
 	"api/client":                   {"api/wire", "manifests"},
 	"cli":                          {"api/client", "api/wire", "manifests"},
-	"validate":                     {"cli", "api/client", "api/wire", "watcher", "manifests", "runner"},
-	"once":                         {"cli", "api/client", "api/wire", "containerdrt/...", "internal/atomicfile", "watcher", "manifests", "runner", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd", "internal/proc"},
+	"validate":                     {"cli", "api/client", "api/wire", "watcher", "manifests", "runner/..."},
+	"once":                         {"cli", "api/client", "api/wire", "containerdrt/...", "internal/atomicfile", "watcher", "manifests", "runner/...", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd", "internal/proc"},
 	"e2e":                          nil, // its tests import what they test
 	"internal/ctrd":                nil,
-	"internal/dirlock":             nil,                                                     // main's lock of the root and pod log dirs
-	"internal/diskspace":           {"runner", "manifests", "api/wire"},                     // records its events in the runner's event log
-	"internal/service":             {"internal/systemd"},                                    // reads the runner through an interface of its own
-	"internal/nodeshutdown":        {"runner", "manifests", "api/wire", "internal/systemd"}, // stops the pods through the runner
+	"internal/dirlock":             nil,                                                         // main's lock of the root and pod log dirs
+	"internal/diskspace":           {"runner/...", "manifests", "api/wire"},                     // records its events in the runner's event log
+	"internal/service":             {"internal/systemd"},                                        // reads the runner through an interface of its own
+	"internal/nodeshutdown":        {"runner/...", "manifests", "api/wire", "internal/systemd"}, // stops the pods through the runner
 	"internal/pause":               nil,
 	"internal/systemd":             nil,
 	"internal/proc":                nil, // a leaf: whoever reads /proc may use it
@@ -76,8 +82,8 @@ var rules = map[string][]string{
 	"internal/testenv":             {"internal/ctrd", "internal/proc"},
 	"internal/testenv/cmd/mkimage": {"internal/testenv", "internal/ctrd", "internal/proc"},
 	"internal/testenv/cmd/udpecho": nil,
-	"internal/bench":               {"containerdrt/...", "internal/atomicfile", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
-	benchCommand:                   {"internal/bench", "containerdrt/...", "internal/atomicfile", "runner", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
+	"internal/bench":               {"containerdrt/...", "internal/atomicfile", "runner/...", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
+	benchCommand:                   {"internal/bench", "containerdrt/...", "internal/atomicfile", "runner/...", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
 }
 
 // benchCommand is make bench's program.

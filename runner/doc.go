@@ -6,7 +6,9 @@
 // (StopAll, StopForShutdown). It defines the Runtime interface it needs from a
 // container runtime, and calls its Repair after each relist, before it acts on it.
 //
-// It imports manifests and api/wire (the types of the API's answers it produces) and
-// nothing else of staticpod's; in particular it never imports containerd. main and
+// It imports manifests, api/wire (the types of the API's answers it produces) and the
+// two packages below it, runner/action (running a probe's or hook's handler) and
+// runner/sysctl (the kubelet's sysctl rules), and nothing else of staticpod's; in
+// particular it never imports containerd. main and
 // once wire a concrete Runtime into it, and tests a fake one.
 package runner

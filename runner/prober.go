@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/staticpod/staticpod/runner/action"
 )
 
 // ProbeType names the three probes of a container.
@@ -192,7 +194,7 @@ func (pw *probeWorker) probeOnce() bool {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(pw.probe.TimeoutSeconds)*time.Second)
-	err := runAction(ctx, pw.p.rt, pw.target, probeAction(pw.probe))
+	err := runAction(ctx, pw.p.rt, pw.target, action.Probe(pw.probe))
 	cancel()
 	res := probeResult{containerID: pw.id}
 	if err == nil {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/action"
 )
 
 // Image pull back-off: after a failed pull the image is not tried again for 10 s,
@@ -183,7 +184,7 @@ func (w *worker) stop(ctx context.Context, c Container, grace time.Duration, rea
 	if hook != nil && c.State == StateRunning && grace > 0 {
 		start := w.now()
 		hctx, cancel := context.WithTimeout(ctx, grace)
-		err := runAction(hctx, w.rt, target{pod: w.spec, container: hook, id: c.ID, sandbox: w.sandbox}, hookAction(hook.Lifecycle.PreStop))
+		err := runAction(hctx, w.rt, target{pod: w.spec, container: hook, id: c.ID, sandbox: w.sandbox}, action.Hook(hook.Lifecycle.PreStop))
 		cancel()
 		if err != nil {
 			w.warn(c.Name, "FailedPreStopHook", fmt.Sprintf("PreStopHook failed: %v", err))
@@ -270,7 +271,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *C
 func (w *worker) postStart(ctx context.Context, pod *corev1.Pod, c *corev1.Container, created Container, sandbox *Container) bool {
 	hctx, cancel := context.WithTimeout(ctx, podGrace(pod)+time.Minute)
 	defer cancel()
-	err := runAction(hctx, w.rt, target{pod: pod, container: c, id: created.ID, sandbox: sandbox}, hookAction(c.Lifecycle.PostStart))
+	err := runAction(hctx, w.rt, target{pod: pod, container: c, id: created.ID, sandbox: sandbox}, action.Hook(c.Lifecycle.PostStart))
 	if err == nil {
 		return true
 	}

@@ -2,44 +2,13 @@ package runner
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/manifests"
 )
-
-func TestSafeSysctlsFollowTheKernel(t *testing.T) {
-	always := []string{"kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.tcp_syncookies",
-		"net.ipv4.ping_group_range", "net.ipv4.ip_unprivileged_port_start"}
-	keepalive := []string{"net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_keepalive_intvl", "net.ipv4.tcp_keepalive_probes"}
-	all := append(append(append(slices.Clone(always), "net.ipv4.ip_local_reserved_ports"), keepalive...),
-		"net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem")
-	for _, tt := range []struct {
-		kernel string
-		want   []string
-	}{
-		{"", always},
-		{"not a version", always},
-		{"3.10.0-1160.el7.x86_64", always},
-		{"3.16.0", append(slices.Clone(always), "net.ipv4.ip_local_reserved_ports")},
-		{"4.5.7", append(append(slices.Clone(always), "net.ipv4.ip_local_reserved_ports"), keepalive...)},
-		{"4.14.300", append(append(append(slices.Clone(always), "net.ipv4.ip_local_reserved_ports"), keepalive...), "net.ipv4.tcp_fin_timeout")},
-		{"4.15.0", all},
-		{"6.18.0-1-amd64", all},
-	} {
-		got := SafeSysctls(tt.kernel)
-		slices.Sort(got)
-		want := slices.Sorted(slices.Values(tt.want))
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("SafeSysctls(%q) (-want +got):\n%s", tt.kernel, diff)
-		}
-	}
-}
 
 // sysctlPod is a pod from file a.yaml that sets sysctls (each to "1").
 func sysctlPod(edit func(*corev1.Pod), names ...string) *corev1.Pod {
@@ -103,28 +72,6 @@ func TestSysctlsAllowTheSafeAndTheAllowedOnly(t *testing.T) {
 				t.Errorf("rejection: %s %s, want Failed %s", rej.Status().Phase, rej.Reason(), ReasonSysctlForbidden)
 			}
 		})
-	}
-}
-
-func TestAllowedUnsafeSysctlsAreChecked(t *testing.T) {
-	for _, tt := range []struct {
-		allowed []string
-		want    string // the error's start; "" when valid
-	}{
-		{[]string{"kernel.msgmax", "kernel.sem", "kernel.shm*", "fs.mqueue.*", "net.*", "net/ipv4/conf/*"}, ""},
-		{[]string{"kernel.*"}, `--allowed-unsafe-sysctls: "kernel.*": the sysctls are not known to be namespaced`},
-		{[]string{"vm.swappiness"}, `--allowed-unsafe-sysctls: "vm.swappiness": the sysctls are not known to be namespaced`},
-		{[]string{"*"}, `--allowed-unsafe-sysctls: "*": the sysctls are not known to be namespaced`},
-		{[]string{"Net.Core.*"}, `--allowed-unsafe-sysctls: "Net.Core.*" must have at most 253 characters and match regex`},
-		{[]string{"net.*.rmem"}, `--allowed-unsafe-sysctls: "net.*.rmem" must have at most 253 characters and match regex`},
-	} {
-		got := ""
-		if err := (Restrictions{Sysctls: Sysctls{AllowedUnsafe: tt.allowed}}).Validate(); err != nil {
-			got = err.Error()
-		}
-		if tt.want == "" && got != "" || !strings.HasPrefix(got, tt.want) {
-			t.Errorf("Validate(%q) = %q, want %q...", tt.allowed, got, tt.want)
-		}
 	}
 }
 

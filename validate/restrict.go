@@ -7,6 +7,7 @@ import (
 
 	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/sysctl"
 )
 
 // RestrictionFlags are the flags that say what pods of each source may ask for
@@ -40,7 +41,7 @@ func Restrictions(c *cli.Context) (runner.Restrictions, error) {
 		HostNetworkSources: c.StringSlice("host-network-sources"),
 		HostPIDSources:     c.StringSlice("host-pid-sources"),
 		HostIPCSources:     c.StringSlice("host-ipc-sources"),
-		Sysctls:            runner.Sysctls{Kernel: runner.HostKernel(), AllowedUnsafe: spcli.AllowedUnsafeSysctls(c)},
+		Sysctls:            runner.Sysctls{Kernel: sysctl.HostKernel(), AllowedUnsafe: spcli.AllowedUnsafeSysctls(c)},
 	}
 	if c.IsSet("allowed-host-paths") {
 		r.AllowedHostPaths = append([]string{}, c.StringSlice("allowed-host-paths")...)
