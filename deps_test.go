@@ -51,7 +51,8 @@ var rules = map[string][]string{
 	"watcher":                      {"manifests"},
 	"httpsource":                   {"manifests"},
 	"api/wire":                     nil,
-	"runner":                       {"manifests", "api/wire", "runner/action", "runner/sysctl"},
+	"runner/results":               nil, // a leaf: the finished pods on disk
+	"runner":                       {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results"},
 	"runner/action":                nil,           // handlers of probes and hooks, against an interface of its own: never the runner
 	"runner/sysctl":                {"manifests"}, // a sysctl's dotted name: pure rules, never the runner
 	"containerdrt":                 {"containerdrt/...", "manifests", "runner/...", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc", "internal/atomicfile"},

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/results"
 )
 
 // Periods of the sync loop, as on the kubelet.
@@ -57,7 +58,7 @@ type Runner struct {
 	pleg     *PLEG
 	backoffs *Backoffs
 	events   *Events
-	results  *Results
+	results  *results.Store
 	metrics  *metrics
 	prober   *prober
 	imageGC  *imageCollector // nil without Options.Images
@@ -88,7 +89,7 @@ func New(opts Options) (*Runner, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	results, err := NewResults(opts.ResultsDir)
+	finished, err := results.New(opts.ResultsDir)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +98,7 @@ func New(opts Options) (*Runner, error) {
 		pleg:     NewPLEG(opts.Runtime, opts.Now),
 		backoffs: NewBackoffs(),
 		events:   NewEvents(opts.Now),
-		results:  results,
+		results:  finished,
 		metrics:  newMetrics(opts.Registry),
 		pub:      newPublished(opts.Sources),
 		asks:     newRelistRequests(),

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/results"
 )
 
 // worker owns one pod UID: it plans and executes the pod's sync, one at a time, in its
@@ -60,7 +61,7 @@ type workerDeps struct {
 	asks     *relistRequests // where it asks for a relist newer than its actions
 	prober   *prober
 	backoffs *Backoffs
-	results  *Results
+	results  *results.Store
 	events   *Events
 	metrics  *metrics
 	log      *slog.Logger

@@ -1,4 +1,7 @@
-package runner
+// Package results keeps, on disk, which pods finished for good and why staticpod
+// failed one, so that a finished job does not run again after staticpod or the machine
+// restarts. The runner marks and reads them; it imports nothing of staticpod's.
+package results
 
 import (
 	"encoding/hex"
@@ -11,21 +14,22 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Results remembers which pods finished for good (Never and OnFailure pods whose
+// Store remembers which pods finished for good (Never and OnFailure pods whose
 // containers will not run again, pods staticpod failed), and why staticpod failed a
 // pod, on disk, so that a finished job does not run again after staticpod or the
 // machine restarts, and a failed one still says why. A pod's result is forgotten when
 // the pod is removed, so the same manifest written again runs again.
-type Results struct {
+type Store struct {
 	dir string // one file per finished pod UID, holding the reason it failed, if any; "" keeps results in memory only
 
 	mu   sync.Mutex           // guards done
 	done map[types.UID]string // cache of the files: pod UID -> reason
 }
 
-// NewResults loads the results kept under dir (created if missing).
-func NewResults(dir string) (*Results, error) {
-	r := &Results{dir: dir, done: map[types.UID]string{}}
+// New loads the results kept under dir (created if missing); "" keeps them in memory
+// only.
+func New(dir string) (*Store, error) {
+	r := &Store{dir: dir, done: map[types.UID]string{}}
 	if dir == "" {
 		return r, nil
 	}
@@ -49,7 +53,7 @@ func NewResults(dir string) (*Results, error) {
 }
 
 // Done reports whether the pod finished for good and, if staticpod failed it, why.
-func (r *Results) Done(uid types.UID) (done bool, reason string) {
+func (r *Store) Done(uid types.UID) (done bool, reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	reason, done = r.done[uid]
@@ -58,7 +62,7 @@ func (r *Results) Done(uid types.UID) (done bool, reason string) {
 
 // Mark records that the pod finished for good; reason, if not "", is why staticpod
 // failed it.
-func (r *Results) Mark(uid types.UID, reason string) {
+func (r *Store) Mark(uid types.UID, reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.done[uid]; ok {
@@ -76,7 +80,7 @@ func (r *Results) Mark(uid types.UID, reason string) {
 }
 
 // Forget drops the result of a pod that was removed.
-func (r *Results) Forget(uid types.UID) {
+func (r *Store) Forget(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.done, uid)
@@ -87,6 +91,6 @@ func (r *Results) Forget(uid types.UID) {
 
 // file is where a pod's mark is kept. A UID given in a manifest may hold any character,
 // so the name is its hex encoding.
-func (r *Results) file(uid types.UID) string {
+func (r *Store) file(uid types.UID) string {
 	return filepath.Join(r.dir, hex.EncodeToString([]byte(uid)))
 }
