@@ -45,46 +45,47 @@ const module = "github.com/staticpod/staticpod"
 // runtime it serves); internal/atomicfile, a leaf, writes a file whole; only main
 // imports everything. A package added to the module needs a rule here.
 var rules = map[string][]string{
-	"":                             {"*"},
-	"manifests":                    nil,
-	"logs":                         nil,
-	"watcher":                      {"manifests"},
-	"httpsource":                   {"manifests"},
-	"api/wire":                     nil,
-	"runner/results":               nil, // a leaf: the finished pods on disk
-	"runner":                       {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results"},
-	"runner/action":                nil,           // handlers of probes and hooks, against an interface of its own: never the runner
-	"runner/sysctl":                {"manifests"}, // a sysctl's dotted name: pure rules, never the runner
-	"containerdrt":                 {"containerdrt/...", "manifests", "runner/...", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc", "internal/atomicfile"},
-	"containerdrt/images":          {"runner/...", "manifests", "api/wire"},                                                                                         // runner.Image, StoredImage, FSUsage and the pull errors; runner brings manifests and api/wire
-	"containerdrt/shims":           {"logs", "internal/proc"},                                                                                                       // /proc and the disk: it knows no runtime, runner or containerd client
-	"containerdrt/cgroups":         {"manifests", "internal/systemd"},                                                                                               // QoS classes and pod limits; pod slices under systemd
-	"containerdrt/podnet":          {"internal/atomicfile"},                                                                                                         // the default network's configuration, written whole
-	"containerdrt/spec":            {"containerdrt/cgroups", "manifests", "runner/...", "api/wire", "internal/systemd"},                                             // pure builders: the types and error classes of what they build from, the CPU conversions
-	"containerdrt/poddir":          {"containerdrt/spec", "containerdrt/cgroups", "manifests", "runner/...", "api/wire", "internal/systemd", "internal/atomicfile"}, // spec's input and downward API values
-	"api":                          {"manifests", "runner/...", "api/wire", "logs", "httpsource"},
-	"api/apitest":                  {"api/wire"},
-	"api/client":                   {"api/wire", "manifests"},
-	"cli":                          {"api/client", "api/wire", "manifests"},
-	"validate":                     {"cli", "api/client", "api/wire", "watcher", "manifests", "runner/..."},
-	"once":                         {"cli", "api/client", "api/wire", "containerdrt/...", "internal/atomicfile", "watcher", "manifests", "runner/...", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd", "internal/proc"},
-	"e2e":                          nil, // its tests import what they test
-	"internal/ctrd":                nil,
-	"internal/dirlock":             nil,                                                         // main's lock of the root and pod log dirs
-	"internal/diskspace":           {"runner/...", "manifests", "api/wire"},                     // records its events in the runner's event log
-	"internal/service":             {"internal/systemd"},                                        // reads the runner through an interface of its own
-	"internal/nodeshutdown":        {"runner/...", "manifests", "api/wire", "internal/systemd"}, // stops the pods through the runner
-	"internal/pause":               nil,
-	"internal/systemd":             nil,
-	"internal/proc":                nil, // a leaf: whoever reads /proc may use it
-	"internal/atomicfile":          nil, // a leaf: whoever writes a file whole may use it
-	"internal/helper":              nil, // it embeds the helper program's bytes, not its packages
-	helperCommand:                  {"logs", "internal/pause"},
-	"internal/testenv":             {"internal/ctrd", "internal/proc"},
-	"internal/testenv/cmd/mkimage": {"internal/testenv", "internal/ctrd", "internal/proc"},
-	"internal/testenv/cmd/udpecho": nil,
-	"internal/bench":               {"containerdrt/...", "internal/atomicfile", "runner/...", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
-	benchCommand:                   {"internal/bench", "containerdrt/...", "internal/atomicfile", "runner/...", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
+	"":                              {"*"},
+	"manifests":                     nil,
+	"logs":                          nil,
+	"watcher":                       {"manifests"},
+	"httpsource":                    {"manifests"},
+	"api/wire":                      nil,
+	"containerdrt/internal/podtest": nil, // for the tests of containerdrt and its seams: pods, files, mounts
+	"runner/results":                nil, // a leaf: the finished pods on disk
+	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results"},
+	"runner/action":                 nil,           // handlers of probes and hooks, against an interface of its own: never the runner
+	"runner/sysctl":                 {"manifests"}, // a sysctl's dotted name: pure rules, never the runner
+	"containerdrt":                  {"containerdrt/...", "manifests", "runner/...", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc", "internal/atomicfile"},
+	"containerdrt/images":           {"runner/...", "manifests", "api/wire"},                                                                                         // runner.Image, StoredImage, FSUsage and the pull errors; runner brings manifests and api/wire
+	"containerdrt/shims":            {"logs", "internal/proc"},                                                                                                       // /proc and the disk: it knows no runtime, runner or containerd client
+	"containerdrt/cgroups":          {"manifests", "internal/systemd"},                                                                                               // QoS classes and pod limits; pod slices under systemd
+	"containerdrt/podnet":           {"internal/atomicfile"},                                                                                                         // the default network's configuration, written whole
+	"containerdrt/spec":             {"containerdrt/cgroups", "manifests", "runner/...", "api/wire", "internal/systemd"},                                             // pure builders: the types and error classes of what they build from, the CPU conversions
+	"containerdrt/poddir":           {"containerdrt/spec", "containerdrt/cgroups", "manifests", "runner/...", "api/wire", "internal/systemd", "internal/atomicfile"}, // spec's input and downward API values
+	"api":                           {"manifests", "runner/...", "api/wire", "logs", "httpsource"},
+	"api/apitest":                   {"api/wire"},
+	"api/client":                    {"api/wire", "manifests"},
+	"cli":                           {"api/client", "api/wire", "manifests"},
+	"validate":                      {"cli", "api/client", "api/wire", "watcher", "manifests", "runner/..."},
+	"once":                          {"cli", "api/client", "api/wire", "containerdrt/...", "internal/atomicfile", "watcher", "manifests", "runner/...", "logs", "internal/pause", "internal/ctrd", "internal/helper", "internal/systemd", "internal/proc"},
+	"e2e":                           nil, // its tests import what they test
+	"internal/ctrd":                 nil,
+	"internal/dirlock":              nil,                                                         // main's lock of the root and pod log dirs
+	"internal/diskspace":            {"runner/...", "manifests", "api/wire"},                     // records its events in the runner's event log
+	"internal/service":              {"internal/systemd"},                                        // reads the runner through an interface of its own
+	"internal/nodeshutdown":         {"runner/...", "manifests", "api/wire", "internal/systemd"}, // stops the pods through the runner
+	"internal/pause":                nil,
+	"internal/systemd":              nil,
+	"internal/proc":                 nil, // a leaf: whoever reads /proc may use it
+	"internal/atomicfile":           nil, // a leaf: whoever writes a file whole may use it
+	"internal/helper":               nil, // it embeds the helper program's bytes, not its packages
+	helperCommand:                   {"logs", "internal/pause"},
+	"internal/testenv":              {"internal/ctrd", "internal/proc"},
+	"internal/testenv/cmd/mkimage":  {"internal/testenv", "internal/ctrd", "internal/proc"},
+	"internal/testenv/cmd/udpecho":  nil,
+	"internal/bench":                {"containerdrt/...", "internal/atomicfile", "runner/...", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
+	benchCommand:                    {"internal/bench", "containerdrt/...", "internal/atomicfile", "runner/...", "api/wire", "manifests", "logs", "internal/pause", "internal/systemd", "internal/testenv", "internal/ctrd", "internal/proc"},
 }
 
 // benchCommand is make bench's program.

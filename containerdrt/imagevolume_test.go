@@ -10,6 +10,7 @@ import (
 	"github.com/opencontainers/image-spec/identity"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/staticpod/staticpod/containerdrt/internal/podtest"
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -88,8 +89,8 @@ spec:
 	if views := r.imageVolumeViews(t, pod.UID); len(views) != 1 {
 		t.Errorf("views of the pod's image volumes: %v, want one", views)
 	}
-	if m := mountsAt(t, filepath.Join(podDir, "image-volumes")); len(m) != 1 {
-		t.Errorf("mounts of the pod's image volumes: %v, want one", describeMounts(m))
+	if m := podtest.MountsAt(t, filepath.Join(podDir, "image-volumes")); len(m) != 1 {
+		t.Errorf("mounts of the pod's image volumes: %v, want one", podtest.DescribeMounts(m))
 	}
 
 	r.mustRemove(t, cs["reader"].ID)
@@ -99,8 +100,8 @@ spec:
 	if views := r.imageVolumeViews(t, pod.UID); len(views) != 0 {
 		t.Errorf("views left after RemovePodData: %v", views)
 	}
-	if m := mountsAt(t, filepath.Dir(podDir)); len(m) != 0 {
-		t.Errorf("mounts left after RemovePodData: %v", describeMounts(m))
+	if m := podtest.MountsAt(t, filepath.Dir(podDir)); len(m) != 0 {
+		t.Errorf("mounts left after RemovePodData: %v", podtest.DescribeMounts(m))
 	}
 	if _, err := os.Stat(podDir); !os.IsNotExist(err) {
 		t.Errorf("pod dir after RemovePodData: %v, want it gone", err)
@@ -149,12 +150,12 @@ func TestImageVolumeLeftoversOfAGonePodAreSwept(t *testing.T) {
 		}
 	}
 	goneDir, _ := r.podDir(gone)
-	if m := mountsAt(t, goneDir); len(m) != 0 {
-		t.Errorf("mounts of a gone pod after the first repair: %v", describeMounts(m))
+	if m := podtest.MountsAt(t, goneDir); len(m) != 0 {
+		t.Errorf("mounts of a gone pod after the first repair: %v", podtest.DescribeMounts(m))
 	}
 	keptDir, _ := r.podDir(kept.PodUID)
-	if m := mountsAt(t, keptDir); len(m) != 1 {
-		t.Errorf("mounts of a pod with a container after the first repair: %v, want its image volume's", describeMounts(m))
+	if m := podtest.MountsAt(t, keptDir); len(m) != 1 {
+		t.Errorf("mounts of a pod with a container after the first repair: %v, want its image volume's", podtest.DescribeMounts(m))
 	}
 	if err := again.RemovePodData(r.ctx, kept.PodUID); err != nil {
 		t.Errorf("RemovePodData: %v", err)

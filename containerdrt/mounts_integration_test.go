@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/staticpod/staticpod/containerdrt/internal/podtest"
 	"github.com/staticpod/staticpod/containerdrt/poddir"
 	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/internal/testenv"
@@ -50,8 +51,8 @@ func (e *mountsEnv) mustPrepare(pod *corev1.Pod, podIP string) string {
 		if err := poddir.Remove(podDir); err != nil {
 			t.Errorf("poddir.Remove: %v", err)
 		}
-		if m := mountsAt(t, filepath.Dir(podDir)); len(m) > 0 {
-			t.Errorf("mounts left under %s: %v", podDir, describeMounts(m))
+		if m := podtest.MountsAt(t, filepath.Dir(podDir)); len(m) > 0 {
+			t.Errorf("mounts left under %s: %v", podDir, podtest.DescribeMounts(m))
 		}
 		if _, err := os.Stat(podDir); !os.IsNotExist(err) {
 			t.Errorf("pod dir after poddir.Remove: %v, want it gone", err)
@@ -155,10 +156,10 @@ func wantLines(t *testing.T, out string, want ...string) {
 func TestMountsHostPathInContainer(t *testing.T) {
 	e := newMountsEnv(t)
 	dir := t.TempDir()
-	mustWriteFile(t, filepath.Join(dir, "greeting"), "hello from the host\n")
+	podtest.WriteFile(t, filepath.Join(dir, "greeting"), "hello from the host\n")
 	conf := filepath.Join(t.TempDir(), "app.conf")
-	mustWriteFile(t, conf, "key=value\n")
-	pod := testPod("web")
+	podtest.WriteFile(t, conf, "key=value\n")
+	pod := podtest.Pod("web")
 	pod.Spec.Volumes = []corev1.Volume{hostPathVolume("data", dir, corev1.HostPathDirectory), hostPathVolume("conf", conf, corev1.HostPathFile)}
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{
 		{Name: "data", MountPath: "/ro", ReadOnly: true},
@@ -170,7 +171,7 @@ func TestMountsHostPathInContainer(t *testing.T) {
 if touch /ro/new 2>/dev/null; then echo ro-writable; else echo ro-refused; fi
 echo written > /rw/from-container`)
 	wantLines(t, out, "hello from the host", "key=value", "ro-refused")
-	if got := mustReadFile(t, filepath.Join(dir, "from-container")); got != "written\n" {
+	if got := podtest.ReadFile(t, filepath.Join(dir, "from-container")); got != "written\n" {
 		t.Errorf("file the container wrote through the rw mount = %q, want %q", got, "written\n")
 	}
 }
@@ -178,7 +179,7 @@ echo written > /rw/from-container`)
 func TestMountsEmptyDirSharedInContainers(t *testing.T) {
 	e := newMountsEnv(t)
 	limit := resource.MustParse("16Mi")
-	pod := testPod("web")
+	pod := podtest.Pod("web")
 	pod.Spec.Volumes = []corev1.Volume{
 		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "mem", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &limit}}},
@@ -202,7 +203,7 @@ func TestMountsEmptyDirSharedInContainers(t *testing.T) {
 
 func TestMountsDownwardAPIInContainer(t *testing.T) {
 	e := newMountsEnv(t)
-	pod := testPod("web")
+	pod := podtest.Pod("web")
 	pod.Labels = map[string]string{"app": "web", "tier": "front"}
 	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")}
 	field := func(p string) *corev1.ObjectFieldSelector {
@@ -223,12 +224,12 @@ if touch /etc/podinfo/new 2>/dev/null; then echo writable; else echo read-only; 
 func TestMountsSubPathInContainer(t *testing.T) {
 	e := newMountsEnv(t)
 	dir := t.TempDir()
-	mustWriteFile(t, filepath.Join(dir, "top-level"), "x")
+	podtest.WriteFile(t, filepath.Join(dir, "top-level"), "x")
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	mustWriteFile(t, filepath.Join(dir, "sub", "inner"), "x")
-	pod := testPod("web")
+	podtest.WriteFile(t, filepath.Join(dir, "sub", "inner"), "x")
+	pod := podtest.Pod("web")
 	pod.Spec.Volumes = []corev1.Volume{hostPathVolume("data", dir, corev1.HostPathDirectory)}
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/sub", SubPath: "sub"}}
 	podDir := e.mustPrepare(pod, "127.0.0.1")
@@ -239,7 +240,7 @@ func TestMountsSubPathInContainer(t *testing.T) {
 
 func TestMountsEtcFilesInContainer(t *testing.T) {
 	e := newMountsEnv(t)
-	pod := testPod("web")
+	pod := podtest.Pod("web")
 	pod.Spec.HostAliases = []corev1.HostAlias{{IP: "10.1.2.3", Hostnames: []string{"db.local", "cache.local"}}}
 	pod.Spec.DNSPolicy = corev1.DNSNone // the pod's own resolver configuration, whatever the host's
 	pod.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.9.8.7"}, Searches: []string{"pods.local"}}
@@ -250,7 +251,7 @@ func TestMountsEtcFilesInContainer(t *testing.T) {
 		t.Errorf("resolv.conf lacks the search path pods.local:\n%s", out)
 	}
 
-	hostPod := testPod("etcd")
+	hostPod := podtest.Pod("etcd")
 	hostPod.UID = "uid-host"
 	hostPod.Spec.HostNetwork = true
 	hostPod.Spec.HostAliases = pod.Spec.HostAliases
@@ -264,10 +265,10 @@ func TestMountsEtcFilesInContainer(t *testing.T) {
 func TestMountsTerminationMessageInContainer(t *testing.T) {
 	e := newMountsEnv(t)
 	e.attempt = 1
-	pod := testPod("web")
+	pod := podtest.Pod("web")
 	podDir := e.mustPrepare(pod, "127.0.0.1")
 	e.mustSucceed(pod, podDir, "app", "echo 'failed: disk full' > /dev/termination-log", oci.WithUserID(65534))
-	if got := mustReadFile(t, poddir.TerminationLogPath(podDir, "app", 1)); got != "failed: disk full\n" {
+	if got := podtest.ReadFile(t, poddir.TerminationLogPath(podDir, "app", 1)); got != "failed: disk full\n" {
 		t.Errorf("termination log on the host = %q, want %q", got, "failed: disk full\n")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/containerd/containerd/v2/core/snapshots"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/containerdrt/internal/podtest"
 	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/logs"
@@ -453,8 +454,8 @@ spec:
 	if err != nil || len(all) != 0 {
 		t.Errorf("List after removal = %v, %v; want nothing", all, err)
 	}
-	if m := mountsAt(t, r.cfg.RootDir); len(m) > 0 {
-		t.Errorf("mounts left under the root dir: %v", describeMounts(m))
+	if m := podtest.MountsAt(t, r.cfg.RootDir); len(m) > 0 {
+		t.Errorf("mounts left under the root dir: %v", podtest.DescribeMounts(m))
 	}
 	for _, dir := range []string{filepath.Join(r.cfg.RootDir, podsDir, string(pod.UID)), filepath.Join(r.cfg.PodLogDir, "default_gone-node1_"+string(pod.UID))} {
 		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/containerdrt/cgroups"
+	"github.com/staticpod/staticpod/containerdrt/internal/podtest"
 	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/internal/testenv"
 )
@@ -197,10 +198,10 @@ func TestSpecProcessInContainer(t *testing.T) {
 	r.in.Container.WorkingDir = "/tmp"
 	r.in.Container.Env = []corev1.EnvVar{
 		{Name: "SHARED", Value: "pod"}, {Name: "A", Value: "one"}, {Name: "B", Value: "$(A)-two"},
-		downwardFieldEnv("POD_NAME", "metadata.name"), downwardFieldEnv("POD_UID", "metadata.uid"), downwardFieldEnv("LABEL", "metadata.labels['app']"),
-		downwardResourceEnv("CPU_M", "", "limits.cpu", "1m"),
+		podtest.FieldEnv("POD_NAME", "metadata.name"), podtest.FieldEnv("POD_UID", "metadata.uid"), podtest.FieldEnv("LABEL", "metadata.labels['app']"),
+		podtest.ResourceEnv("CPU_M", "", "limits.cpu", "1m"),
 	}
-	r.in.Container.Resources.Limits = specResourceList("1500m", "")
+	r.in.Container.Resources.Limits = podtest.Resources("1500m", "")
 	got := specKeyValues(r.mustSucceed("process"))
 	want := map[string]string{
 		// sh -c script arg0 args...: $0 is the first arg, so $* is the rest.
@@ -236,7 +237,7 @@ func TestSpecResourcesInContainer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newSpecRun(t, testenv.ImageOptions{}, specCgroupScript)
-			r.in.Container.Resources = corev1.ResourceRequirements{Requests: specResourceList(tc.cpu, tc.memory), Limits: specResourceList(tc.cpu, tc.memory)}
+			r.in.Container.Resources = corev1.ResourceRequirements{Requests: podtest.Resources(tc.cpu, tc.memory), Limits: podtest.Resources(tc.cpu, tc.memory)}
 			out := r.mustSucceed("resources")
 			got := specKeyValues(out)
 			want := tc.v1
@@ -369,7 +370,7 @@ func TestSpecNoNewPrivsInContainer(t *testing.T) {
 
 func TestSpecSeccompInContainer(t *testing.T) {
 	dir := t.TempDir()
-	mustWriteSpecFile(t, filepath.Join(dir, "no-mkdir.json"),
+	podtest.WriteFile(t, filepath.Join(dir, "no-mkdir.json"),
 		`{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["mkdir","mkdirat"],"action":"SCMP_ACT_ERRNO"}]}`)
 	for _, tc := range []struct {
 		name     string
@@ -380,7 +381,7 @@ func TestSpecSeccompInContainer(t *testing.T) {
 		{"unset", nil, "0", false},
 		{"Unconfined", &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}, "0", false},
 		{"RuntimeDefault", &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}, "2", false},
-		{"Localhost", localhostSeccompProfile("no-mkdir.json"), "2", true},
+		{"Localhost", podtest.LocalhostSeccomp("no-mkdir.json"), "2", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newSpecRun(t, testenv.ImageOptions{}, specStatusScript+`; mkdir /tmp/d 2>/dev/null && echo mkdir=ok || echo mkdir=refused`)
@@ -415,9 +416,9 @@ func TestSpecOOMScoreInContainer(t *testing.T) {
 		want             int
 	}{
 		{name: "best effort", want: max(1000, own)}, // the kubelet's BestEffort score
-		{name: "burstable", requests: specResourceList("", "64Mi"), limits: specResourceList("", "128Mi"),
+		{name: "burstable", requests: podtest.Resources("", "64Mi"), limits: podtest.Resources("", "128Mi"),
 			want: max(int(1000-1000*(64<<20)/capacity), own)},
-		{name: "guaranteed", requests: specResourceList("100m", "64Mi"), limits: specResourceList("100m", "64Mi"),
+		{name: "guaranteed", requests: podtest.Resources("100m", "64Mi"), limits: podtest.Resources("100m", "64Mi"),
 			want: max(-997, own)}, // its Guaranteed score
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -460,7 +461,7 @@ func TestSpecCgroupfsInContainer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newSpecRun(t, testenv.ImageOptions{}, specCgroupfsScript)
-			r.in.Container.Resources = corev1.ResourceRequirements{Requests: specResourceList("", "64Mi"), Limits: specResourceList("", "64Mi")}
+			r.in.Container.Resources = corev1.ResourceRequirements{Requests: podtest.Resources("", "64Mi"), Limits: podtest.Resources("", "64Mi")}
 			if tc.privileged {
 				specContainerSC(r.in).Privileged = new(true)
 			}

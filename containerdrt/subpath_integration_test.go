@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/containerdrt/internal/podtest"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -20,7 +21,7 @@ import (
 // all of it at /shared, each other container named in subPaths mounts its subPath at
 // /sub.
 func subPathPod(subPaths map[string]string) *corev1.Pod {
-	pod := testPod("web")
+	pod := podtest.Pod("web")
 	pod.Spec.Volumes = []corev1.Volume{{Name: "shared", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	pod.Spec.Containers = []corev1.Container{{Name: "writer", VolumeMounts: []corev1.VolumeMount{{Name: "shared", MountPath: "/shared"}}}}
 	for name, sub := range subPaths {
@@ -33,7 +34,7 @@ func subPathPod(subPaths map[string]string) *corev1.Pod {
 func outsideDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	mustWriteFile(t, filepath.Join(dir, "marker"), "outside\n")
+	podtest.WriteFile(t, filepath.Join(dir, "marker"), "outside\n")
 	return dir
 }
 
@@ -70,7 +71,7 @@ func TestMountsSubPathSwappedForASymlinkNeverLeadsOut(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(vol, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	mustWriteFile(t, filepath.Join(vol, "sub", "inner"), "inside\n")
+	podtest.WriteFile(t, filepath.Join(vol, "sub", "inner"), "inside\n")
 	if err := os.Symlink(outside, filepath.Join(vol, "alt")); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/staticpod/staticpod/containerdrt/internal/podtest"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -17,7 +18,7 @@ func TestSysctlsInContainer(t *testing.T) {
 		portStart = "net/ipv4/ip_unprivileged_port_start"
 		rmid      = "kernel/shm_rmid_forced"
 	)
-	host := func(name string) string { return strings.TrimSpace(mustReadFile(t, "/proc/sys/"+name)) }
+	host := func(name string) string { return strings.TrimSpace(podtest.ReadFile(t, "/proc/sys/"+name)) }
 	hostPort, hostRmid := host(portStart), host(rmid)
 	// Values the host does not have, so that seeing them proves they were set.
 	wantPort, wantRmid := "80", "1"

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/containerdrt/internal/podtest"
 	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -24,7 +25,7 @@ import (
 // /vol; edit sets the volume and the mount up.
 func hostPathPod(t *testing.T, path string, typ corev1.HostPathType, edit func(*corev1.Pod)) spec.Input {
 	t.Helper()
-	pod := testPod("web")
+	pod := podtest.Pod("web")
 	pod.Spec.Volumes = []corev1.Volume{{Name: "vol", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path, Type: &typ}}}}
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "vol", MountPath: "/vol"}}
 	if edit != nil {
@@ -80,7 +81,7 @@ func TestHostPathTypes(t *testing.T) {
 	requireRoot(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "file")
-	mustWriteFile(t, file, "x")
+	podtest.WriteFile(t, file, "x")
 	sock := filepath.Join(dir, "sock")
 	l, err := net.Listen("unix", sock)
 	if err != nil {
@@ -355,7 +356,7 @@ func TestSubPathExpr(t *testing.T) {
 func TestShmMount(t *testing.T) {
 	requireRoot(t)
 	t.Run("hostIPC binds the host's", func(t *testing.T) {
-		pod := testPod("web")
+		pod := podtest.Pod("web")
 		pod.Spec.HostIPC = true
 		spec, err := applyMounts(t, prepared(t, pod))
 		if err != nil {
@@ -366,7 +367,7 @@ func TestShmMount(t *testing.T) {
 		}
 	})
 	t.Run("a sandbox gives the pod one tmpfs", func(t *testing.T) {
-		in := prepared(t, testPod("web"))
+		in := prepared(t, podtest.Pod("web"))
 		in.SandboxNS = "/proc/self/ns" // any sandbox: only "has a sandbox" matters
 		for range 2 {
 			spec, err := applyMounts(t, in)
@@ -377,15 +378,15 @@ func TestShmMount(t *testing.T) {
 				t.Errorf("/dev/shm = %+v, want a bind of the pod's shm", m)
 			}
 		}
-		mounts := mountsAt(t, in.PodDir)
+		mounts := podtest.MountsAt(t, in.PodDir)
 		if len(mounts) != 1 || mounts[0].FSType != "tmpfs" || !strings.Contains(mounts[0].VFSOptions, "size=65536k") {
-			t.Errorf("mounts under the pod dir = %v, want one 64 MiB tmpfs", describeMounts(mounts))
+			t.Errorf("mounts under the pod dir = %v, want one 64 MiB tmpfs", podtest.DescribeMounts(mounts))
 		}
 	})
 }
 
 func TestTerminationMount(t *testing.T) {
-	in := prepared(t, testPod("web"))
+	in := prepared(t, podtest.Pod("web"))
 	in.Attempt = 2
 	old := unix.Umask(0o077)
 	spec, err := applyMounts(t, in)
@@ -412,7 +413,7 @@ func TestTerminationMount(t *testing.T) {
 }
 
 func TestMountUnknownVolume(t *testing.T) {
-	pod := testPod("web")
+	pod := podtest.Pod("web")
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "ghost", MountPath: "/x"}}
 	_, err := PrepareContainer(prepared(t, pod))
 	if !errors.Is(err, runner.ErrCreateConfig) || !strings.Contains(err.Error(), `volume "ghost": the pod has no such volume`) {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/containerdrt/internal/podtest"
 	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
@@ -74,7 +75,7 @@ func tree(t *testing.T, dir string) map[string]string {
 
 func TestVolumeFiles(t *testing.T) {
 	mode := func(m int32) *int32 { return &m }
-	in := spec.Input{Pod: testPod("web"), Objects: testObjects("fast")}
+	in := spec.Input{Pod: podtest.Pod("web"), Objects: testObjects("fast")}
 	in.Pod.Labels = map[string]string{"app": "web"}
 	for _, tc := range []struct {
 		name string
@@ -177,7 +178,7 @@ func TestWriteProjectedSwapsAtomically(t *testing.T) {
 func TestObjectVolumesInPodDir(t *testing.T) {
 	requireRoot(t)
 	fakeHostFiles(t, "127.0.0.1 localhost\n", hostResolv)
-	pod := testPod("web")
+	pod := podtest.Pod("web")
 	pod.Spec.Volumes = []corev1.Volume{
 		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}},
 		{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}},
@@ -187,9 +188,9 @@ func TestObjectVolumesInPodDir(t *testing.T) {
 	if err := PreparePod(pod, podDir, "", "127.0.0.1", testObjects("fast")); err != nil {
 		t.Fatal(err)
 	}
-	mounts := mountsAt(t, podDir)
+	mounts := podtest.MountsAt(t, podDir)
 	if len(mounts) != 1 || mounts[0].FSType != "tmpfs" || mounts[0].Mountpoint != volumeDir(podDir, "creds") {
-		t.Fatalf("mounts under the pod dir = %v, want one tmpfs at volumes/creds", describeMounts(mounts))
+		t.Fatalf("mounts under the pod dir = %v, want one tmpfs at volumes/creds", podtest.DescribeMounts(mounts))
 	}
 	if got := tree(t, volumeDir(podDir, "creds"))["password"]; got != "-rw-r--r-- s3cret" {
 		t.Errorf("secret volume file password = %q", got)
@@ -212,7 +213,7 @@ func TestObjectVolumesInPodDir(t *testing.T) {
 	if err := Remove(podDir); err != nil {
 		t.Fatal(err)
 	}
-	if m := mountsAt(t, root); len(m) > 0 {
-		t.Errorf("mounts left after Remove: %v", describeMounts(m))
+	if m := podtest.MountsAt(t, root); len(m) > 0 {
+		t.Errorf("mounts left after Remove: %v", podtest.DescribeMounts(m))
 	}
 }

@@ -11,27 +11,15 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/moby/sys/mountinfo"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/staticpod/staticpod/containerdrt/internal/podtest"
 	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
-
-// testPod is a defaulted pod with one container, as package manifests hands them over.
-func testPod(name string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", UID: "uid-" + "1234"},
-		Spec: corev1.PodSpec{
-			DNSPolicy:  corev1.DNSClusterFirst,
-			Containers: []corev1.Container{{Name: "app", Image: "busybox", TerminationMessagePath: "/dev/termination-log"}},
-		},
-	}
-}
 
 // fakeHostFiles points the host files PreparePod reads at files in a temporary
 // directory, restored when t ends.
@@ -47,28 +35,12 @@ func fakeHostFiles(t *testing.T, hosts, resolv string) {
 		*f.v = filepath.Join(dir, f.name)
 		t.Cleanup(func() { *f.v = old })
 		if f.content != "" {
-			mustWriteFile(t, *f.v, f.content)
+			podtest.WriteFile(t, *f.v, f.content)
 		}
 	}
 	oldHostname := hostnameFunc
 	hostnameFunc = func() (string, error) { return "node1", nil }
 	t.Cleanup(func() { hostnameFunc = oldHostname })
-}
-
-func mustWriteFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func mustReadFile(t *testing.T, path string) string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
 }
 
 // mustPreparePod prepares a pod dir under t.TempDir() and removes it (unmounting what
@@ -94,7 +66,7 @@ var testAliases = []corev1.HostAlias{
 
 func TestHostsFilePodNetwork(t *testing.T) {
 	fakeHostFiles(t, "127.0.0.1 host-only\n", "nameserver 192.0.2.53\n")
-	pod := testPod("web-node1")
+	pod := podtest.Pod("web-node1")
 	pod.Spec.Hostname = "web"
 	pod.Spec.Subdomain = "backend"
 	pod.Spec.HostAliases = testAliases
@@ -110,17 +82,17 @@ func TestHostsFilePodNetwork(t *testing.T) {
 		"\n# Entries added by HostAliases.\n" +
 		"10.1.2.3\tfoo.local\tbar.local\n" +
 		"10.1.2.4\tbaz.local\n"
-	if diff := cmp.Diff(want, mustReadFile(t, filepath.Join(podDir, etcHostsFile))); diff != "" {
+	if diff := cmp.Diff(want, podtest.ReadFile(t, filepath.Join(podDir, etcHostsFile))); diff != "" {
 		t.Errorf("etc-hosts (-want +got):\n%s", diff)
 	}
-	if got := mustReadFile(t, filepath.Join(podDir, hostnameFile)); got != "web\n" {
+	if got := podtest.ReadFile(t, filepath.Join(podDir, hostnameFile)); got != "web\n" {
 		t.Errorf("hostname = %q, want %q", got, "web\n")
 	}
 }
 
 func TestHostsFileHostNetwork(t *testing.T) {
 	fakeHostFiles(t, "127.0.0.1 localhost\n192.0.2.10 node1\n", "nameserver 192.0.2.53\n")
-	pod := testPod("etcd-node1")
+	pod := podtest.Pod("etcd-node1")
 	pod.Spec.HostNetwork = true
 	pod.Spec.HostAliases = testAliases[:1]
 	podDir := mustPreparePod(t, pod, "192.0.2.10")
@@ -128,10 +100,10 @@ func TestHostsFileHostNetwork(t *testing.T) {
 		"127.0.0.1 localhost\n192.0.2.10 node1\n" +
 		"\n# Entries added by HostAliases.\n" +
 		"10.1.2.3\tfoo.local\tbar.local\n"
-	if diff := cmp.Diff(want, mustReadFile(t, filepath.Join(podDir, etcHostsFile))); diff != "" {
+	if diff := cmp.Diff(want, podtest.ReadFile(t, filepath.Join(podDir, etcHostsFile))); diff != "" {
 		t.Errorf("etc-hosts (-want +got):\n%s", diff)
 	}
-	if got := mustReadFile(t, filepath.Join(podDir, hostnameFile)); got != "node1\n" {
+	if got := podtest.ReadFile(t, filepath.Join(podDir, hostnameFile)); got != "node1\n" {
 		t.Errorf("hostname = %q, want the host's %q", got, "node1\n")
 	}
 }
@@ -140,7 +112,7 @@ func TestHostsFileHostNetwork(t *testing.T) {
 // localhost entries, not a pod that cannot start.
 func TestHostsFileHostNetworkWithoutHostsFile(t *testing.T) {
 	fakeHostFiles(t, "", "nameserver 192.0.2.53\n") // no hosts file
-	pod := testPod("etcd-node1")
+	pod := podtest.Pod("etcd-node1")
 	pod.Spec.HostNetwork = true
 	pod.Spec.HostAliases = testAliases[:1]
 	podDir := mustPreparePod(t, pod, "192.0.2.10")
@@ -153,7 +125,7 @@ func TestHostsFileHostNetworkWithoutHostsFile(t *testing.T) {
 		"fe00::2\tip6-allrouters\n" +
 		"\n# Entries added by HostAliases.\n" +
 		"10.1.2.3\tfoo.local\tbar.local\n"
-	if diff := cmp.Diff(want, mustReadFile(t, filepath.Join(podDir, etcHostsFile))); diff != "" {
+	if diff := cmp.Diff(want, podtest.ReadFile(t, filepath.Join(podDir, etcHostsFile))); diff != "" {
 		t.Errorf("etc-hosts (-want +got):\n%s", diff)
 	}
 }
@@ -162,16 +134,16 @@ func TestHostsFileHostNetworkWithoutHostsFile(t *testing.T) {
 // that containers already running, which have its inode bind-mounted, see it too.
 func TestEtcFilesRewrittenInPlace(t *testing.T) {
 	fakeHostFiles(t, "192.0.2.10 node1\n", "nameserver 192.0.2.53\n")
-	pod := testPod("etcd-node1")
+	pod := podtest.Pod("etcd-node1")
 	pod.Spec.HostNetwork = true
 	podDir := mustPreparePod(t, pod, "")
 	path := filepath.Join(podDir, etcHostsFile)
 	before := inode(t, path)
-	mustWriteFile(t, hostHostsFile, "192.0.2.11 node1\n")
+	podtest.WriteFile(t, hostHostsFile, "192.0.2.11 node1\n")
 	if err := PreparePod(pod, podDir, "", "", manifests.Objects{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustReadFile(t, path); !strings.Contains(got, "192.0.2.11 node1") {
+	if got := podtest.ReadFile(t, path); !strings.Contains(got, "192.0.2.11 node1") {
 		t.Errorf("etc-hosts = %q, want the host's new content", got)
 	}
 	if after := inode(t, path); after != before {
@@ -189,7 +161,7 @@ func inode(t *testing.T, path string) uint64 {
 }
 
 func TestPodHostnameTruncated(t *testing.T) {
-	pod := testPod(strings.Repeat("a", 62) + "-bcd")
+	pod := podtest.Pod(strings.Repeat("a", 62) + "-bcd")
 	if got, _ := Hostname(pod); got != strings.Repeat("a", 62) {
 		t.Errorf("podHostnameAndDomain = %q, want 62 a's without the trailing '-'", got)
 	}
@@ -235,10 +207,10 @@ func TestResolvConf(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fakeHostFiles(t, "127.0.0.1 localhost\n", hostResolv)
-			pod := testPod("web")
+			pod := podtest.Pod("web")
 			pod.Spec.DNSPolicy, pod.Spec.DNSConfig = tt.policy, tt.config
 			podDir := mustPreparePod(t, pod, "127.0.0.1")
-			if diff := cmp.Diff(tt.want, mustReadFile(t, filepath.Join(podDir, resolvConfFile))); diff != "" {
+			if diff := cmp.Diff(tt.want, podtest.ReadFile(t, filepath.Join(podDir, resolvConfFile))); diff != "" {
 				t.Errorf("resolv.conf (-want +got):\n%s", diff)
 			}
 		})
@@ -261,36 +233,36 @@ func TestResolvConfSearchLimits(t *testing.T) {
 // network cannot reach: the upstream servers in systemd's resolv.conf are used instead.
 func TestResolvConfSystemdResolvedStub(t *testing.T) {
 	fakeHostFiles(t, "127.0.0.1 localhost\n", "nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch lan\n")
-	pod := testPod("web")
+	pod := podtest.Pod("web")
 	pod.Spec.DNSPolicy = corev1.DNSDefault
 	podDir := mustPreparePod(t, pod, "127.0.0.1")
-	if got, want := mustReadFile(t, filepath.Join(podDir, resolvConfFile)), "search lan\nnameserver 127.0.0.53\noptions edns0 trust-ad\n"; got != want {
+	if got, want := podtest.ReadFile(t, filepath.Join(podDir, resolvConfFile)), "search lan\nnameserver 127.0.0.53\noptions edns0 trust-ad\n"; got != want {
 		t.Errorf("without systemd's file: resolv.conf = %q, want the host's %q", got, want)
 	}
-	mustWriteFile(t, systemdResolvConf, "nameserver 192.0.2.1\nsearch lan\n")
+	podtest.WriteFile(t, systemdResolvConf, "nameserver 192.0.2.1\nsearch lan\n")
 	if err := PreparePod(pod, podDir, "", "127.0.0.1", manifests.Objects{}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := mustReadFile(t, filepath.Join(podDir, resolvConfFile)), "search lan\nnameserver 192.0.2.1\n"; got != want {
+	if got, want := podtest.ReadFile(t, filepath.Join(podDir, resolvConfFile)), "search lan\nnameserver 192.0.2.1\n"; got != want {
 		t.Errorf("with systemd's file: resolv.conf = %q, want %q", got, want)
 	}
 }
 
 func TestResolvConfWithoutHostFile(t *testing.T) {
 	fakeHostFiles(t, "127.0.0.1 localhost\n", "") // no resolv.conf on the host
-	pod := testPod("web")
+	pod := podtest.Pod("web")
 	podDir := mustPreparePod(t, pod, "127.0.0.1")
-	if got := mustReadFile(t, filepath.Join(podDir, resolvConfFile)); got != "" {
+	if got := podtest.ReadFile(t, filepath.Join(podDir, resolvConfFile)); got != "" {
 		t.Errorf("resolv.conf = %q, want empty", got)
 	}
 }
 
 func TestPreparePodIdempotentModes(t *testing.T) {
 	fakeHostFiles(t, "127.0.0.1 localhost\n", hostResolv)
-	pod := testPod("web")
+	pod := podtest.Pod("web")
 	pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	podDir := mustPreparePod(t, pod, "127.0.0.1")
-	mustWriteFile(t, filepath.Join(volumeDir(podDir, "scratch"), "kept"), "data")
+	podtest.WriteFile(t, filepath.Join(volumeDir(podDir, "scratch"), "kept"), "data")
 	if err := PreparePod(pod, podDir, "", "127.0.0.1", manifests.Objects{}); err != nil {
 		t.Fatalf("second PreparePod: %v", err)
 	}
@@ -304,14 +276,14 @@ func TestPreparePodIdempotentModes(t *testing.T) {
 			t.Errorf("mode of %s = %v, %v; want %v", path, fi.Mode(), err, want)
 		}
 	}
-	if got := mustReadFile(t, filepath.Join(volumeDir(podDir, "scratch"), "kept")); got != "data" {
+	if got := podtest.ReadFile(t, filepath.Join(volumeDir(podDir, "scratch"), "kept")); got != "data" {
 		t.Errorf("emptyDir content after a second PreparePod = %q, want it kept", got)
 	}
 }
 
 func TestDownwardAPIFiles(t *testing.T) {
 	fakeHostFiles(t, "127.0.0.1 localhost\n", hostResolv)
-	pod := testPod("web")
+	pod := podtest.Pod("web")
 	pod.Labels = map[string]string{"tier": "front", "app": "web"}
 	pod.Annotations = map[string]string{"note": `say "hi"`}
 	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
@@ -352,7 +324,7 @@ func TestDownwardAPIFiles(t *testing.T) {
 		"cpu-limit":    strconv.Itoa(runtime.NumCPU()), // no limit: the node's CPUs
 	}
 	for path, content := range want {
-		if got := mustReadFile(t, filepath.Join(dir, path)); got != content {
+		if got := podtest.ReadFile(t, filepath.Join(dir, path)); got != content {
 			t.Errorf("%s = %q, want %q", path, got, content)
 		}
 		wantMode := os.FileMode(defaultMode)
@@ -370,7 +342,7 @@ func TestDownwardAPIFiles(t *testing.T) {
 
 func TestDownwardAPIUnknownContainer(t *testing.T) {
 	fakeHostFiles(t, "127.0.0.1 localhost\n", hostResolv)
-	pod := testPod("web")
+	pod := podtest.Pod("web")
 	pod.Spec.Volumes = []corev1.Volume{{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 		Items: []corev1.DownwardAPIVolumeFile{{Path: "mem", ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "nope", Resource: "limits.memory"}}},
 	}}}}
@@ -385,7 +357,7 @@ func TestDownwardAPIUnknownContainer(t *testing.T) {
 func TestMemoryEmptyDirMountedOnce(t *testing.T) {
 	requireRoot(t)
 	fakeHostFiles(t, "127.0.0.1 localhost\n", hostResolv)
-	pod := testPod("web")
+	pod := podtest.Pod("web")
 	limit := resource.MustParse("8Mi")
 	pod.Spec.Volumes = []corev1.Volume{{Name: "mem", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &limit}}}}
 	podDir := filepath.Join(t.TempDir(), "pod")
@@ -394,9 +366,9 @@ func TestMemoryEmptyDirMountedOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mounts := mountsAt(t, podDir)
+	mounts := podtest.MountsAt(t, podDir)
 	if len(mounts) != 1 || mounts[0].FSType != "tmpfs" || mounts[0].Mountpoint != volumeDir(podDir, "mem") {
-		t.Fatalf("mounts under the pod dir = %v, want one tmpfs at volumes/mem", describeMounts(mounts))
+		t.Fatalf("mounts under the pod dir = %v, want one tmpfs at volumes/mem", podtest.DescribeMounts(mounts))
 	}
 	if !strings.Contains(mounts[0].VFSOptions, "size=8192k") {
 		t.Errorf("tmpfs options = %q, want size=8192k", mounts[0].VFSOptions)
@@ -404,8 +376,8 @@ func TestMemoryEmptyDirMountedOnce(t *testing.T) {
 	if err := Remove(podDir); err != nil {
 		t.Fatalf("Remove: %v", err)
 	}
-	if m := mountsAt(t, podDir); len(m) > 0 {
-		t.Errorf("mounts left after Remove: %v", describeMounts(m))
+	if m := podtest.MountsAt(t, podDir); len(m) > 0 {
+		t.Errorf("mounts left after Remove: %v", podtest.DescribeMounts(m))
 	}
 	if _, err := os.Stat(podDir); !os.IsNotExist(err) {
 		t.Errorf("pod dir after Remove: %v, want it gone", err)
@@ -416,7 +388,7 @@ func TestMemoryEmptyDirMountedOnce(t *testing.T) {
 }
 
 func TestTmpfsSizeFollowsPodLimit(t *testing.T) {
-	pod := testPod("web")
+	pod := podtest.Pod("web")
 	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")}
 	big := resource.MustParse("1Gi")
 	if got, want := tmpfsSizeOption(pod, &corev1.EmptyDirVolumeSource{SizeLimit: &big}), "size=33554432"; got != want {
@@ -440,27 +412,6 @@ func requireRoot(t *testing.T) {
 	}
 }
 
-// mountsAt lists the mounts at or below dir.
-func mountsAt(t *testing.T, dir string) []*mountinfo.Info {
-	t.Helper()
-	if resolved, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = resolved
-	}
-	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mounts
-}
-
-func describeMounts(mounts []*mountinfo.Info) []string {
-	var out []string
-	for _, m := range mounts {
-		out = append(out, m.FSType+" "+m.Mountpoint+" "+m.VFSOptions)
-	}
-	return out
-}
-
 // A container's HOSTNAME is what the pod's /etc/hostname holds: the pod's name, its
 // spec.hostname or hostnameOverride, cut to 63 bytes; the node's on the host network.
 func TestContainerHostname(t *testing.T) {
@@ -478,7 +429,7 @@ func TestContainerHostname(t *testing.T) {
 		{"host network", func(p *corev1.Pod) { p.Spec.HostNetwork = true }, "node1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := testPod("web")
+			pod := podtest.Pod("web")
 			tc.edit(pod)
 			podDir := mustPreparePod(t, pod, "127.0.0.1")
 			p, err := PrepareContainer(spec.Input{Pod: pod, Container: &pod.Spec.Containers[0], PodDir: podDir})
@@ -488,7 +439,7 @@ func TestContainerHostname(t *testing.T) {
 			if p.Hostname != tc.want {
 				t.Errorf("hostname = %q, want %q", p.Hostname, tc.want)
 			}
-			if got := mustReadFile(t, filepath.Join(podDir, hostnameFile)); got != tc.want+"\n" {
+			if got := podtest.ReadFile(t, filepath.Join(podDir, hostnameFile)); got != tc.want+"\n" {
 				t.Errorf("/etc/hostname = %q, want %q", got, tc.want+"\n")
 			}
 		})

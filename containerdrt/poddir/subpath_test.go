@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
+	"github.com/staticpod/staticpod/containerdrt/internal/podtest"
 )
 
 // beneathTree makes a volume with a directory, a file and symlinks of every kind, and
@@ -16,11 +17,11 @@ func beneathTree(t *testing.T) (vol, outside string) {
 	t.Helper()
 	outside = t.TempDir()
 	vol = t.TempDir()
-	mustWriteFile(t, filepath.Join(outside, "marker"), "outside")
+	podtest.WriteFile(t, filepath.Join(outside, "marker"), "outside")
 	if err := os.MkdirAll(filepath.Join(vol, "dir", "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	mustWriteFile(t, filepath.Join(vol, "dir", "file"), "inside")
+	podtest.WriteFile(t, filepath.Join(vol, "dir", "file"), "inside")
 	for link, target := range map[string]string{
 		"abs":          outside,         // absolute, out of the volume
 		"absinside":    vol + "/dir",    // absolute, into the volume

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/staticpod/staticpod/containerdrt/internal/podtest"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -32,39 +33,39 @@ func TestOOMScoreAdj(t *testing.T) {
 		want             int
 	}{
 		{name: "best effort", want: 1000},
-		{name: "guaranteed", requests: specResourceList("1", "1Gi"), limits: specResourceList("1", "1Gi"), want: -997},
-		{name: "burstable: a quarter of the memory", requests: specResourceList("", "1Gi"), limits: specResourceList("", "2Gi"), want: 750},
-		{name: "burstable: cpu only, below best effort", requests: specResourceList("100m", ""), want: 999},
-		{name: "burstable: all the memory, above guaranteed", requests: specResourceList("", "4Gi"), limits: specResourceList("", "8Gi"), want: 3},
-		{name: "burstable: more than the machine", requests: specResourceList("", "8Gi"), want: 3},
+		{name: "guaranteed", requests: podtest.Resources("1", "1Gi"), limits: podtest.Resources("1", "1Gi"), want: -997},
+		{name: "burstable: a quarter of the memory", requests: podtest.Resources("", "1Gi"), limits: podtest.Resources("", "2Gi"), want: 750},
+		{name: "burstable: cpu only, below best effort", requests: podtest.Resources("100m", ""), want: 999},
+		{name: "burstable: all the memory, above guaranteed", requests: podtest.Resources("", "4Gi"), limits: podtest.Resources("", "8Gi"), want: 3},
+		{name: "burstable: more than the machine", requests: podtest.Resources("", "8Gi"), want: 3},
 		{name: "node-critical best effort", want: -997,
 			edit: func(p *corev1.Pod) { p.Spec.PriorityClassName = systemNodeCritical }},
-		{name: "cluster-critical is by QoS", requests: specResourceList("", "1Gi"), want: 750,
+		{name: "cluster-critical is by QoS", requests: podtest.Resources("", "1Gi"), want: 750,
 			edit: func(p *corev1.Pod) { p.Spec.PriorityClassName = "system-cluster-critical" }},
-		{name: "sidecar: no higher than the smallest regular request", requests: specResourceList("", "2Gi"), want: 500,
+		{name: "sidecar: no higher than the smallest regular request", requests: podtest.Resources("", "2Gi"), want: 500,
 			edit: func(p *corev1.Pod) {
 				p.Spec.InitContainers = []corev1.Container{{Name: "proxy", RestartPolicy: &always,
-					Resources: corev1.ResourceRequirements{Requests: specResourceList("", "100Mi")}}}
+					Resources: corev1.ResourceRequirements{Requests: podtest.Resources("", "100Mi")}}}
 			},
 			container: func(p *corev1.Pod) *corev1.Container { return &p.Spec.InitContainers[0] }},
 		{name: "pod-level request shared by the containers", want: 750,
 			edit: func(p *corev1.Pod) {
-				p.Spec.Resources = &corev1.ResourceRequirements{Requests: specResourceList("", "2Gi"), Limits: specResourceList("", "4Gi")}
+				p.Spec.Resources = &corev1.ResourceRequirements{Requests: podtest.Resources("", "2Gi"), Limits: podtest.Resources("", "4Gi")}
 				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "helper"})
 			}},
-		{name: "pod-level request beyond the containers' own", requests: specResourceList("", "1Gi"), limits: specResourceList("", "1Gi"), want: 500,
+		{name: "pod-level request beyond the containers' own", requests: podtest.Resources("", "1Gi"), limits: podtest.Resources("", "1Gi"), want: 500,
 			edit: func(p *corev1.Pod) {
-				p.Spec.Resources = &corev1.ResourceRequirements{Requests: specResourceList("", "3Gi"), Limits: specResourceList("", "4Gi")}
+				p.Spec.Resources = &corev1.ResourceRequirements{Requests: podtest.Resources("", "3Gi"), Limits: podtest.Resources("", "4Gi")}
 				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "helper"})
 			}},
 		{name: "pod-level guaranteed", want: -997,
 			edit: func(p *corev1.Pod) {
-				p.Spec.Resources = &corev1.ResourceRequirements{Requests: specResourceList("1", "1Gi"), Limits: specResourceList("1", "1Gi")}
+				p.Spec.Resources = &corev1.ResourceRequirements{Requests: podtest.Resources("1", "1Gi"), Limits: podtest.Resources("1", "1Gi")}
 			}},
-		{name: "plain init container: its own request", requests: specResourceList("", "2Gi"), want: 976,
+		{name: "plain init container: its own request", requests: podtest.Resources("", "2Gi"), want: 976,
 			edit: func(p *corev1.Pod) {
 				p.Spec.InitContainers = []corev1.Container{{Name: "setup",
-					Resources: corev1.ResourceRequirements{Requests: specResourceList("", "100Mi")}}}
+					Resources: corev1.ResourceRequirements{Requests: podtest.Resources("", "100Mi")}}}
 			},
 			container: func(p *corev1.Pod) *corev1.Container { return &p.Spec.InitContainers[0] }},
 	} {
@@ -85,7 +86,7 @@ func TestOOMScoreAdj(t *testing.T) {
 // The container's score is the kubelet's, raised to staticpod's own where that is
 // higher: lowering a score needs CAP_SYS_RESOURCE.
 func TestOOMScoreOptsFloor(t *testing.T) {
-	guaranteed := specResourceList("1", "1Gi")
+	guaranteed := podtest.Resources("1", "1Gi")
 	for _, tc := range []struct {
 		name             string
 		requests, limits corev1.ResourceList
@@ -94,8 +95,8 @@ func TestOOMScoreOptsFloor(t *testing.T) {
 	}{
 		{name: "guaranteed above the kubelet's floor", requests: guaranteed, limits: guaranteed, floor: -999, want: -997},
 		{name: "guaranteed at staticpod's 0", requests: guaranteed, limits: guaranteed, floor: 0, want: 0},
-		{name: "burstable above the floor", requests: specResourceList("", "1Gi"), floor: 0, want: 750},
-		{name: "burstable below a high floor", requests: specResourceList("", "1Gi"), floor: 800, want: 800},
+		{name: "burstable above the floor", requests: podtest.Resources("", "1Gi"), floor: 0, want: 750},
+		{name: "burstable below a high floor", requests: podtest.Resources("", "1Gi"), floor: 800, want: 800},
 		{name: "best effort", floor: -999, want: 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,7 +121,7 @@ func TestOOMScoreOptsErrors(t *testing.T) {
 	if _, err := oomScoreOpts(oomTestPod(nil, nil, nil), noCapacity, floor); err != nil {
 		t.Errorf("best effort with unreadable memory: %v, want no error", err)
 	}
-	if _, err := oomScoreOpts(oomTestPod(specResourceList("", "1Gi"), nil, nil), noCapacity, floor); err == nil {
+	if _, err := oomScoreOpts(oomTestPod(podtest.Resources("", "1Gi"), nil, nil), noCapacity, floor); err == nil {
 		t.Error("burstable with unreadable memory succeeded, want an error")
 	}
 	noFloor := func() (int, error) { return 0, errors.New("no proc") }

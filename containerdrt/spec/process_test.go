@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/staticpod/staticpod/containerdrt/internal/podtest"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -182,18 +183,6 @@ func TestProcessEnv(t *testing.T) {
 	}
 }
 
-func downwardFieldEnv(name, path string) corev1.EnvVar {
-	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}}
-}
-
-func downwardResourceEnv(name, container, res, divisor string) corev1.EnvVar {
-	ref := &corev1.ResourceFieldSelector{ContainerName: container, Resource: res}
-	if divisor != "" {
-		ref.Divisor = resource.MustParse(divisor)
-	}
-	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: ref}}
-}
-
 func TestDownwardEnv(t *testing.T) {
 	in := specTestInput(ocispec.ImageConfig{Cmd: []string{"sh"}})
 	in.Container.Resources = corev1.ResourceRequirements{
@@ -204,21 +193,21 @@ func TestDownwardEnv(t *testing.T) {
 	in.Container = &in.Pod.Spec.Containers[0]
 	in.PodDir = t.TempDir()
 	in.Container.Env = []corev1.EnvVar{
-		downwardFieldEnv("NAME", "metadata.name"), downwardFieldEnv("NS", "metadata.namespace"), downwardFieldEnv("UID", "metadata.uid"),
-		downwardFieldEnv("LABEL", "metadata.labels['app']"), downwardFieldEnv("NOLABEL", "metadata.labels['none']"),
-		downwardFieldEnv("ANNOTATION", "metadata.annotations['example.com/owner']"),
-		downwardFieldEnv("NODE", "spec.nodeName"), downwardFieldEnv("SA", "spec.serviceAccountName"),
-		downwardFieldEnv("HOST_IP", "status.hostIP"), downwardFieldEnv("HOST_IPS", "status.hostIPs"),
-		downwardFieldEnv("POD_IP", "status.podIP"), downwardFieldEnv("POD_IPS", "status.podIPs"),
-		downwardResourceEnv("CPU_LIMIT", "", "limits.cpu", ""),        // 1.5 rounds up to 2
-		downwardResourceEnv("CPU_LIMIT_M", "", "limits.cpu", "1m"),    // 1500
-		downwardResourceEnv("CPU_REQUEST", "app", "requests.cpu", ""), // 0.25 rounds up to 1
-		downwardResourceEnv("MEM_REQUEST_MI", "", "requests.memory", "1Mi"),
-		downwardResourceEnv("MEM_LIMIT_MI", "", "limits.memory", "1Mi"), // 100M = 95.4Mi rounds up
-		downwardResourceEnv("MEM_LIMIT", "", "limits.memory", ""),
-		downwardResourceEnv("EPH_REQUEST", "", "requests.ephemeral-storage", ""),
-		downwardResourceEnv("SIDE_CPU", "side", "limits.cpu", "1m"),  // no limit: the host's CPUs
-		downwardResourceEnv("SIDE_MEM", "side", "limits.memory", ""), // no limit: MemTotal
+		podtest.FieldEnv("NAME", "metadata.name"), podtest.FieldEnv("NS", "metadata.namespace"), podtest.FieldEnv("UID", "metadata.uid"),
+		podtest.FieldEnv("LABEL", "metadata.labels['app']"), podtest.FieldEnv("NOLABEL", "metadata.labels['none']"),
+		podtest.FieldEnv("ANNOTATION", "metadata.annotations['example.com/owner']"),
+		podtest.FieldEnv("NODE", "spec.nodeName"), podtest.FieldEnv("SA", "spec.serviceAccountName"),
+		podtest.FieldEnv("HOST_IP", "status.hostIP"), podtest.FieldEnv("HOST_IPS", "status.hostIPs"),
+		podtest.FieldEnv("POD_IP", "status.podIP"), podtest.FieldEnv("POD_IPS", "status.podIPs"),
+		podtest.ResourceEnv("CPU_LIMIT", "", "limits.cpu", ""),        // 1.5 rounds up to 2
+		podtest.ResourceEnv("CPU_LIMIT_M", "", "limits.cpu", "1m"),    // 1500
+		podtest.ResourceEnv("CPU_REQUEST", "app", "requests.cpu", ""), // 0.25 rounds up to 1
+		podtest.ResourceEnv("MEM_REQUEST_MI", "", "requests.memory", "1Mi"),
+		podtest.ResourceEnv("MEM_LIMIT_MI", "", "limits.memory", "1Mi"), // 100M = 95.4Mi rounds up
+		podtest.ResourceEnv("MEM_LIMIT", "", "limits.memory", ""),
+		podtest.ResourceEnv("EPH_REQUEST", "", "requests.ephemeral-storage", ""),
+		podtest.ResourceEnv("SIDE_CPU", "side", "limits.cpu", "1m"),  // no limit: the host's CPUs
+		podtest.ResourceEnv("SIDE_MEM", "side", "limits.memory", ""), // no limit: MemTotal
 		{Name: "DERIVED", Value: "$(NAME).$(NS)"},
 	}
 	mem, err := MemTotal()
@@ -249,7 +238,7 @@ func TestDownwardEnv(t *testing.T) {
 func TestDownwardEnvEphemeralStorageDefaultsToFilesystem(t *testing.T) {
 	in := specTestInput(ocispec.ImageConfig{Cmd: []string{"sh"}})
 	in.PodDir = t.TempDir()
-	in.Container.Env = []corev1.EnvVar{downwardResourceEnv("EPH", "", "limits.ephemeral-storage", "")}
+	in.Container.Env = []corev1.EnvVar{podtest.ResourceEnv("EPH", "", "limits.ephemeral-storage", "")}
 	want, ok := hostAllocatable(in.PodDir)[corev1.ResourceEphemeralStorage]
 	if !ok || want.IsZero() {
 		t.Fatalf("hostAllocatable(%s) has no ephemeral storage", in.PodDir)
@@ -262,11 +251,11 @@ func TestDownwardEnvEphemeralStorageDefaultsToFilesystem(t *testing.T) {
 
 func TestDownwardEnvRefused(t *testing.T) {
 	for name, env := range map[string]corev1.EnvVar{
-		"unknown field":     downwardFieldEnv("X", "status.phase"),
-		"subscript on name": downwardFieldEnv("X", "metadata.name['x']"),
-		"bad label key":     downwardFieldEnv("X", "metadata.labels['a b']"),
-		"unknown resource":  downwardResourceEnv("X", "", "limits.gpu", ""),
-		"unknown container": downwardResourceEnv("X", "nope", "limits.cpu", ""),
+		"unknown field":     podtest.FieldEnv("X", "status.phase"),
+		"subscript on name": podtest.FieldEnv("X", "metadata.name['x']"),
+		"bad label key":     podtest.FieldEnv("X", "metadata.labels['a b']"),
+		"unknown resource":  podtest.ResourceEnv("X", "", "limits.gpu", ""),
+		"unknown container": podtest.ResourceEnv("X", "nope", "limits.cpu", ""),
 		"configMap":         {Name: "X", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{Key: "k"}}},
 		"secret":            {Name: "X", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "k"}}},
 	} {

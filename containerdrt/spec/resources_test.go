@@ -6,8 +6,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/staticpod/staticpod/containerdrt/internal/podtest"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // cgroupValues are the resource fields Resources sets, nil where unset.
@@ -32,17 +32,6 @@ func cgroupValuesOf(s *specs.Spec) cgroupValues {
 	return v
 }
 
-func specResourceList(cpu, memory string) corev1.ResourceList {
-	list := corev1.ResourceList{}
-	if cpu != "" {
-		list[corev1.ResourceCPU] = resource.MustParse(cpu)
-	}
-	if memory != "" {
-		list[corev1.ResourceMemory] = resource.MustParse(memory)
-	}
-	return list
-}
-
 func TestResourceOpts(t *testing.T) {
 	const period = uint64(100000)
 	for _, tc := range []struct {
@@ -53,16 +42,16 @@ func TestResourceOpts(t *testing.T) {
 		memory           int64 // 0: no limit
 	}{
 		{name: "none: best effort", shares: 2},
-		{name: "100m", requests: specResourceList("100m", ""), limits: specResourceList("100m", ""), shares: 102, quota: 10000},
-		{name: "0.5", requests: specResourceList("0.5", ""), limits: specResourceList("0.5", ""), shares: 512, quota: 50000},
-		{name: "2", requests: specResourceList("2", ""), limits: specResourceList("2", ""), shares: 2048, quota: 200000},
-		{name: "1m: floors", requests: specResourceList("1m", ""), limits: specResourceList("1m", ""), shares: 2, quota: 1000},
-		{name: "request only", requests: specResourceList("300m", ""), shares: 307},
-		{name: "limit only: shares from limit", limits: specResourceList("250m", ""), shares: 256, quota: 25000},
-		{name: "request below limit", requests: specResourceList("100m", ""), limits: specResourceList("1", ""), shares: 102, quota: 100000},
-		{name: "above the shares ceiling", requests: specResourceList("300", ""), limits: specResourceList("300", ""), shares: 262144, quota: 30000000},
-		{name: "memory", requests: specResourceList("", "64Mi"), limits: specResourceList("", "128Mi"), shares: 2, memory: 128 << 20},
-		{name: "memory in decimal units", limits: specResourceList("", "1G"), shares: 2, memory: 1000000000},
+		{name: "100m", requests: podtest.Resources("100m", ""), limits: podtest.Resources("100m", ""), shares: 102, quota: 10000},
+		{name: "0.5", requests: podtest.Resources("0.5", ""), limits: podtest.Resources("0.5", ""), shares: 512, quota: 50000},
+		{name: "2", requests: podtest.Resources("2", ""), limits: podtest.Resources("2", ""), shares: 2048, quota: 200000},
+		{name: "1m: floors", requests: podtest.Resources("1m", ""), limits: podtest.Resources("1m", ""), shares: 2, quota: 1000},
+		{name: "request only", requests: podtest.Resources("300m", ""), shares: 307},
+		{name: "limit only: shares from limit", limits: podtest.Resources("250m", ""), shares: 256, quota: 25000},
+		{name: "request below limit", requests: podtest.Resources("100m", ""), limits: podtest.Resources("1", ""), shares: 102, quota: 100000},
+		{name: "above the shares ceiling", requests: podtest.Resources("300", ""), limits: podtest.Resources("300", ""), shares: 262144, quota: 30000000},
+		{name: "memory", requests: podtest.Resources("", "64Mi"), limits: podtest.Resources("", "128Mi"), shares: 2, memory: 128 << 20},
+		{name: "memory in decimal units", limits: podtest.Resources("", "1G"), shares: 2, memory: 1000000000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := specTestInput(ocispec.ImageConfig{})

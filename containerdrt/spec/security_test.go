@@ -14,6 +14,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/containerdrt/internal/podtest"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -274,7 +275,7 @@ func TestSecurityNoNewPrivilegesAndReadOnlyRoot(t *testing.T) {
 func TestSecuritySeccomp(t *testing.T) {
 	dir := t.TempDir()
 	profile := `{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["mkdir","mkdirat"],"action":"SCMP_ACT_ERRNO"}]}`
-	mustWriteSpecFile(t, filepath.Join(dir, "profiles", "no-mkdir.json"), profile)
+	podtest.WriteFile(t, filepath.Join(dir, "profiles", "no-mkdir.json"), profile)
 	wantLocal := &specs.LinuxSeccomp{DefaultAction: specs.ActAllow, Syscalls: []specs.LinuxSyscall{{Names: []string{"mkdir", "mkdirat"}, Action: specs.ActErrno}}}
 	runtimeDefault := &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
 	unconfined := &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
@@ -290,7 +291,7 @@ func TestSecuritySeccomp(t *testing.T) {
 		{name: "from the pod", pod: runtimeDefault, want: isRuntimeDefaultProfile},
 		{name: "container over pod", container: unconfined, pod: runtimeDefault, want: isUnconfined},
 		{name: "privileged is unconfined", container: runtimeDefault, privileged: true, want: isUnconfined},
-		{name: "Localhost", container: localhostSeccompProfile("profiles/no-mkdir.json"),
+		{name: "Localhost", container: podtest.LocalhostSeccomp("profiles/no-mkdir.json"),
 			want: func(sp *specs.LinuxSeccomp) bool { return cmp.Equal(wantLocal, sp) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -312,25 +313,11 @@ func isRuntimeDefaultProfile(sp *specs.LinuxSeccomp) bool {
 	return sp != nil && sp.DefaultAction == specs.ActErrno && len(sp.Syscalls) > 0
 }
 
-func localhostSeccompProfile(name string) *corev1.SeccompProfile {
-	return &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: &name}
-}
-
-func mustWriteSpecFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestSecuritySeccompLocalhostRefused(t *testing.T) {
 	outside := t.TempDir()
-	mustWriteSpecFile(t, filepath.Join(outside, "p.json"), `{"defaultAction":"SCMP_ACT_ALLOW"}`)
+	podtest.WriteFile(t, filepath.Join(outside, "p.json"), `{"defaultAction":"SCMP_ACT_ALLOW"}`)
 	dir := t.TempDir()
-	mustWriteSpecFile(t, filepath.Join(dir, "bad.json"), `{"defaultAction":`)
+	podtest.WriteFile(t, filepath.Join(dir, "bad.json"), `{"defaultAction":`)
 	if err := os.Symlink(filepath.Join(outside, "p.json"), filepath.Join(dir, "link.json")); err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +332,7 @@ func TestSecuritySeccompLocalhostRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := specTestInput(ocispec.ImageConfig{})
 			in.SeccompDir = tc.dir
-			specContainerSC(in).SeccompProfile = localhostSeccompProfile(tc.profile)
+			specContainerSC(in).SeccompProfile = podtest.LocalhostSeccomp(tc.profile)
 			_, err := Security(in)
 			if !errors.Is(err, runner.ErrCreateConfig) || !strings.Contains(err.Error(), `container "app": seccompProfile`) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Security = %v, want ErrCreateConfig naming container, field and %q", err, tc.want)
