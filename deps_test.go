@@ -51,8 +51,8 @@ var rules = map[string][]string{
 	"watcher":                       {"manifests"},
 	"httpsource":                    {"manifests"},
 	"api/wire":                      nil,
-	"containerdrt/internal/podtest": nil, // for the tests of containerdrt and its seams: pods, files, mounts
-	"runner/results":                nil, // a leaf: the finished pods on disk
+	"containerdrt/internal/podtest": {"manifests"}, // for the tests of containerdrt and its seams: pods, files, mounts
+	"runner/results":                nil,           // a leaf: the finished pods on disk
 	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results"},
 	"runner/action":                 nil,           // handlers of probes and hooks, against an interface of its own: never the runner
 	"runner/sysctl":                 {"manifests"}, // a sysctl's dotted name: pure rules, never the runner

@@ -18,22 +18,6 @@ import (
 	"github.com/staticpod/staticpod/runner"
 )
 
-// testObjects are the ConfigMap app (keys mode and app.conf) and Secret creds (key
-// password) of namespace kube-system, testPod's.
-func testObjects(mode string) manifests.Objects {
-	res := manifests.Load([]byte(`apiVersion: v1
-kind: ConfigMap
-metadata: {name: app, namespace: kube-system}
-data: {mode: `+mode+`, app.conf: "level=info\n"}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: creds, namespace: kube-system}
-stringData: {password: s3cret}
-`), manifests.Options{NodeName: "n"})
-	return res.Objects()
-}
-
 // tree describes what a volume dir shows a container: each file reached through the
 // top names, with its mode and content.
 func tree(t *testing.T, dir string) map[string]string {
@@ -75,7 +59,7 @@ func tree(t *testing.T, dir string) map[string]string {
 
 func TestVolumeFiles(t *testing.T) {
 	mode := func(m int32) *int32 { return &m }
-	in := spec.Input{Pod: podtest.Pod("web"), Objects: testObjects("fast")}
+	in := spec.Input{Pod: podtest.Pod("web"), Objects: podtest.Objects("fast")}
 	in.Pod.Labels = map[string]string{"app": "web"}
 	for _, tc := range []struct {
 		name string
@@ -185,7 +169,7 @@ func TestObjectVolumesInPodDir(t *testing.T) {
 	}
 	root := t.TempDir()
 	podDir := filepath.Join(root, "pods", string(pod.UID))
-	if err := PreparePod(pod, podDir, "", "127.0.0.1", testObjects("fast")); err != nil {
+	if err := PreparePod(pod, podDir, "", "127.0.0.1", podtest.Objects("fast")); err != nil {
 		t.Fatal(err)
 	}
 	mounts := podtest.MountsAt(t, podDir)
@@ -195,7 +179,7 @@ func TestObjectVolumesInPodDir(t *testing.T) {
 	if got := tree(t, volumeDir(podDir, "creds"))["password"]; got != "-rw-r--r-- s3cret" {
 		t.Errorf("secret volume file password = %q", got)
 	}
-	if changed, err := SyncVolumes(pod, podDir, "", testObjects("slow")); err != nil || !slices.Equal(changed, []string{"cfg"}) {
+	if changed, err := SyncVolumes(pod, podDir, "", podtest.Objects("slow")); err != nil || !slices.Equal(changed, []string{"cfg"}) {
 		t.Fatalf("SyncVolumes = %v, %v; want volume cfg changed", changed, err)
 	}
 	if got := tree(t, volumeDir(podDir, "cfg"))["mode"]; got != "-rw-r--r-- slow" {

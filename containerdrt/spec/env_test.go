@@ -9,30 +9,14 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/containerdrt/internal/podtest"
 	"github.com/staticpod/staticpod/runner"
 )
-
-// testObjects are the ConfigMap app (keys mode and app.conf) and Secret creds (key
-// password) of namespace kube-system.
-func testObjects(mode string) manifests.Objects {
-	res := manifests.Load([]byte(`apiVersion: v1
-kind: ConfigMap
-metadata: {name: app, namespace: kube-system}
-data: {mode: `+mode+`, app.conf: "level=info\n"}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: creds, namespace: kube-system}
-stringData: {password: s3cret}
-`), manifests.Options{NodeName: "n"})
-	return res.Objects()
-}
 
 func TestObjectEnv(t *testing.T) {
 	in := specTestInput(ocispec.ImageConfig{})
 	in.Pod.Namespace = "kube-system"
-	in.Objects = testObjects("fast")
+	in.Objects = podtest.Objects("fast")
 	c := in.Container
 	c.EnvFrom = []corev1.EnvFromSource{
 		{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}, Prefix: "APP_"},

@@ -1,8 +1,8 @@
 // Package podtest holds what the tests of containerdrt and of the packages along its
 // seams (spec, poddir) build their pods from, and read their results with: defaulted
-// pods, resource lists, downward API and seccomp references, files, mounts. It is for
-// tests only; it imports nothing of staticpod's, so that the tests of any package below
-// containerdrt may use it.
+// pods, their ConfigMaps and Secrets, resource lists, downward API and seccomp
+// references, files, mounts. It is for tests only; it imports only manifests, so that
+// the tests of any package below containerdrt may use it.
 package podtest
 
 import (
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
+	"github.com/staticpod/staticpod/manifests"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,4 +102,20 @@ func DescribeMounts(mounts []*mountinfo.Info) []string {
 		out = append(out, m.FSType+" "+m.Mountpoint+" "+m.VFSOptions)
 	}
 	return out
+}
+
+// Objects are the ConfigMap app (keys mode and app.conf) and the Secret creds (key
+// password) of namespace kube-system, Pod's.
+func Objects(mode string) manifests.Objects {
+	res := manifests.Load([]byte(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: app, namespace: kube-system}
+data: {mode: `+mode+`, app.conf: "level=info\n"}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: kube-system}
+stringData: {password: s3cret}
+`), manifests.Options{NodeName: "n"})
+	return res.Objects()
 }
