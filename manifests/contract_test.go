@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -130,7 +131,9 @@ func TestFieldContractDocs(t *testing.T) {
 	if !*update {
 		t.Fatalf("the Pod fields table of %s differs from manifests/contract*.go: run `go test ./manifests -run TestFieldContractDocs -update`", docsFile)
 	}
-	out := append(append(append(append(before, docsBeginTable...), table...), docsEndTable...), after...)
+	// A new slice: before and after share docs's array, which appending to before
+	// would overwrite under after.
+	out := slices.Concat(before, []byte(docsBeginTable), []byte(table), []byte(docsEndTable), after)
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
