@@ -19,10 +19,6 @@ const (
 		"remove procMount (or set it to Default) instead"
 	msgSysctls = "sysctls are not applied by staticpod; " +
 		"set them from a privileged init container of the pod (`sysctl -w`, in the pod's network and IPC namespaces), or on the host, instead"
-	msgAppArmor = "AppArmor profiles are not applied by staticpod, and the kubelet refuses any profile but Unconfined on a host without AppArmor; " +
-		"remove appArmorProfile (or set its type to Unconfined) and confine the container with seccompProfile instead"
-	msgSELinux = "SELinux labels are not applied by staticpod; " +
-		"remove seLinuxOptions (the container gets containerd's default labelling) instead"
 	msgReadinessGates = "readiness gates are set by controllers through an apiserver, which static pods do not have, so the pod would never be Ready; " +
 		"remove readinessGates and let a readinessProbe decide instead"
 	msgSchedulingGates = "scheduling gates are removed by controllers through an apiserver, which static pods do not have, and a static pod is never scheduled; " +
@@ -74,8 +70,6 @@ func validateRefused(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	if sc := spec.SecurityContext; sc != nil {
 		p := fld.Child("securityContext")
 		forbid(len(sc.Sysctls) > 0, p.Child("sysctls"), msgSysctls)
-		forbid(confinedByAppArmor(sc.AppArmorProfile), p.Child("appArmorProfile"), msgAppArmor)
-		forbid(sc.SELinuxOptions != nil, p.Child("seLinuxOptions"), msgSELinux)
 	}
 	for i := range spec.Volumes {
 		errs = append(errs, refusedInVolume(&spec.Volumes[i].VolumeSource, fld.Child("volumes").Index(i))...)
@@ -89,11 +83,6 @@ func validateRefused(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	return errs
 }
 
-// confinedByAppArmor says whether a profile asks for AppArmor confinement.
-func confinedByAppArmor(ap *corev1.AppArmorProfile) bool {
-	return ap != nil && ap.Type != corev1.AppArmorProfileTypeUnconfined
-}
-
 func refusedInContainer(c *corev1.Container, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if c.Stdin {
@@ -103,12 +92,6 @@ func refusedInContainer(c *corev1.Container, fld *field.Path) field.ErrorList {
 		p := fld.Child("securityContext")
 		if sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount {
 			errs = append(errs, field.Forbidden(p.Child("procMount"), msgProcMountUnmasked))
-		}
-		if confinedByAppArmor(sc.AppArmorProfile) {
-			errs = append(errs, field.Forbidden(p.Child("appArmorProfile"), msgAppArmor))
-		}
-		if sc.SELinuxOptions != nil {
-			errs = append(errs, field.Forbidden(p.Child("seLinuxOptions"), msgSELinux))
 		}
 	}
 	for i, m := range c.VolumeMounts {
