@@ -182,7 +182,7 @@ func (d *daemon) setup(ctx context.Context) error {
 		Runtime: rt, Logger: d.log, RelistPeriod: c.Duration("pleg-relist-period"), HostIP: rt.HostIP(),
 		ResultsDir: filepath.Join(d.root, "results"), Registry: reg,
 		Images: rt, ImageGC: imageGCPolicy(c), Sources: d.sources(), Restrictions: d.restrict,
-		Heartbeat: d.svc.Heartbeat,
+		Host: runner.ProbeHost(), Heartbeat: d.svc.Heartbeat,
 	})
 	if err != nil {
 		return errors.Join(err, rt.Close())

@@ -37,9 +37,10 @@ const (
 )
 
 // CreateContainer creates one container of a pod from its image, labelled so that List
-// can rebuild it: the pod's directory, the images of the image volumes it mounts
-// (mountImageVolumes) and the host side of the container's mounts are prepared first
-// (package poddir), then its spec is built from them (package spec).
+// can rebuild it: the pod's directory, its AppArmor profile (loaded if containerd's
+// default), the images of the image volumes it mounts (mountImageVolumes) and the host
+// side of the container's mounts are prepared first (package poddir), then its spec is
+// built from them (package spec).
 func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest) (runner.Container, error) {
 	ctx, cancel := r.call(ctx)
 	defer cancel()
@@ -67,6 +68,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	}
 	if req.Sandbox != nil {
 		in.SandboxNS, in.SandboxID = r.sandboxNamespaces(req.Sandbox), req.Sandbox.ID
+	}
+	if in.AppArmorProfile, err = appArmorProfile(pod, c); err != nil {
+		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
 	if in.ImageVolumes, err = r.mountImageVolumes(ctx, req, podDir); err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)

@@ -4,6 +4,16 @@ package manifests
 // security context (see contract.go). A Container rule holds for containers and init
 // containers alike; the API's own rules (no probes on init containers, say) still apply.
 
+// noteAppArmor and reasonSELinux say how staticpod, like a kubelet on containerd,
+// treats the two LSMs.
+const (
+	noteAppArmor = "as the kubelet with containerd: where AppArmor is enabled, RuntimeDefault (and no profile at all, on an unprivileged container) runs under containerd's default profile cri-containerd.apparmor.d, loaded with apparmor_parser, and Localhost under the named profile, which must be loaded (else the container fails to start and is retried); " +
+		"the deprecated annotation container.apparmor.security.beta.kubernetes.io/<container> is read where the container has no field; " +
+		"a pod that asks for any profile but Unconfined on a host without AppArmor is refused at admission (reason AppArmor); `make vm-test` proves the enforcement"
+	reasonSELinux = "as on a kubelet with containerd, whose CRI applies SELinux labels only with enable_selinux = true (false by default) on a host with SELinux: staticpod applies none, on any host; " +
+		"a level containerd would refuse to create the container with is refused"
+)
+
 var containerRules = map[string]map[string]rule{
 	"Container": {
 		"name":                     honoured("e2e.TestRunFollowsTheManifestDirectory"),
@@ -102,7 +112,7 @@ var containerRules = map[string]map[string]rule{
 
 var securityRules = map[string]map[string]rule{
 	"PodSecurityContext": {
-		"seLinuxOptions":           refused(msgSELinux),
+		"seLinuxOptions":           noEffect(reasonSELinux),
 		"windowsOptions":           noEffect(reasonWindows),
 		"runAsUser":                honoured("containerdrt.TestSpecUserInContainer"),
 		"runAsGroup":               honoured("containerdrt.TestSpecUserInContainer"),
@@ -113,8 +123,8 @@ var securityRules = map[string]map[string]rule{
 		"sysctls":                  honouredNote("containerdrt.TestSysctlsInContainer", "the kubelet's safe sysctls of the kernel, others only where `--allowed-unsafe-sysctls` allows them; a pod with any other is not run: Failed, reason SysctlForbidden (runner.TestForbiddenSysctlFailsThePod)"),
 		"fsGroupChangePolicy":      noEffect("staticpod writes the files that take fsGroup anew, with that group, and changes the ownership of nothing else"),
 		"seccompProfile":           honoured("containerdrt.TestSpecSeccompInContainer"),
-		"appArmorProfile":          refusedWhen("its type is not Unconfined", msgAppArmor),
-		"seLinuxChangePolicy":      noEffect("staticpod applies no SELinux label (seLinuxOptions is refused) and relabels no volume"),
+		"appArmorProfile":          honouredNote("e2e.TestAppArmorRefusedWithoutAppArmor", noteAppArmor),
+		"seLinuxChangePolicy":      noEffect("staticpod applies no SELinux label (seLinuxOptions has no effect) and relabels no volume"),
 	},
 	"Sysctl": {
 		"name":  honoured("containerdrt.TestSysctlsInContainer"),
@@ -123,7 +133,7 @@ var securityRules = map[string]map[string]rule{
 	"SecurityContext": {
 		"capabilities":             honoured("containerdrt.TestSpecCapabilitiesInContainer"),
 		"privileged":               honoured("containerdrt.TestSpecPrivilegedInContainer"),
-		"seLinuxOptions":           refused(msgSELinux),
+		"seLinuxOptions":           noEffect(reasonSELinux),
 		"windowsOptions":           noEffect(reasonWindows),
 		"runAsUser":                honoured("containerdrt.TestSpecUserInContainer"),
 		"runAsGroup":               honoured("containerdrt.TestSpecUserInContainer"),
@@ -132,7 +142,11 @@ var securityRules = map[string]map[string]rule{
 		"allowPrivilegeEscalation": honoured("containerdrt.TestSpecNoNewPrivsInContainer"),
 		"procMount":                refusedWhen("`Unmasked`", msgProcMountUnmasked),
 		"seccompProfile":           honoured("containerdrt.TestSpecSeccompInContainer"),
-		"appArmorProfile":          refusedWhen("its type is not Unconfined", msgAppArmor),
+		"appArmorProfile":          honouredNote("e2e.TestAppArmorRefusedWithoutAppArmor", noteAppArmor),
+	},
+	"AppArmorProfile": {
+		"type":             honoured("containerdrt.TestAppArmorProfileOfContainer"),
+		"localhostProfile": honoured("containerdrt.TestAppArmorProfileOfContainer"),
 	},
 	"Capabilities": {
 		"add":  honoured("containerdrt.TestSpecCapabilitiesInContainer"),

@@ -5,10 +5,10 @@ package manifests
 
 var handlerRules = map[string]map[string]rule{
 	"Probe": {
-		"exec":                          honoured("runner.TestExecActionAndSleep"),
+		"exec":                          honoured("runner/action.TestExecActionAndSleep"),
 		"httpGet":                       honoured("e2e.TestReadinessProbeFollowsHTTP"),
-		"tcpSocket":                     honoured("runner.TestTCPAndGRPCActions"),
-		"grpc":                          honoured("runner.TestTCPAndGRPCActions"),
+		"tcpSocket":                     honoured("runner/action.TestTCPAndGRPCActions"),
+		"grpc":                          honoured("runner/action.TestTCPAndGRPCActions"),
 		"initialDelaySeconds":           pendingProof(reasonNoProof),
 		"timeoutSeconds":                honoured("runner.TestProbeResults"),
 		"periodSeconds":                 honoured("runner.TestProbeResults"),
@@ -17,27 +17,27 @@ var handlerRules = map[string]map[string]rule{
 		"terminationGracePeriodSeconds": pendingProof(reasonNoProof),
 	},
 	"ExecAction": {
-		"command": honoured("runner.TestExecActionAndSleep"),
+		"command": honoured("runner/action.TestExecActionAndSleep"),
 	},
 	"HTTPGetAction": {
-		"path":        honoured("runner.TestHTTPAction"),
-		"port":        honoured("runner.TestHTTPAction"),
-		"host":        honoured("runner.TestHTTPAction"),
-		"scheme":      honoured("runner.TestHTTPAction"),
-		"httpHeaders": honoured("runner.TestHTTPAction"),
+		"path":        honoured("runner/action.TestHTTPAction"),
+		"port":        honoured("runner/action.TestHTTPAction"),
+		"host":        honoured("runner/action.TestHTTPAction"),
+		"scheme":      honoured("runner/action.TestHTTPAction"),
+		"httpHeaders": honoured("runner/action.TestHTTPAction"),
 		"protocol":    refusedWhen("`HTTP2`", msgHTTP2Probe),
 	},
 	"HTTPHeader": {
-		"name":  honoured("runner.TestHTTPAction"),
-		"value": honoured("runner.TestHTTPAction"),
+		"name":  honoured("runner/action.TestHTTPAction"),
+		"value": honoured("runner/action.TestHTTPAction"),
 	},
 	"TCPSocketAction": {
-		"port": honoured("runner.TestTCPAndGRPCActions"),
-		"host": honoured("runner.TestTCPAndGRPCActions"),
+		"port": honoured("runner/action.TestTCPAndGRPCActions"),
+		"host": honoured("runner/action.TestTCPAndGRPCActions"),
 	},
 	"GRPCAction": {
-		"port":    honoured("runner.TestTCPAndGRPCActions"),
-		"service": honoured("runner.TestTCPAndGRPCActions"),
+		"port":    honoured("runner/action.TestTCPAndGRPCActions"),
+		"service": honoured("runner/action.TestTCPAndGRPCActions"),
 		"mode":    refusedWhen("`TLS`", msgGRPCTLS),
 	},
 	"Lifecycle": {
@@ -47,11 +47,11 @@ var handlerRules = map[string]map[string]rule{
 	},
 	"LifecycleHandler": {
 		"exec":      honoured("e2e.TestInitContainersSidecarsAndHooks"),
-		"httpGet":   honoured("runner.TestHTTPAction"),
-		"tcpSocket": honouredNote("runner.TestTCPAndGRPCActions", "deprecated in hooks: staticpod opens a TCP connection, as for a probe, where the kubelet fails the hook"),
-		"sleep":     honoured("runner.TestExecActionAndSleep"),
+		"httpGet":   honoured("runner/action.TestHTTPAction"),
+		"tcpSocket": honouredNote("runner/action.TestTCPAndGRPCActions", "deprecated in hooks: staticpod opens a TCP connection, as for a probe, where the kubelet fails the hook"),
+		"sleep":     honoured("runner/action.TestExecActionAndSleep"),
 	},
 	"SleepAction": {
-		"seconds": honoured("runner.TestExecActionAndSleep"),
+		"seconds": honoured("runner/action.TestExecActionAndSleep"),
 	},
 }

@@ -50,6 +50,7 @@ func Validate(pod *corev1.Pod) field.ErrorList {
 	spec := field.NewPath("spec")
 	errs := validateMeta(&pod.ObjectMeta, field.NewPath("metadata"))
 	errs = append(errs, validateSpec(&pod.Spec, spec)...)
+	errs = append(errs, validateAppArmorAnnotations(pod, field.NewPath("metadata", "annotations"))...)
 	errs = append(errs, validateStatic(&pod.Spec, spec)...)
 	errs = append(errs, validateRefused(&pod.Spec, spec)...)
 	return errs

@@ -305,7 +305,8 @@ func TestValidateContainerSecurity(t *testing.T) {
 		}, []fieldErr{
 			errAt(tInvalid, "spec.containers[0].securityContext.seccompProfile.localhostProfile"),
 			errAt(tInvalid, "spec.containers[0].securityContext.appArmorProfile.localhostProfile"),
-			errAt(tForbidden, "spec.containers[0].securityContext.appArmorProfile"),
 		}},
+		{"selinux level containerd refuses", func(p *corev1.Pod) { sc(p).SELinuxOptions = &corev1.SELinuxOptions{Level: "s0:c1:c2"} },
+			[]fieldErr{errAt(tInvalid, "spec.containers[0].securityContext.seLinuxOptions.level")}},
 	})
 }

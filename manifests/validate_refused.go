@@ -17,10 +17,6 @@ const (
 		"remove hostUsers (or set it to true) instead"
 	msgProcMountUnmasked = "an unmasked /proc needs a user namespace (hostUsers: false), which staticpod does not implement; " +
 		"remove procMount (or set it to Default) instead"
-	msgAppArmor = "AppArmor profiles are not applied by staticpod, and the kubelet refuses any profile but Unconfined on a host without AppArmor; " +
-		"remove appArmorProfile (or set its type to Unconfined) and confine the container with seccompProfile instead"
-	msgSELinux = "SELinux labels are not applied by staticpod; " +
-		"remove seLinuxOptions (the container gets containerd's default labelling) instead"
 	msgReadinessGates = "readiness gates are set by controllers through an apiserver, which static pods do not have, so the pod would never be Ready; " +
 		"remove readinessGates and let a readinessProbe decide instead"
 	msgSchedulingGates = "scheduling gates are removed by controllers through an apiserver, which static pods do not have, and a static pod is never scheduled; " +
@@ -68,11 +64,6 @@ func validateRefused(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	forbid(len(spec.Overhead) > 0, fld.Child("overhead"), msgOverhead)
 	forbid(spec.SetHostnameAsFQDN != nil && *spec.SetHostnameAsFQDN, fld.Child("setHostnameAsFQDN"), msgHostnameFQDN)
 	forbid(spec.OS != nil && spec.OS.Name == corev1.Windows, fld.Child("os"), msgWindows)
-	if sc := spec.SecurityContext; sc != nil {
-		p := fld.Child("securityContext")
-		forbid(confinedByAppArmor(sc.AppArmorProfile), p.Child("appArmorProfile"), msgAppArmor)
-		forbid(sc.SELinuxOptions != nil, p.Child("seLinuxOptions"), msgSELinux)
-	}
 	for i := range spec.Volumes {
 		errs = append(errs, refusedInVolume(&spec.Volumes[i].VolumeSource, fld.Child("volumes").Index(i))...)
 	}
@@ -85,11 +76,6 @@ func validateRefused(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	return errs
 }
 
-// confinedByAppArmor says whether a profile asks for AppArmor confinement.
-func confinedByAppArmor(ap *corev1.AppArmorProfile) bool {
-	return ap != nil && ap.Type != corev1.AppArmorProfileTypeUnconfined
-}
-
 func refusedInContainer(c *corev1.Container, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if c.Stdin {
@@ -99,12 +85,6 @@ func refusedInContainer(c *corev1.Container, fld *field.Path) field.ErrorList {
 		p := fld.Child("securityContext")
 		if sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount {
 			errs = append(errs, field.Forbidden(p.Child("procMount"), msgProcMountUnmasked))
-		}
-		if confinedByAppArmor(sc.AppArmorProfile) {
-			errs = append(errs, field.Forbidden(p.Child("appArmorProfile"), msgAppArmor))
-		}
-		if sc.SELinuxOptions != nil {
-			errs = append(errs, field.Forbidden(p.Child("seLinuxOptions"), msgSELinux))
 		}
 	}
 	for i, m := range c.VolumeMounts {

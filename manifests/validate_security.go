@@ -20,6 +20,10 @@ const (
 )
 
 var (
+	// seLinuxLevel is an MLS/MCS level as containerd's CRI accepts it: containerd fails
+	// to create a container whose level does not match, SELinux enabled or not.
+	seLinuxLevel = regexp.MustCompile(`^s\d(-s\d)??(:c\d{1,4}(\.c\d{1,4})?(,c\d{1,4}(\.c\d{1,4})?)*)?$`)
+
 	sysctlName = regexp.MustCompile(`^(` + sysctlSegment + `[\./])*` + sysctlSegment + `$`)
 
 	// ipcSysctls are the sysctls of the IPC namespace; those under net. belong to the
@@ -74,6 +78,7 @@ func validatePodSecurity(spec *corev1.PodSpec, fld *field.Path) field.ErrorList 
 	}
 	errs = append(errs, validateSeccomp(sc.SeccompProfile, p.Child("seccompProfile"))...)
 	errs = append(errs, validateAppArmor(sc.AppArmorProfile, p.Child("appArmorProfile"))...)
+	errs = append(errs, validateSELinux(sc.SELinuxOptions, p.Child("seLinuxOptions"))...)
 	return errs
 }
 
@@ -92,6 +97,7 @@ func validateSecurityContext(sc *corev1.SecurityContext, hostUsers bool, fld *fi
 	}
 	errs = append(errs, validateSeccomp(sc.SeccompProfile, fld.Child("seccompProfile"))...)
 	errs = append(errs, validateAppArmor(sc.AppArmorProfile, fld.Child("appArmorProfile"))...)
+	errs = append(errs, validateSELinux(sc.SELinuxOptions, fld.Child("seLinuxOptions"))...)
 	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
 		return errs
 	}
@@ -157,6 +163,15 @@ func validateAppArmor(ap *corev1.AppArmorProfile, fld *field.Path) field.ErrorLi
 		errs = append(errs, field.TooLong(p, "", maxAppArmorPath))
 	}
 	return errs
+}
+
+// validateSELinux refuses a level that containerd would refuse to create the
+// container with. The options themselves have no effect (see the field contract).
+func validateSELinux(o *corev1.SELinuxOptions, fld *field.Path) field.ErrorList {
+	if o == nil || o.Level == "" || seLinuxLevel.MatchString(o.Level) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(fld.Child("level"), o.Level, "must be an SELinux level as containerd reads it: s0, s0-s0:c0.c1023, s0:c1,c2")}
 }
 
 // validateSysctls checks sysctl names, and that a pod does not set a namespaced sysctl

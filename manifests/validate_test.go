@@ -331,8 +331,10 @@ func TestValidatePodSecurity(t *testing.T) {
 		}, []fieldErr{
 			errAt(tNotSupported, "spec.securityContext.fsGroupChangePolicy"), errAt(tNotSupported, "spec.securityContext.supplementalGroupsPolicy"),
 			errAt(tNotSupported, "spec.securityContext.seLinuxChangePolicy"), errAt(tRequired, "spec.securityContext.appArmorProfile.localhostProfile"),
-			errAt(tForbidden, "spec.securityContext.appArmorProfile"),
 		}},
+		{"selinux level containerd refuses", func(p *corev1.Pod) {
+			p.Spec.SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{Type: "spc_t", Level: "level0"}
+		}, []fieldErr{errAt(tInvalid, "spec.securityContext.seLinuxOptions.level")}},
 	})
 }
 

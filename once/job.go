@@ -119,6 +119,7 @@ func (j *job) setup(ctx context.Context) error {
 	j.r, err = runner.New(runner.Options{
 		Runtime: j.rt, Logger: j.log, RelistPeriod: c.Duration("pleg-relist-period"), HostIP: j.rt.HostIP(),
 		Restrictions: j.restrict,
+		Host:         runner.ProbeHost(),
 	})
 	return err
 }

@@ -15,23 +15,27 @@ import (
 const ReasonNodePorts = "NodePorts"
 
 // Rejection is a wanted pod that may not run: it asks for something its source may
-// not have or sets a sysctl it may not (Forbidden), or a host port it asks for overlaps one of a pod admitted
+// not have or sets a sysctl it may not (Forbidden), AppArmor confinement the host
+// cannot enforce (AppArmor), or a host port it asks for overlaps one of a pod admitted
 // before it (Port and Holder).
 type Rejection struct {
 	Pod       *corev1.Pod
 	Forbidden *Forbidden         // set when Restrictions refuse the pod
+	AppArmor  error              // set when the pod asks for AppArmor and the host has none: why
 	Port      manifests.HostPort // the pod's
 	Holder    *corev1.Pod        // the pod that has it
 }
 
-// Reason is the kubelet's reason for the rejection: Forbidden, SysctlForbidden or
-// NodePorts.
+// Reason is the kubelet's reason for the rejection: Forbidden, SysctlForbidden,
+// AppArmor or NodePorts.
 func (r Rejection) Reason() string {
-	if r.Forbidden != nil {
-		if r.Forbidden.Reason != "" {
-			return r.Forbidden.Reason
-		}
+	switch {
+	case r.Forbidden != nil && r.Forbidden.Reason != "":
+		return r.Forbidden.Reason
+	case r.Forbidden != nil:
 		return ReasonForbidden
+	case r.AppArmor != nil:
+		return ReasonAppArmor
 	}
 	return ReasonNodePorts
 }
@@ -39,8 +43,11 @@ func (r Rejection) Reason() string {
 // Message says what the pod may not have and why: the flag that forbids it, or which
 // port is taken, and by which pod, from where.
 func (r Rejection) Message() string {
-	if r.Forbidden != nil {
+	switch {
+	case r.Forbidden != nil:
 		return "Pod was rejected: " + r.Forbidden.Message(r.Pod)
+	case r.AppArmor != nil:
+		return "Cannot enforce AppArmor: " + r.AppArmor.Error()
 	}
 	return fmt.Sprintf("Pod was rejected: %s: hostPort %s is taken by pod %s (%s:%s)",
 		r.Port.Field, r.Port, manifests.Key(r.Holder), sourceOf(r.Holder), locationOf(r.Holder))
@@ -52,14 +59,17 @@ func (r Rejection) Status() corev1.PodStatus {
 }
 
 // Admit decides which of the desired pods may run: first what each asks for against
-// the restrictions of its source, then, among the others, their host ports (see
-// AdmitHostPorts; a forbidden pod holds no port).
-func Admit(desired map[types.UID]*corev1.Pod, restrict Restrictions, running func(types.UID) bool, leaving []*corev1.Pod) map[types.UID]Rejection {
+// the restrictions of its source and what the host can do, then, among the others,
+// their host ports (see AdmitHostPorts; a refused pod holds no port).
+func Admit(desired map[types.UID]*corev1.Pod, restrict Restrictions, host Host, running func(types.UID) bool, leaving []*corev1.Pod) map[types.UID]Rejection {
 	rejected := map[types.UID]Rejection{}
 	allowed := desired
 	for uid, pod := range desired {
-		f := restrict.Check(pod)
-		if f == nil {
+		rej := Rejection{Pod: pod, Forbidden: restrict.Check(pod)}
+		if rej.Forbidden == nil && host.AppArmor != nil && manifests.AppArmorRequired(pod) {
+			rej.AppArmor = host.AppArmor
+		}
+		if rej.Forbidden == nil && rej.AppArmor == nil {
 			continue
 		}
 		if len(rejected) == 0 {
@@ -68,7 +78,7 @@ func Admit(desired map[types.UID]*corev1.Pod, restrict Restrictions, running fun
 				allowed[u] = p
 			}
 		}
-		rejected[uid] = Rejection{Pod: pod, Forbidden: f}
+		rejected[uid] = rej
 		delete(allowed, uid)
 	}
 	for uid, rej := range AdmitHostPorts(allowed, running, leaving) {

@@ -1,5 +1,5 @@
 // Package runner decides what runs: it merges the snapshots of the manifest sources
-// (Config: one name and one UID per pod), admits pods (Admit: restrictions, host ports),
+// (Config: one name and one UID per pod), admits pods (Admit: restrictions, AppArmor, host ports),
 // and owns the sync loop, the pod workers, the PLEG and its cache, the pure Plan,
 // restart back-off, probes and lifecycle hooks, pod status, events, finished-pod
 // results, garbage collection, image GC's policy and collector, and stopping every pod

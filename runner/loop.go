@@ -23,6 +23,7 @@ type loop struct {
 	now          func() time.Time
 	rt           Runtime      // removes garbage, in a goroutine of its own
 	restrictions Restrictions // what pods of each source may ask for
+	host         Host         // what the machine can enforce
 	deps         workerDeps   // what a new worker gets
 
 	config   *Config
@@ -44,7 +45,7 @@ type loop struct {
 
 	conflicts map[string]bool    // pods refused for their name or UID (Conflict.key), logged once
 	remerged  bool               // the sources were merged again once the runtime was listed
-	rejected  map[types.UID]bool // pods refused by Admit: restrictions, host ports
+	rejected  map[types.UID]bool // pods refused by Admit: restrictions, AppArmor, host ports
 	failures  failures           // what each source could not use at its last update
 }
 
@@ -53,7 +54,7 @@ type loop struct {
 func newLoop(r *Runner, wg *sync.WaitGroup) *loop {
 	l := &loop{
 		pub: r.pub, pleg: r.pleg, asks: r.asks, events: r.events, log: r.log, now: r.now, rt: r.rt,
-		restrictions: r.opts.Restrictions, deps: r.workerDeps(),
+		restrictions: r.opts.Restrictions, host: r.opts.Host, deps: r.workerDeps(),
 		config: NewConfig(), wg: wg, done: make(chan types.UID),
 		workers: map[types.UID]*worker{}, names: map[string]types.UID{}, pending: map[string]*corev1.Pod{},
 		gone: map[types.UID]uint64{}, gcDone: make(chan struct{}, 1),
@@ -210,7 +211,7 @@ func (l *loop) admit(desired map[types.UID]*corev1.Pod) map[types.UID]Rejection 
 		}
 		w.mu.Unlock()
 	}
-	return Admit(desired, l.restrictions, func(uid types.UID) bool { w := l.workers[uid]; return w != nil && !w.killed() }, leaving)
+	return Admit(desired, l.restrictions, l.host, func(uid types.UID) bool { w := l.workers[uid]; return w != nil && !w.killed() }, leaving)
 }
 
 // readmit decides again on the pods refused for their host ports, once a pod that

@@ -35,6 +35,7 @@ type Options struct {
 	ResultsDir   string                // where finished pods are remembered; "" = memory only
 	Registry     prometheus.Registerer // where the runner's metrics go; nil for none
 	Restrictions Restrictions          // what pods of each source may ask for; none when zero
+	Host         Host                  // what the machine can enforce (ProbeHost); no checks when zero
 
 	// Images, when set, has unused images removed per ImageGC once every source in
 	// Sources has delivered its pods (see imageCollector), and Runner.Images list them.

@@ -180,7 +180,7 @@ func (v *Validation) admit(pods []*corev1.Pod, restrict runner.Restrictions) {
 	for _, p := range pods {
 		desired[p.UID] = p
 	}
-	rejected := runner.Admit(desired, restrict, func(types.UID) bool { return false }, nil)
+	rejected := runner.Admit(desired, restrict, runner.Host{}, func(types.UID) bool { return false }, nil)
 	for _, pod := range pods {
 		rej, ok := rejected[pod.UID]
 		if !ok {

@@ -19,8 +19,7 @@ func TestValidateRefusesUnimplementedFieldsInEveryFile(t *testing.T) {
 		"gated.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: gated}\nspec:\n  readinessGates: [{conditionType: example.com/ready}]\n" +
 			"  containers: [{name: c, image: busybox:1.36}]\n",
 		"userns.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: userns}\nspec:\n  hostUsers: false\n" +
-			"  securityContext: {sysctls: [{name: net.core.somaxconn, value: \"1024\"}]}\n" +
-			"  containers: [{name: c, image: busybox:1.36, securityContext: {appArmorProfile: {type: RuntimeDefault}}}]\n",
+			"  containers: [{name: c, image: busybox:1.36, securityContext: {procMount: Unmasked}}]\n",
 		"fine.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: fine}\nspec:\n  containers: [{name: c, image: busybox:1.36}]\n",
 	}
 	for name, body := range files {
@@ -40,7 +39,7 @@ func TestValidateRefusesUnimplementedFieldsInEveryFile(t *testing.T) {
 	for _, want := range []string{
 		"error: " + dir + "/gated.yaml: spec.readinessGates: Forbidden: readiness gates are set by controllers through an apiserver",
 		"error: " + dir + "/userns.yaml: spec.hostUsers: Forbidden: user namespaces are not implemented by staticpod",
-		"error: " + dir + "/userns.yaml: spec.containers[0].securityContext.appArmorProfile: Forbidden: AppArmor profiles are not applied by staticpod",
+		"error: " + dir + "/userns.yaml: spec.containers[0].securityContext.procMount: Forbidden: an unmasked /proc needs a user namespace",
 		"checked 3 files: 1 pod valid, 2 files invalid; 3 errors",
 	} {
 		if !strings.Contains(out.String(), want) {

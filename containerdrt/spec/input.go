@@ -22,7 +22,10 @@ type Input struct {
 	PodIP      string              // the pod's IP as containers see it (127.0.0.1 on its own netns)
 	HostIP     string              // the node's primary IP
 	SeccompDir string              // directory of Localhost seccomp profiles
-	Objects    manifests.Objects   // the ConfigMaps and Secrets of the pod's source
+	// AppArmorProfile is the loaded AppArmor profile the process runs under, "" for
+	// none: AppArmorProfile decides it, the runtime loads it before the spec is built.
+	AppArmorProfile string
+	Objects         manifests.Objects // the ConfigMaps and Secrets of the pod's source
 	// ImageVolumes are the host directories where the images of the image volumes the
 	// container mounts are mounted read-only, by volume name.
 	ImageVolumes map[string]string

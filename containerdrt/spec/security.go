@@ -25,8 +25,8 @@ const (
 
 // Security applies the container's securityContext, falling back to the pod's for
 // the fields both have, with the kubelet's and containerd CRI's rules: the user and its
-// groups, runAsNonRoot, capabilities, privileged, no_new_privs, a read-only root and
-// seccomp. Options that look users up read the image's /etc/passwd and /etc/group
+// groups, runAsNonRoot, capabilities, privileged, no_new_privs, a read-only root,
+// the AppArmor profile (in.AppArmorProfile) and seccomp. Options that look users up read the image's /etc/passwd and /etc/group
 // from the container's snapshot.
 func Security(in Input) ([]oci.SpecOpts, error) {
 	name := in.Container.Name
@@ -58,6 +58,7 @@ func Security(in Input) ([]oci.SpecOpts, error) {
 	if sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
 		opts = append(opts, oci.WithRootFSReadonly())
 	}
+	opts = append(opts, appArmorOpts(in)...)
 	// Last: containerd's default profile allows syscalls by the capabilities set above.
 	seccomp, err := seccompOpt(in, sc.SeccompProfile, privileged)
 	if err != nil {

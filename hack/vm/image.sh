@@ -5,8 +5,9 @@
 #   hack/vm/image.sh CACHE_DIR
 #
 # The guest is Debian bookworm from the apt mirror the host uses, with systemd as PID 1,
-# D-Bus and logind (node shutdown takes logind's inhibitor lock), and containerd
-# configured for the systemd cgroup driver. The kernel and its modules come from the
+# D-Bus and logind (node shutdown takes logind's inhibitor lock), containerd
+# configured for the systemd cgroup driver, and apparmor (apparmor_parser: staticpod
+# loads containerd's default profile with it, the test a Localhost profile). The kernel and its modules come from the
 # host's linux-image-amd64 package; the guest gets the modules, the host's /boot has the
 # kernel and initrd qemu boots. What varies per run (staticpod, the test) is added by
 # hack/vm/test.sh, so a cached root serves every build of staticpod.
@@ -37,7 +38,7 @@ kver=$(kernel_version)
 	echo "hack/vm/image.sh: linux-image-amd64 is not installed (apt-get install linux-image-amd64)" >&2
 	exit 1
 }
-packages=systemd,systemd-sysv,dbus,containerd,runc,busybox-static,iproute2,procps,kmod
+packages=systemd,systemd-sysv,dbus,containerd,runc,busybox-static,iproute2,procps,kmod,apparmor
 key=$( (cat "$0" "$here"/guest/*; echo "$kver $(mirror) $packages") | sha256sum | cut -c1-16)
 dir=$cache/$key
 if [ -f "$dir/root.tar" ] && [ -f "$dir/kernel-version" ]; then

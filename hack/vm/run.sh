@@ -78,6 +78,7 @@ first_boot() {
 	check_pod_level_resources
 	check_oom_scores
 	check_oom_kill
+	check_apparmor
 	check_mismatch
 	show ctr -n staticpod tasks ls
 	check_restart "systemctl restart staticpod" systemctl restart staticpod
@@ -183,6 +184,77 @@ check_oom_kill() {
 		show sh -c "cat /sys/fs/cgroup/staticpod.slice/staticpod-burstable.slice/staticpod-burstable-pod*.slice/memory.events"
 	fi
 	check "its exit code" 137 "$(staticpod describe "oom-$node" | awk '/Exit Code:/ {print $3; exit}')"
+}
+
+# apparmor_pod NAME SPEC-LINES [METADATA-LINES]: writes a pod "NAME" whose container
+# "app" sleeps, with the lines given added to its spec and its metadata.
+apparmor_pod() {
+	cat >"/etc/kubernetes/manifests/$1.yaml" <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+${3:-}spec:
+$2  containers:
+  - name: app
+    image: localhost/busybox:static
+    command: ["sleep", "100000"]
+EOF
+}
+
+# attr_current POD: the AppArmor label of the pod's app container, as the kernel shows
+# it ("<profile> (enforce)", or "unconfined").
+attr_current() { cat "/proc/$(task_pid "$1" app)/attr/current" 2>&1; }
+
+# The guest's kernel has AppArmor and the apparmor package's apparmor_parser: a pod that
+# asks for RuntimeDefault, and one that asks for nothing, run under containerd's default
+# profile, loaded by staticpod; Localhost, in the field or in the deprecated annotation,
+# under the profile named, which denies writes here; Unconfined under none; a Localhost
+# profile that is not loaded keeps its container from starting, in containerd's words.
+check_apparmor() {
+	local profile=k8s-vmtest-deny-write p
+	show cat /sys/module/apparmor/parameters/enabled
+	cat >/tmp/$profile <<EOF
+#include <tunables/global>
+profile $profile flags=(attach_disconnected) {
+  #include <abstractions/base>
+  file,
+  deny /** w,
+}
+EOF
+	if apparmor_parser -r /tmp/$profile; then pass "apparmor_parser loaded $profile"; else fail "load $profile" "apparmor_parser failed"; fi
+	apparmor_pod aa-default "  securityContext: {appArmorProfile: {type: RuntimeDefault}}
+"
+	apparmor_pod aa-localhost "  securityContext: {appArmorProfile: {type: Localhost, localhostProfile: $profile}}
+"
+	apparmor_pod aa-annotated "" "  annotations: {container.apparmor.security.beta.kubernetes.io/app: localhost/$profile}
+"
+	apparmor_pod aa-unconfined "  securityContext: {appArmorProfile: {type: Unconfined}}
+"
+	apparmor_pod aa-missing "  securityContext: {appArmorProfile: {type: Localhost, localhostProfile: k8s-vmtest-not-loaded}}
+"
+	for p in aa-default aa-localhost aa-annotated aa-unconfined; do
+		await 120 sh -c "[ \"\$(staticpod ps | awk -v p=$p-$node '\$1 == p {print \$3}')\" = Running ]" ||
+			fail "$p running" "$(staticpod ps 2>&1 | grep "$p")"
+	done
+	check "RuntimeDefault: containerd's default profile" "cri-containerd.apparmor.d (enforce)" "$(attr_current aa-default)"
+	check "no profile asked for: containerd's default profile, as on the kubelet" "cri-containerd.apparmor.d (enforce)" "$(attr_current besteffort)"
+	check "Localhost: the profile named" "$profile (enforce)" "$(attr_current aa-localhost)"
+	check "the deprecated annotation localhost/<profile>" "$profile (enforce)" "$(attr_current aa-annotated)"
+	check "Unconfined" "unconfined" "$(attr_current aa-unconfined)"
+	if staticpod exec "aa-localhost-$node" -- touch /tmp/x >/dev/null 2>&1; then
+		fail "the Localhost profile is enforced" "touch /tmp/x succeeded under $profile"
+	else
+		pass "the Localhost profile is enforced: a write is denied"
+	fi
+	if await 60 sh -c "staticpod describe aa-missing-$node | grep -q 'apparmor profile not found k8s-vmtest-not-loaded'"; then
+		pass "a Localhost profile that is not loaded: the container does not start, and says why"
+	else
+		fail "profile not loaded" "$(staticpod describe "aa-missing-$node" 2>&1 | grep -i -m3 'reason\|message\|apparmor')"
+	fi
+	show sh -c "staticpod describe aa-missing-$node | grep -A2 Waiting"
+	rm -f /etc/kubernetes/manifests/aa-*.yaml
+	await 60 sh -c "! ctr -n staticpod tasks ls | grep -q '^aa-'" || fail "aa- pods removed" "$(ctr -n staticpod tasks ls | grep '^aa-')"
 }
 
 # A --cgroup-driver that contradicts containerd's SystemdCgroup stops staticpod at start,
