@@ -1,7 +1,7 @@
 package manifests
 
 // The field contract of containers: their process, environment, resources, mounts and
-// security context (see contract.go). A Container rule holds for containers and init
+// security context (see contract_table_test.go). A Container rule holds for containers and init
 // containers alike; the API's own rules (no probes on init containers, say) still apply.
 
 // noteAppArmor and reasonSELinux say how staticpod, like a kubelet on containerd,

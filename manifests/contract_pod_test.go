@@ -1,6 +1,6 @@
 package manifests
 
-// The field contract of a Pod's own fields, its metadata and its spec (see contract.go).
+// The field contract of a Pod's own fields, its metadata and its spec (see contract_table_test.go).
 
 // Reasons shared by several fields of no effect.
 const (

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// The field contract of volumes (see contract.go). staticpod mounts hostPath, emptyDir,
+// The field contract of volumes (see contract_table_test.go). staticpod mounts hostPath, emptyDir,
 // downwardAPI and image volumes, and configMap, secret and projected volumes of the
 // documents beside the pod; every other source is refused with its own advice
 // (forbidVolumeSource).

@@ -1,7 +1,7 @@
 package manifests
 
 // The field contract of probes and lifecycle hooks, and of the handlers both run (see
-// contract.go).
+// contract_table_test.go).
 
 var handlerRules = map[string]map[string]rule{
 	"Probe": {

@@ -18,6 +18,8 @@ import (
 // or ineffective field is never read. A test fails when a field the walk reaches has no
 // rule, or a rule names a field the walk no longer reaches (a k8s.io/api upgrade added
 // or removed it), and the docs' "Pod fields" table is rendered from the same rules.
+// The rules are data of the tests and the docs alone: validation (validate*.go) is
+// what refuses a field, and a test checks each refusal below against it.
 
 // verdict is what staticpod does with a field.
 type verdict int
