@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -271,5 +273,38 @@ func TestClientsLinkNoDaemon(t *testing.T) {
 	}
 	if found != len(clients) {
 		t.Errorf("go list ./... lists %d of the clients %v", found, clients)
+	}
+}
+
+// The house's bounds (STYLE.md): a package of more than 5,000 lines of code is doing
+// several jobs and wants to be laid out along its seams, and a file of more than 500 is
+// several files. Tests are not counted.
+const (
+	maxPackageLines = 5000
+	maxFileLines    = 500
+)
+
+func TestPackagesAndFilesStayWithinTheirBounds(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.Dir}}\t{{join .GoFiles \" \"}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list ./...: %v", err)
+	}
+	for line := range strings.Lines(strings.TrimSpace(string(out))) {
+		dir, files, _ := strings.Cut(strings.TrimSpace(line), "\t")
+		total := 0
+		for _, f := range strings.Fields(files) {
+			data, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := strings.Count(string(data), "\n")
+			if n > maxFileLines {
+				t.Errorf("%s has %d lines, more than %d: split it along its seams", filepath.Join(dir, f), n, maxFileLines)
+			}
+			total += n
+		}
+		if total > maxPackageLines {
+			t.Errorf("package %s has %d lines of code, more than %d: lay it out along its seams", dir, total, maxPackageLines)
+		}
 	}
 }
