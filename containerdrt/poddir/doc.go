@@ -1,7 +1,7 @@
 // Package poddir makes a pod's directory, <root-dir>/pods/<uid>, after the kubelet's
 // /var/lib/kubelet/pods/<uid>, and everything else on the host that a pod's containers
 // mount: the pod's /etc/hosts, /etc/hostname and /etc/resolv.conf (etc.go), its
-// volumes (volumes.go: emptyDirs, tmpfs ones included; objects.go: configMap, secret,
+// volumes (volumes.go: emptyDirs, tmpfs ones included, and configMap, secret,
 // projected and downwardAPI volumes, written atomically as the kubelet's AtomicWriter
 // does in projected.go), hostPath checks and the *OrCreate
 // types (hostpath.go), subPaths bind-mounted safely (subpath.go), and for each
