@@ -311,8 +311,8 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	labels := loadedLabels(ctx, c)
 	r.repairs.awaitAside(ctx, id)
 	if task, err := c.Task(ctx, nil); err == nil {
-		if _, err := task.Delete(ctx, client.WithProcessKill); ignoreNotFound(convertErr(err)) != nil {
-			return fmt.Errorf("remove container %s: delete task: %w", id, convertErr(err))
+		if err := deleteTask(ctx, c, task); err != nil {
+			return fmt.Errorf("remove container %s: delete task: %w", id, err)
 		}
 	} else if !errdefs.IsNotFound(err) {
 		return fmt.Errorf("remove container %s: %w", id, convertErr(err))
@@ -343,6 +343,22 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 		}
 	}
 	return nil
+}
+
+// deleteTask deletes a container's task, killing its process. A task whose shim exits
+// as it is deleted (one that was created but never started, say) fails the call in
+// words that change with containerd's version (1.6: "task does not exist"; 2.x: "ttrpc:
+// closed"); what counts is whether the task is gone, so on an error the task is looked
+// up again, and one that containerd no longer has is deleted.
+func deleteTask(ctx context.Context, c client.Container, task client.Task) error {
+	_, err := task.Delete(ctx, client.WithProcessKill)
+	if ignoreNotFound(convertErr(err)) == nil {
+		return nil
+	}
+	if _, lookErr := c.Task(ctx, nil); errdefs.IsNotFound(lookErr) {
+		return nil
+	}
+	return convertErr(err)
 }
 
 // RemovePodData deletes the pod's directory (unmounting its tmpfs volumes and the

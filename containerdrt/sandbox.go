@@ -188,7 +188,7 @@ func sandboxLabels(pod *corev1.Pod, attempt int) map[string]string {
 // pins. A sandbox that never ran holds nothing worth keeping.
 func (r *Runtime) abandonSandbox(ctx context.Context, c client.Container, pins string) {
 	if task, err := c.Task(ctx, nil); err == nil {
-		if _, err := task.Delete(ctx, client.WithProcessKill); ignoreNotFound(convertErr(err)) != nil {
+		if err := deleteTask(ctx, c, task); err != nil {
 			r.log.Warn("delete the task of a sandbox that failed to start", "id", c.ID(), "err", err)
 		}
 	}
