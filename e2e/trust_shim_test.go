@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/staticpod/staticpod/internal/testenv"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // staticpod given containerd's socket as the kubelet spells it, a unix:// URL, and
@@ -36,6 +37,9 @@ func TestRuntimeEndpointURLThroughASymlinkEndsALostShim(t *testing.T) {
 
 	n.write("web.yaml", podManifest("web", "Always", "sleep 3600", "  hostNetwork: true\n"))
 	first := n.await("the pod running", time.Minute, running("web-node1/main/0"))["web-node1/main/0"]
+	// And staticpod heard that it started: a start whose answer the halt of containerd
+	// cuts off is a start that failed, to staticpod, and its next try is attempt 0 again.
+	n.awaitPhase("web-node1", corev1.PodRunning)
 	shims := n.shimPIDs()
 	if len(shims) != 1 {
 		t.Fatalf("shims %v, want the pod's one", shims)
