@@ -34,7 +34,8 @@ func activeDeadline(pod *corev1.Pod, start time.Time) (at time.Time, ok bool) {
 // deadlineExceeded reports whether pod has been active longer than its deadline allows
 // (the kubelet's pastActiveDeadline). A pod that had finished on its own before its
 // deadline came keeps its own outcome: what decides is whether its containers ended
-// before the deadline, which the runtime's records still tell after a restart of
+// before the deadline (its sidecars aside: they are stopped once the others ended, and
+// may end after the deadline that the pod itself beat), which the runtime's records still tell after a restart of
 // staticpod, when a pod the deadline killed has finished too.
 func deadlineExceeded(pod *corev1.Pod, rt PodRuntime, now time.Time) bool {
 	at, ok := activeDeadline(pod, rt.Start)
@@ -46,8 +47,22 @@ func deadlineExceeded(pod *corev1.Pod, rt PodRuntime, now time.Time) bool {
 		return true
 	}
 	for _, c := range cur.Containers {
+		if isSidecar(pod, c.Name) {
+			continue // stopped because the pod finished: when does not tell how it ended
+		}
 		if c.State != StateExited || !c.FinishedAt.Before(at) {
 			return true
+		}
+	}
+	return false
+}
+
+// isSidecar reports whether name is one of pod's sidecars (an init container that
+// restarts always).
+func isSidecar(pod *corev1.Pod, name string) bool {
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; c.Name == name {
+			return manifests.IsSidecar(c)
 		}
 	}
 	return false

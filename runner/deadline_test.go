@@ -25,6 +25,9 @@ func TestPlanFailsAPodPastItsActiveDeadline(t *testing.T) {
 	never := deadline(planPod(corev1.RestartPolicyNever, true, nil, "app"))
 	always := deadline(planPod(corev1.RestartPolicyAlways, true, nil, "app"))
 	initNever := deadline(planPod(corev1.RestartPolicyNever, true, []string{"setup"}, "app"))
+	withSidecar := deadline(planPod(corev1.RestartPolicyNever, true, []string{"proxy"}, "app"))
+	restartAlways := corev1.ContainerRestartPolicyAlways
+	withSidecar.Spec.InitContainers[0].RestartPolicy = &restartAlways
 	tests := []struct {
 		name       string
 		pod        *corev1.Pod
@@ -62,6 +65,12 @@ func TestPlanFailsAPodPastItsActiveDeadline(t *testing.T) {
 			name: "a failed init container ended it before its deadline: keeps its own outcome", pod: initNever,
 			containers: []Container{exitedAt(initNever, "setup/0/exited/1", 0)}, start: t0, at: 5 * time.Minute,
 			want: Actions{Waiting: map[string]string{}, KillPod: true, Done: true},
+		},
+		{
+			name: "finished before its deadline, its sidecar stopped after it: keeps its own outcome", pod: withSidecar,
+			containers: []Container{exitedAt(withSidecar, "proxy/0/exited/143", 2), exitedAt(withSidecar, "app/0/exited/0", 0)},
+			start: t0, at: 5 * time.Minute,
+			want: Actions{Done: true},
 		},
 		{
 			name: "start not known: no deadline", pod: always,
