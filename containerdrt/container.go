@@ -185,13 +185,12 @@ func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Cre
 	return nil
 }
 
-// newTask creates c's task, again after removing a bundle containerd left behind or
-// runc's state of a container whose process is gone, and again after a shim of its
-// group that was exiting is gone.
+// newTask creates c's task, again after clearing what a creation cut short left in its
+// way (clearForTask) or runc's state of a container whose process is gone, and again
+// after a shim of its group that was exiting is gone.
 func (r *Runtime) newTask(ctx context.Context, c client.Container, ioc cio.Creator) (client.Task, error) {
 	task, err := c.NewTask(ctx, ioc)
-	if path, ok := shims.StaleBundle(err, r.cfg.Namespace, c.ID()); ok && r.removeStaleBundle(path, c.ID()) {
-		r.log.Warn("removed a task bundle containerd left behind", "id", c.ID(), "path", path)
+	for try := 0; try < 2 && err != nil && ctx.Err() == nil && r.clearForTask(ctx, c.ID(), err); try++ {
 		task, err = c.NewTask(ctx, ioc)
 	}
 	if err != nil && strings.Contains(err.Error(), shims.RuncStateExists) && shims.RemoveStaleRuncState(shims.RuncRoot, r.cfg.Namespace, c.ID()) {

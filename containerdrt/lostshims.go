@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	taskapi "github.com/containerd/containerd/api/runtime/task/v2"
+	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/ttrpc"
 	"google.golang.org/grpc/codes"
@@ -211,6 +213,90 @@ func dialShim(ctx context.Context, procRoot string, s shims.Proc) (*ttrpc.Client
 	}
 	return nil, "", fmt.Errorf("shim %d at %s: %w", s.PID, strings.Join(sockets, ", "), errShimSilent)
 }
+
+// clearForTask clears the way for a new task of container id after a creation failed
+// with err, and reports whether trying again may succeed. A staticpod killed while
+// containerd created a task for id can leave, for the next one to meet, a shim started
+// for id that containerd lists no task for (see shims.Lost), stuck or serving, which
+// holds the task's bundle (the creation fails with "file exists") or takes the next
+// creation in and never answers it. Such a shim is ended at once, not at the repairs'
+// second look: this process alone creates id's tasks (one worker a pod, and the root
+// dir's lock keeps a second daemon away), and its creation has just failed, so no
+// creation under way can be the shim's. Then the bundle, if it is in the way, is waited
+// for: containerd removes it as it cleans up after the shim, or it is removed as one
+// left behind (removeStaleBundle) once it has settled.
+func (r *Runtime) clearForTask(ctx context.Context, id string, err error) bool {
+	ended := r.repairs.endLostShimsOf(ctx, id)
+	path, stale := shims.StaleBundle(err, r.cfg.Namespace, id)
+	if !stale {
+		// The shim the creation went into may have been ended under it, by the repairs.
+		return ended || strings.Contains(err.Error(), ttrpc.ErrClosed.Error())
+	}
+	if r.removeStaleBundle(path, id) {
+		r.log.Warn("removed a task bundle containerd left behind", "id", id, "path", path)
+		return true
+	}
+	if !ended {
+		return false // fresh, and no shim of ours: left to the back-off
+	}
+	ctx, cancel := context.WithTimeout(ctx, staleBundleWait)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+		if r.removeStaleBundle(path, id) {
+			r.log.Warn("removed the task bundle a lost shim held", "id", id, "path", path)
+			return true
+		}
+	}
+}
+
+// staleBundleWait bounds how long a creation waits for the bundle a lost shim it ended
+// held: containerd's clean-up after the shim, or the bundle's settling (see
+// shims.RemoveStaleBundle).
+const staleBundleWait = 5 * time.Second
+
+// endLostShimsOf ends the shims started for container id that containerd lists no task
+// for (see clearForTask), waits up to shimExit for them to exit, and reports whether
+// it found any.
+func (rp *repairer) endLostShimsOf(ctx context.Context, id string) bool {
+	var found []shims.Proc
+	for _, s := range shims.Find(rp.lost.ProcRoot, rp.rt.cfg.Address, rp.rt.cfg.Namespace) {
+		if s.ID == id {
+			found = append(found, s)
+		}
+	}
+	if len(found) == 0 {
+		return false
+	}
+	cctx, cancel := rp.rt.call(ctx)
+	_, err := rp.rt.client.TaskService().Get(cctx, &tasks.GetRequest{ContainerID: id})
+	cancel()
+	if !isNotFound(err) {
+		return false // containerd serves id's task through it, or did not answer
+	}
+	for _, s := range found {
+		rp.endLostShim(ctx, s, false)
+	}
+	deadline := time.Now().Add(shimExit)
+	for _, s := range found {
+		for !shims.Gone(rp.lost.ProcRoot, s) && time.Now().Before(deadline) && ctx.Err() == nil {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return true
+}
+
+// shimExit bounds how long endLostShimsOf waits for the shims it ended to exit.
+const shimExit = 2 * time.Second
 
 // removeStaleBundle removes the task bundle containerd left behind at path for
 // container id, when it is one (see shims.RemoveStaleBundle), and reports whether it

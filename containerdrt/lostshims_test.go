@@ -288,3 +288,47 @@ func TestStaleBundleIsRemoved(t *testing.T) {
 		t.Errorf("staleBundle took %s for another container's", path)
 	}
 }
+
+// A staticpod killed while containerd created a task can leave a shim started for that
+// container which containerd lists no task for, holding the task's bundle: the next
+// staticpod's start of the container failed with "mkdir <bundle>: file exists" until
+// the repairs ended the shim at their second look, and the back-off on top kept the
+// pod down for half a minute. The start ends such a shim at once, waits for the
+// bundle, and goes on.
+func TestLostShimInTheWayOfATaskIsEndedAtOnce(t *testing.T) {
+	r := newTestRuntime(t)
+	r.repairs.lost.Period = time.Hour // the repairs' looks are not what ends it
+	d := ctd.Daemon(t)
+	created := r.mustCreateUnstarted(t, "inway")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	shim := exec.Command(installAsShim(t, self, dir), "-namespace", r.cfg.Namespace, "-id", created.ID, "-address", r.cfg.Address)
+	shim.Env = append(os.Environ(), silentShimEnv+"="+filepath.Join(dir, "shim.sock"))
+	if err := shim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { shim.Wait(); close(exited) }()
+	t.Cleanup(func() { shim.Process.Kill(); <-exited })
+	testenv.Await(t, "the shim listening", 10*time.Second, func() bool {
+		_, err := proc.ListeningUnixSockets(proc.Root, shim.Process.Pid)
+		return err == nil
+	})
+	bundle := filepath.Join(d.State(), "io.containerd.runtime.v2.task", r.cfg.Namespace, created.ID)
+	if err := os.MkdirAll(filepath.Join(bundle, "rootfs"), 0o711); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := r.StartContainer(r.ctx, created.ID); err != nil {
+		t.Fatalf("StartContainer over the bundle of a lost shim: %v", err)
+	}
+	select {
+	case <-exited:
+	default:
+		t.Fatal("the lost shim in the way still runs")
+	}
+	r.awaitState(t, created.ID, runner.StateRunning)
+}

@@ -154,6 +154,13 @@ func Find(procRoot, address, ns string) []Proc {
 	return shims
 }
 
+// Gone reports whether shim s has exited: its PID names no process, a zombie, or
+// another process.
+func Gone(procRoot string, s Proc) bool {
+	st, err := proc.ReadStat(procRoot, s.PID)
+	return err != nil || st.State == "Z" || st.StartTime != s.Start
+}
+
 // Kill kills the shims of the containerd at address still serving namespace
 // ns, found under procRoot, and returns how many it killed. It is for a namespace that
 // was just deleted, so they serve nothing: containerd asks a shim to shut down after
