@@ -190,7 +190,7 @@ func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Cre
 // after a shim of its group that was exiting is gone.
 func (r *Runtime) newTask(ctx context.Context, c client.Container, ioc cio.Creator) (client.Task, error) {
 	task, err := c.NewTask(ctx, ioc)
-	for try := 0; try < 2 && err != nil && ctx.Err() == nil && r.clearForTask(ctx, c.ID(), err); try++ {
+	for try := 0; try < 3 && err != nil && ctx.Err() == nil && r.clearForTask(ctx, c.ID(), err); try++ {
 		task, err = c.NewTask(ctx, ioc)
 	}
 	if err != nil && strings.Contains(err.Error(), shims.RuncStateExists) && shims.RemoveStaleRuncState(shims.RuncRoot, r.cfg.Namespace, c.ID()) {

@@ -223,8 +223,8 @@ func dialShim(ctx context.Context, procRoot string, s shims.Proc) (*ttrpc.Client
 // second look: this process alone creates id's tasks (one worker a pod, and the root
 // dir's lock keeps a second daemon away), and its creation has just failed, so no
 // creation under way can be the shim's. Then the bundle, if it is in the way, is waited
-// for: containerd removes it as it cleans up after the shim, or it is removed as one
-// left behind (removeStaleBundle) once it has settled.
+// for, up to staleBundleWait: containerd removes it as it cleans up after the shim, or
+// it is removed as one left behind (removeStaleBundle) once it has settled.
 func (r *Runtime) clearForTask(ctx context.Context, id string, err error) bool {
 	ended := r.repairs.endLostShimsOf(ctx, id)
 	path, stale := shims.StaleBundle(err, r.cfg.Namespace, id)
@@ -232,35 +232,28 @@ func (r *Runtime) clearForTask(ctx context.Context, id string, err error) bool {
 		// The shim the creation went into may have been ended under it, by the repairs.
 		return ended || strings.Contains(err.Error(), ttrpc.ErrClosed.Error())
 	}
-	if r.removeStaleBundle(path, id) {
-		r.log.Warn("removed a task bundle containerd left behind", "id", id, "path", path)
-		return true
-	}
-	if !ended {
-		return false // fresh, and no shim of ours: left to the back-off
-	}
 	ctx, cancel := context.WithTimeout(ctx, staleBundleWait)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
+		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+		if r.removeStaleBundle(path, id) {
+			r.log.Warn("removed a task bundle containerd left behind", "id", id, "path", path)
+			return true
+		}
 		select {
 		case <-ctx.Done():
 			return false
 		case <-tick.C:
 		}
-		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-			return true
-		}
-		if r.removeStaleBundle(path, id) {
-			r.log.Warn("removed the task bundle a lost shim held", "id", id, "path", path)
-			return true
-		}
 	}
 }
 
-// staleBundleWait bounds how long a creation waits for the bundle a lost shim it ended
-// held: containerd's clean-up after the shim, or the bundle's settling (see
+// staleBundleWait bounds how long a creation waits for a bundle in its way to go:
+// containerd's clean-up after the shim that held it, or the bundle's settling (see
 // shims.RemoveStaleBundle).
 const staleBundleWait = 5 * time.Second
 
