@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -173,6 +174,42 @@ echo written > /rw/from-container`)
 	wantLines(t, out, "hello from the host", "key=value", "ro-refused")
 	if got := podtest.ReadFile(t, filepath.Join(dir, "from-container")); got != "written\n" {
 		t.Errorf("file the container wrote through the rw mount = %q, want %q", got, "written\n")
+	}
+}
+
+// recursiveReadOnly: Enabled makes a volume read-only down to the mounts below its
+// source, where a plain readOnly bind leaves them writable: the container writes into a
+// tmpfs mounted inside a hostPath directory through each kind of mount.
+func TestMountsRecursiveReadOnlyInContainer(t *testing.T) {
+	e := newMountsEnv(t)
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", sub, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mount a tmpfs at %s: %v", sub, err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(sub, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", sub, err)
+		}
+	})
+	enabled := corev1.RecursiveReadOnlyEnabled
+	pod := podtest.Pod("web")
+	pod.Spec.Volumes = []corev1.Volume{hostPathVolume("data", dir, corev1.HostPathDirectory)}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{
+		{Name: "data", MountPath: "/ro", ReadOnly: true},
+		{Name: "data", MountPath: "/rro", ReadOnly: true, RecursiveReadOnly: &enabled},
+	}
+	podDir := e.mustPrepare(pod, "127.0.0.1")
+	out := e.mustSucceed(pod, podDir, "app", `for m in ro rro; do
+  if touch /$m/top-$m 2>/dev/null; then echo "$m top writable"; else echo "$m top refused"; fi
+  if touch /$m/sub/in-$m 2>/dev/null; then echo "$m sub writable"; else echo "$m sub refused"; fi
+done`)
+	wantLines(t, out, "ro top refused", "ro sub writable", "rro top refused", "rro sub refused")
+	if _, err := os.Stat(filepath.Join(sub, "in-rro")); !os.IsNotExist(err) {
+		t.Errorf("the file written through the recursively read-only mount: %v, want none", err)
 	}
 }
 

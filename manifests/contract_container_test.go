@@ -101,7 +101,7 @@ var containerRules = map[string]map[string]rule{
 	"VolumeMount": {
 		"name":              honoured("containerdrt.TestMountsHostPathInContainer"),
 		"readOnly":          honoured("containerdrt.TestMountsHostPathInContainer"),
-		"recursiveReadOnly": pendingProof(reasonNoProof),
+		"recursiveReadOnly": honouredNote("containerdrt.TestMountsRecursiveReadOnlyInContainer", "`Enabled` needs runc >= 1.1 and a kernel >= 5.12 (mount_setattr), else the container fails to start; `IfPossible` is a plain read-only bind"),
 		"mountPath":         honoured("containerdrt.TestMountsHostPathInContainer"),
 		"subPath":           honoured("containerdrt.TestMountsSubPathInContainer"),
 		"mountPropagation":  honoured("containerdrt/poddir.TestMountPropagation"),

@@ -7,7 +7,6 @@ const (
 	reasonScheduling = "a scheduling field: a static pod runs on the node whose staticpod reads it, and is never scheduled"
 	reasonAPIServer  = "set and read by an apiserver, which static pods do not have"
 	reasonWindows    = "Windows only: a Linux node ignores it, as the kubelet does"
-	reasonNoProof    = "no test proves it yet"
 )
 
 var podRules = map[string]map[string]rule{

@@ -33,8 +33,7 @@ const (
 // rule classifies one field.
 type rule struct {
 	verdict verdict
-	proof   string // honoured: the test that proves it, as "dir.TestName" ("e2e.TestExec"); empty while pending
-	pending string // honoured, but its proof is still being built: what builds it
+	proof   string // honoured: the test that proves it, as "dir.TestName" ("e2e.TestExec")
 	when    string // refused: the values refused, when not every value is ("false")
 	text    string // refused: the message users get; no effect: why; honoured: a note
 }
@@ -44,10 +43,6 @@ func honoured(proof string) rule { return rule{verdict: verdictHonoured, proof: 
 func honouredNote(proof, note string) rule {
 	return rule{verdict: verdictHonoured, proof: proof, text: note}
 }
-
-// pendingProof is a field being made to work by other work in progress: it is not
-// refused, and its proof is named once that work lands.
-func pendingProof(what string) rule { return rule{verdict: verdictHonoured, pending: what} }
 
 func refused(msg string) rule { return rule{verdict: verdictRefused, text: msg} }
 
@@ -187,9 +182,6 @@ func (r rule) describe() (string, string) {
 	switch r.verdict {
 	case verdictHonoured:
 		detail := "`" + r.proof + "`"
-		if r.pending != "" {
-			detail = "proof pending: " + r.pending
-		}
 		if r.text != "" {
 			detail += "; " + r.text
 		}

@@ -53,13 +53,6 @@ func checkRule(t *testing.T, key string, r rule) {
 	t.Helper()
 	switch r.verdict {
 	case verdictHonoured:
-		if r.pending != "" {
-			if r.proof != "" {
-				t.Errorf("%s: names both a proof and what it waits for", key)
-			}
-			t.Logf("%s: honoured, proof pending: %s", key, r.pending)
-			return
-		}
 		if !testExists(t, r.proof) {
 			t.Errorf("%s: its proof %q is no test of the repository", key, r.proof)
 		}

@@ -41,16 +41,17 @@ type probeResult struct {
 // probe, started when its container runs and stopped when it no longer does (or its
 // pod is removed). Results wake the pod's worker when they change.
 type prober struct {
-	rt     Runtime // runs the probes' actions: exec in the container, dials into the pod
-	events *Events // a failed probe is an event
+	rt     Runtime          // runs the probes' actions: exec in the container, dials into the pod
+	events *Events          // a failed probe is an event
+	now    func() time.Time // the runner's clock: initialDelaySeconds counts on it
 
 	mu      sync.Mutex // guards workers and results
 	workers map[probeKey]*probeWorker
 	results map[probeKey]probeResult
 }
 
-func newProber(rt Runtime, events *Events) *prober {
-	return &prober{rt: rt, events: events, workers: map[probeKey]*probeWorker{}, results: map[probeKey]probeResult{}}
+func newProber(rt Runtime, events *Events, now func() time.Time) *prober {
+	return &prober{rt: rt, events: events, now: now, workers: map[probeKey]*probeWorker{}, results: map[probeKey]probeResult{}}
 }
 
 // sync makes the probe workers of a pod match its running containers. w is the pod's
@@ -171,8 +172,7 @@ type probeWorker struct {
 func (pw *probeWorker) stop() { pw.once.Do(func() { close(pw.done) }) }
 
 func (pw *probeWorker) run() {
-	delay := time.Duration(pw.probe.InitialDelaySeconds)*time.Second - time.Since(pw.started)
-	timer := time.NewTimer(max(delay, 0))
+	timer := time.NewTimer(pw.delayLeft(pw.p.now()))
 	defer timer.Stop()
 	for {
 		select {
@@ -187,9 +187,20 @@ func (pw *probeWorker) run() {
 	}
 }
 
-// probeOnce runs the probe once and records the verdict. Liveness and readiness wait
-// for the startup probe. It returns true when the worker has nothing left to do.
+// delayLeft is what remains at now of the probe's initialDelaySeconds, counted from the
+// container's start as the kubelet counts it; zero once it has passed.
+func (pw *probeWorker) delayLeft(now time.Time) time.Duration {
+	return max(time.Duration(pw.probe.InitialDelaySeconds)*time.Second-now.Sub(pw.started), 0)
+}
+
+// probeOnce runs the probe once and records the verdict. No probe runs before its
+// initial delay has passed (the kubelet's worker skips such a tick too; run's first
+// timer is set for the delay's end), and liveness and readiness wait for the startup
+// probe. It returns true when the worker has nothing left to do.
 func (pw *probeWorker) probeOnce() bool {
+	if pw.delayLeft(pw.p.now()) > 0 {
+		return false
+	}
 	if pw.key.kind != Startup && !pw.p.started(pw.key.uid, pw.container, pw.id) {
 		return false
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -70,6 +71,95 @@ func TestProbeResults(t *testing.T) {
 			}
 			if ran := f.count("Exec"); tc.startupNotYetPassed && ran != 0 {
 				t.Errorf("%d probes ran before the startup probe passed", ran)
+			}
+		})
+	}
+}
+
+// TestProbeWaitsForItsInitialDelay tries a probe at moments after its container's start
+// (on the runner's clock) and counts the execs: none before initialDelaySeconds has
+// passed, whatever the kind, and the verdict stays the kind's initial one meanwhile.
+// A container that started long ago (adopted after a restart) is probed at once.
+func TestProbeWaitsForItsInitialDelay(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		started time.Duration   // the container's start, from the first try
+		tries   []time.Duration // moments of the tries, from the first try
+		want    string          // the execs counted after each try
+	}{
+		{name: "started now", tries: []time.Duration{0, 5 * time.Second, 9*time.Second + 999*time.Millisecond, 10 * time.Second, 11 * time.Second}, want: "0 0 0 1 2"},
+		{name: "started before the delay", started: -20 * time.Second, tries: []time.Duration{0}, want: "1"},
+	} {
+		for _, kind := range []ProbeType{Liveness, Readiness, Startup} {
+			t.Run(fmt.Sprintf("%s %s", tc.name, kind), func(t *testing.T) {
+				h := newHarness(t)
+				probe := &corev1.Probe{
+					ProbeHandler:        corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"check"}}},
+					InitialDelaySeconds: 10, TimeoutSeconds: 1, PeriodSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1,
+				}
+				h.f.execCode["c1"] = 1
+				tg := target{pod: &corev1.Pod{}, container: &corev1.Container{Name: "c"}, id: "c1"}
+				pw := &probeWorker{p: h.r.prober, w: newWorker(h.r.workerDeps(), "u", &corev1.Pod{}), key: probeKey{"u", "c", kind}}
+				pw.probeTarget = probeTarget{target: tg, probe: probe, started: t0.Add(tc.started)}
+				initial := probeResult{containerID: "c1", ok: kind == Liveness}
+				h.r.prober.workers[pw.key] = pw
+				h.r.prober.results[pw.key] = initial
+
+				if left, want := pw.delayLeft(t0.Add(3*time.Second)), max(7*time.Second+tc.started, 0); left != want {
+					t.Errorf("3s in, the first probe is set %v ahead, want %v", left, want)
+				}
+				var got []string
+				for _, at := range tc.tries {
+					h.tick(t0.Add(at).Sub(h.clock()))
+					pw.probeOnce()
+					n := h.f.count("Exec")
+					got = append(got, fmt.Sprint(n))
+					if res, _ := h.r.prober.result("u", "c", kind, "c1"); n == 0 && res != initial {
+						t.Errorf("at %v, before any probe ran, the verdict is %+v, want %+v", at, res, initial)
+					}
+				}
+				if strings.Join(got, " ") != tc.want {
+					t.Errorf("execs after each try %q, want %q", strings.Join(got, " "), tc.want)
+				}
+			})
+		}
+	}
+}
+
+// TestFailedProbeKillsWithTheProbesGrace: a container killed for a failed liveness or
+// startup probe is stopped with that probe's terminationGracePeriodSeconds, else with
+// the pod's, as the kubelet's killContainer does.
+func TestFailedProbeKillsWithTheProbesGrace(t *testing.T) {
+	secs := func(n int64) *int64 { return &n }
+	for _, tc := range []struct {
+		name                      string
+		failed                    ProbeType
+		livenessGrace, startGrace *int64
+		want                      time.Duration
+	}{
+		{name: "liveness with its own grace", failed: Liveness, livenessGrace: secs(5), startGrace: secs(7), want: 5 * time.Second},
+		{name: "startup with its own grace", failed: Startup, livenessGrace: secs(5), startGrace: secs(7), want: 7 * time.Second},
+		{name: "liveness without one", failed: Liveness, startGrace: secs(7), want: 30 * time.Second},
+		{name: "startup without one", failed: Startup, livenessGrace: secs(5), want: 30 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			pod := testPod(t, "web", "httpd -f", corev1.RestartPolicyAlways)
+			pod.Spec.TerminationGracePeriodSeconds = secs(30)
+			c := &pod.Spec.Containers[0]
+			handler := corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"check"}}}
+			c.LivenessProbe = &corev1.Probe{ProbeHandler: handler, TerminationGracePeriodSeconds: tc.livenessGrace}
+			c.StartupProbe = &corev1.Probe{ProbeHandler: handler, TerminationGracePeriodSeconds: tc.startGrace}
+			running := Container{ID: "c1", Kind: KindContainer, PodUID: pod.UID, Name: c.Name, State: StateRunning, CreatedAt: t0, StartedAt: t0}
+			h.f.put(running)
+			h.r.prober.results[probeKey{pod.UID, c.Name, tc.failed}] = probeResult{containerID: "c1", failed: true, message: "exit 1"}
+			w := newWorker(h.r.workerDeps(), pod.UID, pod)
+
+			if !w.killUnhealthy(h.ctx, pod, PodRuntime{UID: pod.UID, Containers: []Container{running}}) {
+				t.Fatal("killUnhealthy stopped nothing")
+			}
+			if got := h.f.graces["c1"]; got != tc.want {
+				t.Errorf("the container was stopped with a grace of %v, want %v", got, tc.want)
 			}
 		})
 	}

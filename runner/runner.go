@@ -107,7 +107,7 @@ func New(opts Options) (*Runner, error) {
 		plegOut:  make(chan relistDone),
 		arrived:  make(chan func(string) bool, 1),
 	}
-	r.prober = newProber(r.rt, r.events)
+	r.prober = newProber(r.rt, r.events, opts.Now)
 	if opts.Images != nil {
 		if err := opts.ImageGC.Validate(); err != nil {
 			return nil, err

@@ -26,7 +26,7 @@ const (
 	PropagationShared  = "rshared" // Bidirectional
 	optReadOnly        = "ro"
 	optReadWrite       = "rw"
-	optRecursiveRO     = "rro" // runc >= 1.2; older runcs ignore it and leave a plain ro bind
+	optRecursiveRO     = "rro" // runc >= 1.1 makes it with mount_setattr(2), kernel >= 5.12
 )
 
 // Paths every container gets from its pod, and the pod's shared /dev/shm.
