@@ -69,7 +69,7 @@ func TestPlanFailsAPodPastItsActiveDeadline(t *testing.T) {
 		{
 			name: "finished before its deadline, its sidecar stopped after it: keeps its own outcome", pod: withSidecar,
 			containers: []Container{exitedAt(withSidecar, "proxy/0/exited/143", 2), exitedAt(withSidecar, "app/0/exited/0", 0)},
-			start: t0, at: 5 * time.Minute,
+			start:      t0, at: 5 * time.Minute,
 			want: Actions{Done: true},
 		},
 		{
@@ -103,10 +103,14 @@ func TestPodStartComesFromTheRuntimeRecords(t *testing.T) {
 		want time.Time
 	}{
 		{"nothing made yet: when first seen", PodRuntime{}, seen},
-		{"recorded start time, earliest of all", PodRuntime{
-			Sandboxes:  []Container{{CreatedAt: t0.Add(2 * time.Minute), PodStart: t0.Add(time.Minute)}},
+		{"recorded start time", PodRuntime{
+			Sandboxes:  []Container{{CreatedAt: t0.Add(2 * time.Minute), PodStart: t0}},
 			Containers: []Container{{CreatedAt: t0.Add(3 * time.Minute), PodStart: t0}},
 		}, t0},
+		{"beside what a removed instance left: the newest instance's start", PodRuntime{
+			Sandboxes:  []Container{{CreatedAt: t0.Add(2 * time.Minute), PodStart: t0}, {CreatedAt: t0.Add(5 * time.Minute), PodStart: t0.Add(4 * time.Minute)}},
+			Containers: []Container{{CreatedAt: t0.Add(6 * time.Minute), PodStart: t0.Add(4 * time.Minute)}, {CreatedAt: t0.Add(3 * time.Minute), PodStart: t0}},
+		}, t0.Add(4 * time.Minute)},
 		{"made before start times were recorded: earliest creation", PodRuntime{
 			Containers: []Container{{CreatedAt: t0.Add(3 * time.Minute)}, {CreatedAt: t0.Add(time.Minute)}},
 		}, t0.Add(time.Minute)},
