@@ -131,7 +131,7 @@ func TestPodStartTimeLabelRoundTrip(t *testing.T) {
 			if err := fromLabels(&got, podLabels(pod, kind, "c", 0)); err != nil {
 				t.Fatal(err)
 			}
-			if !got.PodStart.Equal(tc.want) {
+			if !got.PodStart.Time().Equal(tc.want) {
 				t.Errorf("%s, %s: read back pod start %v, want %v", tc.name, kind, got.PodStart, tc.want)
 			}
 		}

@@ -94,8 +94,8 @@ func initFailed(pod *corev1.Pod, cur PodRuntime) bool {
 func podStart(rt PodRuntime, seen time.Time) time.Time {
 	var recorded, created time.Time
 	for _, c := range append(append([]Container{}, rt.Sandboxes...), rt.Containers...) {
-		if c.PodStart.After(recorded) {
-			recorded = c.PodStart
+		if start := c.PodStart.Time(); start.After(recorded) {
+			recorded = start
 		}
 		if !c.CreatedAt.IsZero() && (created.IsZero() || c.CreatedAt.Before(created)) {
 			created = c.CreatedAt
