@@ -137,3 +137,16 @@ func TestPodStartTimeLabelRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A time label that is absent, as a stop deadline mostly is, reads as the zero time
+// without a parse: List reads it for every container at every relist, and a failed
+// parse allocates its error.
+func TestAbsentTimeLabelReadsAsZeroWithoutAllocating(t *testing.T) {
+	if got := parseTime(""); !got.IsZero() {
+		t.Errorf("an absent label reads %v, want the zero time", got)
+	}
+	var read time.Time
+	if n := testing.AllocsPerRun(100, func() { read = parseTime("") }); n != 0 || !read.IsZero() {
+		t.Errorf("reading an absent label allocates %v times, want none", n)
+	}
+}
