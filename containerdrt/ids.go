@@ -71,7 +71,7 @@ func podLabels(pod *corev1.Pod, kind runner.Kind, name string, attempt int) map[
 		labels[LabelPodLocation] = loc
 	}
 	if st := pod.Status.StartTime; st != nil && !st.IsZero() {
-		labels[LabelPodStartTime] = st.UTC().Format(time.RFC3339Nano)
+		labels[LabelPodStartTime] = string(runner.TimestampOf(st.Time))
 	}
 	return labels
 }
@@ -113,7 +113,7 @@ func fromLabels(c *runner.Container, labels map[string]string) error {
 		}
 	}
 	c.StopDeadline = parseTime(labels[labelStopDeadline])
-	c.PodStart = parseTime(labels[LabelPodStartTime])
+	c.PodStart = runner.Timestamp(labels[LabelPodStartTime]) // read when needed (podStart): a List parses no time for it
 	if kind == runner.KindSandbox {
 		networkFromLabels(c, labels)
 	}

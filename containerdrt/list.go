@@ -299,7 +299,13 @@ func exitReason(code int32, oomKilled bool) string {
 	return "Error"
 }
 
+// parseTime reads a time label: zero when absent or not a time. An absent label, the
+// common case (a stop deadline, a start not yet recorded), is not parsed: the failed
+// parse would allocate an error for every container at every List.
 func parseTime(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
 	t, _ := time.Parse(time.RFC3339Nano, s)
 	return t
 }

@@ -52,7 +52,7 @@ func TestActiveDeadlineFailsThePodCountedFromItsFirstStart(t *testing.T) {
 	n.write("deadline.yaml", deadlineManifest(hooks))
 	const key = "deadline-node1/main/0"
 	cs := n.await("the pod running", time.Minute, running(key))
-	start := cs[key].PodStart
+	start := cs[key].PodStart.Time()
 	if start.IsZero() {
 		t.Fatalf("the container does not record its pod's start time: %+v", cs[key])
 	}

@@ -85,14 +85,17 @@ func initFailed(pod *corev1.Pod, cur PodRuntime) bool {
 }
 
 // podStart is a pod's status.startTime as far as the runtime remembers it: the start
-// time recorded with its sandboxes and containers (the earliest, should they differ),
-// else the earliest creation among them (made by a staticpod that recorded none), else
-// seen, when the runtime holds nothing of the pod.
+// time recorded with its sandboxes and containers, else the earliest creation among
+// them (made by a staticpod that recorded none), else seen, when the runtime holds
+// nothing of the pod. Everything one instance of a pod makes records the same start;
+// should they differ, the latest is that of the newest instance, the pod that runs: an
+// older one was removed, and what of it housekeeping could not remove yet tells
+// nothing of this one (see loop.removed).
 func podStart(rt PodRuntime, seen time.Time) time.Time {
 	var recorded, created time.Time
 	for _, c := range append(append([]Container{}, rt.Sandboxes...), rt.Containers...) {
-		if !c.PodStart.IsZero() && (recorded.IsZero() || c.PodStart.Before(recorded)) {
-			recorded = c.PodStart
+		if start := c.PodStart.Time(); start.After(recorded) {
+			recorded = start
 		}
 		if !c.CreatedAt.IsZero() && (created.IsZero() || c.CreatedAt.Before(created)) {
 			created = c.CreatedAt

@@ -69,7 +69,7 @@ func TestPlanFailsAPodPastItsActiveDeadline(t *testing.T) {
 		{
 			name: "finished before its deadline, its sidecar stopped after it: keeps its own outcome", pod: withSidecar,
 			containers: []Container{exitedAt(withSidecar, "proxy/0/exited/143", 2), exitedAt(withSidecar, "app/0/exited/0", 0)},
-			start: t0, at: 5 * time.Minute,
+			start:      t0, at: 5 * time.Minute,
 			want: Actions{Done: true},
 		},
 		{
@@ -103,10 +103,14 @@ func TestPodStartComesFromTheRuntimeRecords(t *testing.T) {
 		want time.Time
 	}{
 		{"nothing made yet: when first seen", PodRuntime{}, seen},
-		{"recorded start time, earliest of all", PodRuntime{
-			Sandboxes:  []Container{{CreatedAt: t0.Add(2 * time.Minute), PodStart: t0.Add(time.Minute)}},
-			Containers: []Container{{CreatedAt: t0.Add(3 * time.Minute), PodStart: t0}},
+		{"recorded start time", PodRuntime{
+			Sandboxes:  []Container{{CreatedAt: t0.Add(2 * time.Minute), PodStart: TimestampOf(t0)}},
+			Containers: []Container{{CreatedAt: t0.Add(3 * time.Minute), PodStart: TimestampOf(t0)}},
 		}, t0},
+		{"beside what a removed instance left: the newest instance's start", PodRuntime{
+			Sandboxes:  []Container{{CreatedAt: t0.Add(2 * time.Minute), PodStart: TimestampOf(t0)}, {CreatedAt: t0.Add(5 * time.Minute), PodStart: TimestampOf(t0.Add(4 * time.Minute))}},
+			Containers: []Container{{CreatedAt: t0.Add(6 * time.Minute), PodStart: TimestampOf(t0.Add(4 * time.Minute))}, {CreatedAt: t0.Add(3 * time.Minute), PodStart: TimestampOf(t0)}},
+		}, t0.Add(4 * time.Minute)},
 		{"made before start times were recorded: earliest creation", PodRuntime{
 			Containers: []Container{{CreatedAt: t0.Add(3 * time.Minute)}, {CreatedAt: t0.Add(time.Minute)}},
 		}, t0.Add(time.Minute)},
@@ -115,6 +119,29 @@ func TestPodStartComesFromTheRuntimeRecords(t *testing.T) {
 		if got := podStart(tt.rt, seen); !got.Equal(tt.want) {
 			t.Errorf("podStart(%s) = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// A Timestamp reads back the time it records, in any zone, and the zero time for none
+// or for text that is not one, as the start label of a container always read.
+func TestTimestampReadsBackItsTime(t *testing.T) {
+	start := time.Date(2026, 1, 1, 10, 0, 0, 123456789, time.FixedZone("x", 3600))
+	tests := []struct {
+		name string
+		ts   Timestamp
+		want time.Time
+	}{
+		{"recorded", TimestampOf(start), start},
+		{"none", TimestampOf(time.Time{}), time.Time{}},
+		{"not a time", "yesterday", time.Time{}},
+	}
+	for _, tt := range tests {
+		if got := tt.ts.Time(); !got.Equal(tt.want) {
+			t.Errorf("%s: %q reads %v, want %v", tt.name, tt.ts, got, tt.want)
+		}
+	}
+	if ts := TimestampOf(time.Time{}); ts != "" {
+		t.Errorf("the zero time records %q, want nothing", ts)
 	}
 }
 

@@ -42,6 +42,13 @@ type loop struct {
 	// Started generation then: until a relist started after it, the cache may still
 	// show their removed containers, and a worker planning from it would count on them.
 	gone map[types.UID]uint64
+	// removed are the pods a worker removed, with the PLEG's Started generation then,
+	// for as long as the runtime may still hold something of them (a removal failed,
+	// and housekeeping tries again): a pod wanted again under such a UID is a new
+	// instance, whose start is when its worker is made, not the removed pod's that those
+	// leftovers record (podStart). An entry goes when such a worker starts, or once a
+	// relist started after the removal shows nothing of the UID.
+	removed map[types.UID]uint64
 
 	conflicts map[string]bool    // pods refused for their name or UID (Conflict.key), logged once
 	remerged  bool               // the sources were merged again once the runtime was listed
@@ -57,7 +64,7 @@ func newLoop(r *Runner, wg *sync.WaitGroup) *loop {
 		restrictions: r.opts.Restrictions, host: r.opts.Host, deps: r.workerDeps(),
 		config: NewConfig(), wg: wg, done: make(chan types.UID),
 		workers: map[types.UID]*worker{}, names: map[string]types.UID{}, pending: map[string]*corev1.Pod{},
-		gone: map[types.UID]uint64{}, gcDone: make(chan struct{}, 1),
+		gone: map[types.UID]uint64{}, removed: map[types.UID]uint64{}, gcDone: make(chan struct{}, 1),
 	}
 	l.failures = failures{events: r.events, metrics: r.metrics, last: map[string]map[string]manifests.Failure{}}
 	l.spawn = l.runWorker
@@ -367,6 +374,10 @@ func (l *loop) runningNamesake(pod *corev1.Pod) (types.UID, bool) {
 
 func (l *loop) startWorker(ctx context.Context, uid types.UID, pod *corev1.Pod) {
 	w := newWorker(l.deps, uid, pod)
+	if _, again := l.removed[uid]; again && pod != nil {
+		w.startKnown = true // its start is now, whatever the removed pod left records
+		delete(l.removed, uid)
+	}
 	l.workers[uid] = w
 	l.pub.setWorkerPod(uid, pod)
 	l.spawn(ctx, w)
@@ -438,6 +449,11 @@ func (l *loop) relisted(ctx context.Context, res relistDone) {
 			delete(l.gone, uid) // the cache is fresh for it
 		}
 	}
+	for uid, started := range l.removed {
+		if pr, _ := l.pleg.Pod(uid); gen > started && len(pr.Sandboxes)+len(pr.Containers) == 0 {
+			delete(l.removed, uid) // nothing of the removed pod is left to mistake for the next one's
+		}
+	}
 	for name, pod := range l.pending {
 		if _, held := l.names[name]; !held { // waited for the first relist
 			delete(l.pending, name)
@@ -455,6 +471,7 @@ func (l *loop) workerGone(ctx context.Context, uid types.UID) {
 	delete(l.workers, uid)
 	l.pub.dropWorkerPod(uid)
 	l.gone[uid] = l.pleg.Started()
+	l.removed[uid] = l.gone[uid]
 	l.events.Forget(uid)
 	defer l.readmit(ctx) // the pod's host ports are free
 	for name, holder := range l.names {

@@ -191,9 +191,35 @@ type Container struct {
 	StopDeadline time.Time         // set once a stop began: when the grace period ends
 
 	// PodStart is the pod's status.startTime as given when this was made (see
-	// StartSandbox); zero when none was given. A restarted staticpod counts the pod's
-	// active deadline from it.
-	PodStart time.Time
+	// StartSandbox); empty when none was given. A restarted staticpod counts the pod's
+	// active deadline from it. It stays text as recorded, read only when a worker
+	// settles its pod's start, not at every List.
+	PodStart Timestamp
+}
+
+// Timestamp is a time as a runtime records it: RFC 3339 text with nanoseconds, in UTC,
+// or "" for none. Carrying the text lets a List report it without parsing it.
+type Timestamp string
+
+// TimestampOf is t as a Timestamp; "" for the zero time.
+func TimestampOf(t time.Time) Timestamp {
+	if t.IsZero() {
+		return ""
+	}
+	return Timestamp(t.UTC().Format(time.RFC3339Nano))
+}
+
+// Time is the time ts records: zero when it records none, or something that does not
+// read as one.
+func (ts Timestamp) Time() time.Time {
+	if ts == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(ts))
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 // ExecRequest is a command to run in a container.

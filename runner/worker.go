@@ -35,7 +35,7 @@ type worker struct {
 	// Owned by the worker goroutine.
 	spec          *corev1.Pod // the last spec it synced, kept for the grace period of a kill
 	created       time.Time   // when the worker was made: the pod first seen, for the start latency
-	startKnown    bool        // obs.StartTime holds what the runtime remembers of it (podStart)
+	startKnown    bool        // obs.StartTime is the pod's start: what the runtime remembers (podStart), or, for a pod removed and wanted again, when this worker was made (loop.removed)
 	sandbox       *Container  // the pod's running sandbox at the last sync, for hooks
 	noted         string      // the sandbox whose NetworkNote the events told
 	obs           Observed
