@@ -18,10 +18,11 @@ const module = "github.com/staticpod/staticpod"
 // the packages of ours it may depend on, directly or not; "*" is any. They enforce the
 // package rules of DESIGN.md: manifests, logs and api/wire (what travels between the API
 // and its clients) import nothing of ours; sources import manifests; runner imports
-// manifests and api/wire and the two packages below it: runner/action, which runs a
+// manifests and api/wire and the packages below it: runner/action, which runs a
 // probe's or hook's handler against an interface of its own and imports nothing of
-// ours, and runner/sysctl, the kubelet's sysctl rules as pure functions, which imports
-// only manifests (neither imports the runner; whoever may import the runner may import
+// ours; runner/sysctl, the kubelet's sysctl rules as pure functions, which imports
+// only manifests; and the leaves runner/results and runner/backoff (none imports the
+// runner; whoever may import the runner may import
 // them, "runner/..."); containerdrt imports manifests and runner (and logs, a leaf
 // that names and writes the CRI log files) and the packages along its seams, below it:
 // containerdrt/images, the image store, wraps containerd's client and imports only
@@ -55,7 +56,8 @@ var rules = map[string][]string{
 	"api/wire":                      nil,
 	"containerdrt/internal/podtest": {"manifests"}, // for the tests of containerdrt and its seams: pods, files, mounts
 	"runner/results":                nil,           // a leaf: the finished pods on disk
-	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results"},
+	"runner/backoff":                nil,           // a leaf: the restart back-off of containers
+	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results", "runner/backoff"},
 	"runner/action":                 nil,           // handlers of probes and hooks, against an interface of its own: never the runner
 	"runner/sysctl":                 {"manifests"}, // a sysctl's dotted name: pure rules, never the runner
 	"containerdrt":                  {"containerdrt/...", "manifests", "runner/...", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc", "internal/atomicfile"},

@@ -83,7 +83,7 @@ func TestPlanFailsAPodPastItsActiveDeadline(t *testing.T) {
 			want: Actions{Waiting: map[string]string{"app": ReasonCrashLoopBackOff}, Retry: 10 * time.Second},
 		},
 	}
-	backoff := func(types.UID, string, Container, time.Time) time.Duration { return 40 * time.Second }
+	backoff := func(types.UID, string, time.Time, time.Time, time.Time) time.Duration { return 40 * time.Second }
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rt := PodRuntime{UID: tt.pod.UID, Containers: tt.containers, Start: tt.start}

@@ -97,8 +97,9 @@ type Actions struct {
 }
 
 // Backoff says how long a container must still wait before it is restarted after the
-// exit last; 0 means it may restart now.
-type Backoff func(uid types.UID, name string, last Container, now time.Time) time.Duration
+// exit of its last attempt (started at startedAt, finished at finishedAt); 0 means it
+// may restart now (backoff.Table.Wait).
+type Backoff func(uid types.UID, name string, startedAt, finishedAt, now time.Time) time.Duration
 
 // Plan computes what to do for pod given what the runtime holds for it. It does no I/O,
 // so that every decision of the runner can be tested with tables. A nil pod means the
@@ -335,7 +336,7 @@ func (p *planner) appsStarted() bool {
 // restart starts the next attempt of c unless it is still backing off.
 func (p *planner) restart(c *corev1.Container, init bool, last Container) {
 	if p.backoff != nil && last.State == StateExited {
-		if wait := p.backoff(p.pod.UID, c.Name, last, p.now); wait > 0 {
+		if wait := p.backoff(p.pod.UID, c.Name, last.StartedAt, last.FinishedAt, p.now); wait > 0 {
 			p.a.Waiting[c.Name] = "CrashLoopBackOff"
 			if p.a.Retry == 0 || wait < p.a.Retry {
 				p.a.Retry = wait

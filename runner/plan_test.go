@@ -112,8 +112,8 @@ func summary(a Actions) string {
 
 func TestPlan(t *testing.T) {
 	always, onFailure, never := corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever
-	noBackoff := Backoff(func(types.UID, string, Container, time.Time) time.Duration { return 0 })
-	inBackoff := Backoff(func(types.UID, string, Container, time.Time) time.Duration { return time.Minute })
+	noBackoff := Backoff(func(types.UID, string, time.Time, time.Time, time.Time) time.Duration { return 0 })
+	inBackoff := Backoff(func(types.UID, string, time.Time, time.Time, time.Time) time.Duration { return time.Minute })
 	tests := []struct {
 		name    string
 		pod     *corev1.Pod

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/backoff"
 	"github.com/staticpod/staticpod/runner/results"
 )
 
@@ -57,7 +58,7 @@ type Runner struct {
 	log      *slog.Logger
 	now      func() time.Time
 	pleg     *PLEG
-	backoffs *Backoffs
+	backoffs *backoff.Table
 	events   *Events
 	results  *results.Store
 	metrics  *metrics
@@ -97,7 +98,7 @@ func New(opts Options) (*Runner, error) {
 	r := &Runner{
 		opts: opts, rt: opts.Runtime, log: opts.Logger, now: opts.Now,
 		pleg:     NewPLEG(opts.Runtime, opts.Now),
-		backoffs: NewBackoffs(),
+		backoffs: backoff.New(),
 		events:   NewEvents(opts.Now),
 		results:  finished,
 		metrics:  newMetrics(opts.Registry),

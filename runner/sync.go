@@ -341,7 +341,7 @@ func (w *worker) backoffMessage(name string, rt PodRuntime) string {
 	if last == nil {
 		return ""
 	}
-	wait := w.backoffs.Wait(w.uid, name, *last, w.now())
+	wait := w.backoffs.Wait(w.uid, name, last.StartedAt, last.FinishedAt, w.now())
 	return fmt.Sprintf("back-off %v restarting failed container=%s pod=%s", wait.Round(time.Second), name, podRef(w.spec))
 }
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/backoff"
 	"github.com/staticpod/staticpod/runner/results"
 )
 
@@ -60,7 +61,7 @@ type workerDeps struct {
 	pleg     *PLEG           // the cache it plans from
 	asks     *relistRequests // where it asks for a relist newer than its actions
 	prober   *prober
-	backoffs *Backoffs
+	backoffs *backoff.Table
 	results  *results.Store
 	events   *Events
 	metrics  *metrics
