@@ -33,7 +33,7 @@ type Server struct {
 	events   []wire.Event
 	unready  string // what /readyz answers 503; "" for ready
 	requests []string
-	next     []awaited       // channels closed at the next request for their path
+	next     []awaited // channels closed at the next request for their path
 }
 
 // NewServer serves pods on a socket under t's temporary directory until t ends. A pod it
