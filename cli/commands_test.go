@@ -248,6 +248,7 @@ func (d execDaemon) Pods() []*corev1.Pod            { return d.pods }
 func (d execDaemon) Events() *runner.Events         { return runner.NewEvents(time.Now) }
 func (d execDaemon) Healthy() (bool, time.Time)     { return true, time.Now() }
 func (d execDaemon) SourceReady(source string) bool { return true }
+func (d execDaemon) Settled() bool                  { return true }
 func (d execDaemon) Exec(_ context.Context, id string, req runner.ExecRequest) (int, error) {
 	switch {
 	case id != "web-main":

@@ -42,8 +42,9 @@ func Wait() *cli.Command {
 			"it names those that have not (\"timed out waiting for the condition on pods/NAME\") and\n" +
 			"exits 1. A POD the daemon does not run is an error at once for a condition, and met for\n" +
 			"delete. --all takes every pod the daemon runs. Before it looks at the pods, wait waits\n" +
-			"(within --timeout) for the daemon to answer and to have read all its sources, so that it\n" +
-			"can run at boot beside staticpod itself. POD is as ps prints it: name or namespace/name.",
+			"(within --timeout) for the daemon to answer and to list every pod its sources want, so\n" +
+			"that it can run at boot beside staticpod itself. POD is as ps prints it: name or\n" +
+			"namespace/name.",
 		Flags: append(clientFlags(),
 			&cli.StringFlag{Name: "for", Usage: "what to wait for: `condition=NAME[=VALUE]` (VALUE True unless given; compared ignoring case) or delete"},
 			&cli.BoolFlag{Name: "all", Usage: "every pod the daemon runs, instead of the PODs named"},
@@ -145,7 +146,7 @@ type waiter struct {
 	once bool      // --timeout 0: look once, do not wait
 }
 
-// run waits for the daemon's sources, takes the pods (refs, or every pod when refs is
+// run waits for the daemon to list every wanted pod, takes the pods (refs, or every pod when refs is
 // empty), then waits for them.
 func (wt *waiter) run(ctx context.Context, refs []podRef) error {
 	list, err := wt.firstList(ctx)
@@ -197,15 +198,16 @@ func (wt *waiter) run(ctx context.Context, refs []podRef) error {
 	}
 }
 
-// firstList lists the pods once the daemon answers and its sources have all been read,
+// firstList lists the pods once the daemon answers and lists every pod its sources want,
 // trying again every waitPeriod until then: at boot, wait may start before the daemon has
-// opened its socket or read its manifests, and the pods it names are not missing.
+// opened its socket, read its manifests or synced each pod once, and the pods it names
+// are not missing.
 func (wt *waiter) firstList(ctx context.Context) (*corev1.PodList, error) {
 	tick := time.NewTicker(waitPeriod)
 	defer tick.Stop()
 	var last error // the last answer that was not the end of ctx
 	for {
-		err := wt.api.Readyz(ctx)
+		err := wt.api.PodsListed(ctx)
 		var list *corev1.PodList
 		if err == nil {
 			if list, err = wt.api.Pods(ctx); err == nil {

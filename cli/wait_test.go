@@ -138,7 +138,7 @@ func TestWaitWaitsForTheSourcesBeforeItLooks(t *testing.T) {
 	fastWait(t)
 	d := apitest.NewServer(t, nil)
 	d.SetUnready("sources not ready: file")
-	asked := d.NextRequest("/readyz")
+	asked := d.NextRequest("/readyz/pods")
 	done := startWait(t, "--for=condition=Ready", "web-node1", "--api-socket", d.Socket)
 	awaitRequest(t, asked, done) // a pod missing now is not missing: the manifests are not read yet
 	d.SetPods(waitPods())

@@ -1,8 +1,9 @@
 // Package apitest serves a fake of staticpod's API on a unix socket, for the tests of its
 // clients (package api/client and the commands of package cli): the read endpoints
-// /readyz, /pods, /pods/{namespace}/{name}, /events and /containerLogs/..., answered from
-// objects the test sets, and a record of what was asked that a test can wait on. Like the clients it serves, it links no
-// runner: the types of the answers are package wire's.
+// /readyz/pods, /pods, /pods/{namespace}/{name}, /events and /containerLogs/...,
+// answered from objects the test sets, and a record of what was asked that a test can
+// wait on. Like the clients it serves, it links no runner: the types of the answers are
+// package wire's.
 package apitest
 
 import (
@@ -31,7 +32,7 @@ type Server struct {
 	mu       sync.Mutex // guards pods, events, unready, requests and next
 	pods     []corev1.Pod
 	events   []wire.Event
-	unready  string // what /readyz answers 503; "" for ready
+	unready  string // what /readyz/pods answers 503; "" for ready
 	requests []string
 	next     []awaited // channels closed at the next request for their path
 }
@@ -42,7 +43,7 @@ func NewServer(t testing.TB, pods []corev1.Pod) *Server {
 	t.Helper()
 	s := &Server{Socket: filepath.Join(t.TempDir(), "api.sock"), pods: pods}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /readyz/pods", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		unready := s.unready
 		s.mu.Unlock()
@@ -109,7 +110,7 @@ func (s *Server) SetEvents(events []wire.Event) {
 	s.events = events
 }
 
-// SetUnready makes /readyz answer 503 with msg ("sources not ready: file"), or 200
+// SetUnready makes /readyz/pods answer 503 with msg ("sources not ready: file"), or 200
 // again when msg is "".
 func (s *Server) SetUnready(msg string) {
 	s.mu.Lock()
@@ -124,7 +125,7 @@ type awaited struct {
 }
 
 // NextRequest returns a channel closed once the fake has received, after this call, a
-// request for path: /pods and /readyz have then read what they answer, which a SetPods
+// request for path: /pods and /readyz/pods have then read what they answer, which a SetPods
 // or SetUnready after the close does not change.
 func (s *Server) NextRequest(path string) <-chan struct{} {
 	s.mu.Lock()

@@ -1,6 +1,6 @@
 // Package client is a Go client of staticpod's local HTTP API (the daemon's package api),
 // over the daemon's unix socket or over its TCP listener with a bearer token. It lists
-// pods, asks whether the daemon's sources have all been read, reads one pod, its events
+// pods, asks whether it lists every pod its sources want, reads one pod, its events
 // and its containers' logs, lists the images and the ConfigMaps and Secrets (names and
 // keys), and reports what went wrong as typed errors for errors.As: *UnreachableError when no daemon answered, *NotFoundError for a pod the
 // daemon does not run, *APIError for any other answer but 2xx.
@@ -87,10 +87,11 @@ func (c *Client) Pod(ctx context.Context, namespace, name string) (*corev1.Pod, 
 	return &pod, nil
 }
 
-// Readyz returns nil once every source of the daemon has delivered its pods (GET
-// /readyz), and an *APIError naming the sources still awaited before.
-func (c *Client) Readyz(ctx context.Context) error {
-	resp, err := c.get(ctx, "/readyz", nil)
+// PodsListed returns nil once Pods lists every pod the daemon's sources want (GET
+// /readyz/pods): every source has delivered its pods and each has been synced once.
+// Before, it returns an *APIError (503) that says what is awaited.
+func (c *Client) PodsListed(ctx context.Context) error {
+	resp, err := c.get(ctx, "/readyz/pods", nil)
 	if err != nil {
 		return err
 	}
