@@ -146,8 +146,8 @@ type waiter struct {
 	once bool      // --timeout 0: look once, do not wait
 }
 
-// run waits for the daemon to list every wanted pod, takes the pods (refs, or every pod when refs is
-// empty), then waits for them.
+// run waits for the daemon to list every wanted pod, takes the pods (refs, or every pod
+// when refs is empty), then waits for them.
 func (wt *waiter) run(ctx context.Context, refs []podRef) error {
 	list, err := wt.firstList(ctx)
 	if err != nil {
@@ -191,9 +191,14 @@ func (wt *waiter) run(ctx context.Context, refs []podRef) error {
 			return unmet(pending, errWaitTimeout+" on", pollErr)
 		case <-tick.C:
 		}
-		list, pollErr = wt.api.Pods(ctx)
-		if ctx.Err() != nil {
-			list, pollErr = nil, nil
+		l, err := wt.api.Pods(ctx)
+		switch {
+		case ctx.Err() != nil: // the deadline, during the request: the select says so
+			list = nil
+		case err != nil:
+			list, pollErr = nil, err
+		default:
+			list, pollErr = l, nil
 		}
 	}
 }

@@ -116,7 +116,7 @@ func TestWaitForDeleteEndsWhenThePodIsGone(t *testing.T) {
 	if r := <-done; r.code != 0 || r.out != "pod/job-node1 condition met\n" {
 		t.Errorf("wait --for=delete: exit %d, stdout %q, stderr %q; want 0 and job-node1 only", r.code, r.out, r.errOut)
 	}
-	_, errOut, code := runCLI(t, "wait", "--for=delete", "--timeout", "50ms", "web-node1", "--api-socket", d.Socket)
+	_, errOut, code := runCLI(t, "wait", "--for=delete", "--timeout", "300ms", "web-node1", "--api-socket", d.Socket)
 	if code != ExitInvalid || errOut != "wait: timed out waiting for the condition on pods/web-node1\n" {
 		t.Errorf("wait --for=delete of a pod that stays: exit %d, %q", code, errOut)
 	}
@@ -147,12 +147,12 @@ func TestWaitWaitsForTheSourcesBeforeItLooks(t *testing.T) {
 		t.Errorf("wait before the sources are read: exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
 	}
 	d.SetUnready("sources not ready: file")
-	if _, errOut, code := runCLI(t, "wait", "--for=condition=Ready", "web-node1", "--timeout", "20ms", "--api-socket", d.Socket); code != ExitInvalid ||
+	if _, errOut, code := runCLI(t, "wait", "--for=condition=Ready", "web-node1", "--timeout", "500ms", "--api-socket", d.Socket); code != ExitInvalid ||
 		errOut != "wait: timed out waiting for the condition: sources not ready: file (HTTP 503)\n" {
 		t.Errorf("wait while the sources are never read: exit %d, %q", code, errOut)
 	}
 	missing := filepath.Join(t.TempDir(), "gone.sock")
-	if _, errOut, code := runCLI(t, "wait", "--for=condition=Ready", "web-node1", "--timeout", "20ms", "--api-socket", missing); code != ExitUsage ||
+	if _, errOut, code := runCLI(t, "wait", "--for=condition=Ready", "web-node1", "--timeout", "500ms", "--api-socket", missing); code != ExitUsage ||
 		!strings.HasPrefix(errOut, "timed out waiting for the condition: the staticpod daemon is not running: no API socket at "+missing) {
 		t.Errorf("wait while no daemon answers: exit %d, %q; want 2", code, errOut)
 	}
