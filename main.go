@@ -45,6 +45,7 @@ func newApp() *cli.App {
 			spcli.Logs(),
 			spcli.Describe(),
 			spcli.Exec(),
+			spcli.Wait(),
 			versionCommand(),
 			{
 				Name:   "pause",

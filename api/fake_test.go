@@ -32,11 +32,12 @@ const testNode = "node1"
 type fakeBackend struct {
 	events *runner.Events
 
-	mu         sync.Mutex // guards pods, healthy, lastRelist and ready
+	mu         sync.Mutex // guards pods, healthy, lastRelist, ready and unsettled
 	pods       []*corev1.Pod
 	healthy    bool
 	lastRelist time.Time
 	ready      map[string]bool
+	unsettled  bool // a wanted pod has no status yet
 }
 
 func newFakeBackend(pods ...*corev1.Pod) *fakeBackend {
@@ -74,6 +75,18 @@ func (b *fakeBackend) SourceReady(source string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.ready[source]
+}
+
+func (b *fakeBackend) Settled() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !b.unsettled
+}
+
+func (b *fakeBackend) setSettled(ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.unsettled = !ok
 }
 
 func (b *fakeBackend) setHealthy(ok bool, last time.Time) {

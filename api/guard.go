@@ -25,6 +25,7 @@ const wrongTokenWarnEvery = time.Minute
 var publicRoutes = map[string]bool{
 	"GET /healthz":                 true,
 	"GET /readyz":                  true,
+	"GET /readyz/pods":             true,
 	"GET /metrics":                 true,
 	"GET /pods":                    true,
 	"GET /pods/{$}":                true,

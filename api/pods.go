@@ -42,17 +42,37 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 // readyz answers 200 "ok" once every configured source has delivered a snapshot, else
 // 503 naming those that have not.
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if waiting := s.waitingSources(); len(waiting) > 0 {
+		writeText(w, http.StatusServiceUnavailable, "sources not ready: "+strings.Join(waiting, ", "))
+		return
+	}
+	writeText(w, http.StatusOK, "ok")
+}
+
+// readyzPods answers 200 "ok" once /pods lists every pod the sources want: every source
+// has delivered a snapshot, and every wanted pod has a status (a pod appears in /pods
+// once its worker has synced it, image pulls included). Else 503 says which is missing.
+// staticpod wait asks it before it takes the pods.
+func (s *Server) readyzPods(w http.ResponseWriter, _ *http.Request) {
+	switch waiting := s.waitingSources(); {
+	case len(waiting) > 0:
+		writeText(w, http.StatusServiceUnavailable, "sources not ready: "+strings.Join(waiting, ", "))
+	case !s.cfg.Backend.Settled():
+		writeText(w, http.StatusServiceUnavailable, "pods not synced yet: a wanted pod has no status (its images are pulled or its containers started)")
+	default:
+		writeText(w, http.StatusOK, "ok")
+	}
+}
+
+// waitingSources are the configured sources that have not delivered a snapshot.
+func (s *Server) waitingSources() []string {
 	var waiting []string
 	for _, src := range s.cfg.Sources {
 		if !s.cfg.Backend.SourceReady(src) {
 			waiting = append(waiting, src)
 		}
 	}
-	if len(waiting) > 0 {
-		writeText(w, http.StatusServiceUnavailable, "sources not ready: "+strings.Join(waiting, ", "))
-		return
-	}
-	writeText(w, http.StatusOK, "ok")
+	return waiting
 }
 
 // listPods answers the kubelet's read-only /pods: a v1.PodList of every wanted pod with

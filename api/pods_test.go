@@ -162,3 +162,27 @@ func TestReadyzWaitsForEverySource(t *testing.T) {
 	b.setReady("http")
 	check(200, "ok\n")
 }
+
+func TestReadyzPodsWaitsForTheSourcesAndEveryPodsFirstSync(t *testing.T) {
+	b := newFakeBackend()
+	cfg := testConfig(b, nil)
+	cfg.Sources = []string{"file", "api"}
+	s := mustNew(t, cfg)
+	check := func(code int, body string) {
+		t.Helper()
+		rec := serve(t, s.Handler(), http.MethodGet, "/readyz/pods", nil)
+		if rec.Code != code || rec.Body.String() != body {
+			t.Errorf("/readyz/pods = %d %q, want %d %q", rec.Code, rec.Body, code, body)
+		}
+	}
+	b.setSettled(false)
+	check(503, "sources not ready: file, api\n")
+	b.setReady("file")
+	b.setReady("api")
+	check(503, "pods not synced yet: a wanted pod has no status (its images are pulled or its containers started)\n")
+	if rec := serve(t, s.Handler(), http.MethodGet, "/readyz", nil); rec.Code != 200 {
+		t.Errorf("/readyz = %d while a pod has no status, want 200: it asks for the sources only", rec.Code)
+	}
+	b.setSettled(true)
+	check(200, "ok\n")
+}

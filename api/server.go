@@ -51,6 +51,7 @@ type Backend interface {
 	Events() *runner.Events     // the runner's event store
 	Healthy() (bool, time.Time) // whether the PLEG relisted in the last 3 minutes; its last relist
 	SourceReady(source string) bool
+	Settled() bool // every wanted pod has a status: its worker synced it once, or it was refused
 }
 
 var _ Backend = (*runner.Runner)(nil)
@@ -169,6 +170,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /readyz/pods", s.readyzPods)
 	mux.HandleFunc("GET /pods", s.listPods)
 	mux.HandleFunc("GET /pods/{$}", s.listPods)
 	mux.HandleFunc("GET /pods/{namespace}/{name}", s.getPod)

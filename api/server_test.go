@@ -189,6 +189,7 @@ func TestTCPWithoutTokenServesOnlyWhatTheKubeletsReadOnlyPortServes(t *testing.T
 	}{
 		{http.MethodGet, "/healthz", http.StatusOK},
 		{http.MethodGet, "/readyz", http.StatusOK},
+		{http.MethodGet, "/readyz/pods", http.StatusOK},
 		{http.MethodGet, "/metrics", http.StatusOK},
 		{http.MethodGet, "/pods", http.StatusOK},
 		{http.MethodGet, "/pods/", http.StatusOK},

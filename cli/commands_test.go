@@ -51,7 +51,7 @@ func fixturePods() []corev1.Pod {
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	app := &cli.App{Name: "staticpod", OnUsageError: UsageError, Commands: []*cli.Command{PS(), Logs(), Describe(), Exec()}}
+	app := &cli.App{Name: "staticpod", OnUsageError: UsageError, Commands: []*cli.Command{PS(), Logs(), Describe(), Exec(), Wait()}}
 	for _, c := range app.Commands {
 		c.OnUsageError = UsageError
 	}
@@ -248,6 +248,7 @@ func (d execDaemon) Pods() []*corev1.Pod            { return d.pods }
 func (d execDaemon) Events() *runner.Events         { return runner.NewEvents(time.Now) }
 func (d execDaemon) Healthy() (bool, time.Time)     { return true, time.Now() }
 func (d execDaemon) SourceReady(source string) bool { return true }
+func (d execDaemon) Settled() bool                  { return true }
 func (d execDaemon) Exec(_ context.Context, id string, req runner.ExecRequest) (int, error) {
 	switch {
 	case id != "web-main":

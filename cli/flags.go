@@ -1,8 +1,8 @@
 // Package cli holds the operator's commands of staticpod that talk to the daemon — ps,
-// images, logs, describe and exec — one file each, with the printers they share, the
-// handling of their arguments (pod references, flags after POD) and the exit codes every
-// command of the binary uses. main appends the commands to its urfave/cli app (PS,
-// Images, Logs, Describe, Exec).
+// images, logs, describe, exec and wait — one file each, with the printers they share,
+// the handling of their arguments (pod references, flags after POD) and the exit codes
+// every command of the binary uses. main appends the commands to its urfave/cli app (PS,
+// Images, Logs, Describe, Exec, Wait).
 //
 // The commands talk to the daemon only, through the api/client package, exec included:
 // cli must not link containerd, the runner or Prometheus.

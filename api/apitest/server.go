@@ -1,8 +1,9 @@
 // Package apitest serves a fake of staticpod's API on a unix socket, for the tests of its
 // clients (package api/client and the commands of package cli): the read endpoints
-// /pods, /pods/{namespace}/{name}, /events and /containerLogs/..., answered from objects
-// the test sets, and a record of what was asked. Like the clients it serves, it links no
-// runner: the types of the answers are package wire's.
+// /readyz/pods, /pods, /pods/{namespace}/{name}, /events and /containerLogs/...,
+// answered from objects the test sets, and a record of what was asked that a test can
+// wait on. Like the clients it serves, it links no runner: the types of the answers are
+// package wire's.
 package apitest
 
 import (
@@ -28,10 +29,12 @@ const Log = "line 1\nline 2\n"
 type Server struct {
 	Socket string // the unix socket it serves on
 
-	mu       sync.Mutex // guards pods, events and requests
+	mu       sync.Mutex // guards pods, events, unready, requests and next
 	pods     []corev1.Pod
 	events   []wire.Event
+	unready  string // what /readyz/pods answers 503; "" for ready
 	requests []string
+	next     []awaited // channels closed at the next request for their path
 }
 
 // NewServer serves pods on a socket under t's temporary directory until t ends. A pod it
@@ -40,9 +43,23 @@ func NewServer(t testing.TB, pods []corev1.Pod) *Server {
 	t.Helper()
 	s := &Server{Socket: filepath.Join(t.TempDir(), "api.sock"), pods: pods}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /readyz/pods", func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		unready := s.unready
+		s.mu.Unlock()
 		s.note(r)
-		writeJSON(w, http.StatusOK, corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Items: s.servedPods()})
+		w.Header().Set("Content-Type", "text/plain")
+		if unready != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, unready)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	})
+	mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) {
+		pods := s.servedPods() // before NextRequest's channel closes: SetPods after it is seen by the next list
+		s.note(r)
+		writeJSON(w, http.StatusOK, corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Items: pods})
 	})
 	mux.HandleFunc("GET /pods/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		s.note(r)
@@ -93,6 +110,31 @@ func (s *Server) SetEvents(events []wire.Event) {
 	s.events = events
 }
 
+// SetUnready makes /readyz/pods answer 503 with msg ("sources not ready: file"), or 200
+// again when msg is "".
+func (s *Server) SetUnready(msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unready = msg
+}
+
+// awaited is a channel of NextRequest and the path it waits for.
+type awaited struct {
+	path string
+	c    chan struct{}
+}
+
+// NextRequest returns a channel closed once the fake has received, after this call, a
+// request for path: /pods and /readyz/pods have then read what they answer, which a SetPods
+// or SetUnready after the close does not change.
+func (s *Server) NextRequest(path string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := make(chan struct{})
+	s.next = append(s.next, awaited{path, c})
+	return c
+}
+
 // LastRequest is the path and query of the last request.
 func (s *Server) LastRequest() string {
 	s.mu.Lock()
@@ -113,6 +155,15 @@ func (s *Server) note(r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, r.URL.RequestURI())
+	waiting := s.next[:0]
+	for _, a := range s.next {
+		if a.path == r.URL.Path {
+			close(a.c)
+		} else {
+			waiting = append(waiting, a)
+		}
+	}
+	s.next = waiting
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -1,8 +1,8 @@
 // Package client is a Go client of staticpod's local HTTP API (the daemon's package api),
 // over the daemon's unix socket or over its TCP listener with a bearer token. It lists
-// pods, reads one pod, its events and its containers' logs, lists the images and the
-// ConfigMaps and Secrets (names and keys), and reports what went wrong as typed errors
-// for errors.As: *UnreachableError when no daemon answered, *NotFoundError for a pod the
+// pods, asks whether it lists every pod its sources want, reads one pod, its events
+// and its containers' logs, lists the images and the ConfigMaps and Secrets (names and
+// keys), and reports what went wrong as typed errors for errors.As: *UnreachableError when no daemon answered, *NotFoundError for a pod the
 // daemon does not run, *APIError for any other answer but 2xx.
 //
 // Exec runs a command in a container over an upgraded connection (see package wire for
@@ -85,6 +85,17 @@ func (c *Client) Pod(ctx context.Context, namespace, name string) (*corev1.Pod, 
 		return nil, err
 	}
 	return &pod, nil
+}
+
+// PodsListed returns nil once Pods lists every pod the daemon's sources want (GET
+// /readyz/pods): every source has delivered its pods and each has been synced once.
+// Before, it returns an *APIError (503) that says what is awaited.
+func (c *Client) PodsListed(ctx context.Context) error {
+	resp, err := c.get(ctx, "/readyz/pods", nil)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
 }
 
 // Events returns a pod's events as the daemon recorded them (GET /events).
