@@ -57,7 +57,8 @@ var rules = map[string][]string{
 	"containerdrt/internal/podtest": {"manifests"}, // for the tests of containerdrt and its seams: pods, files, mounts
 	"runner/results":                nil,           // a leaf: the finished pods on disk
 	"runner/backoff":                nil,           // a leaf: the restart back-off of containers
-	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results", "runner/backoff"},
+	"runner/imagegc":                {"api/wire"},  // the pure rules of image garbage collection
+	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results", "runner/backoff", "runner/imagegc"},
 	"runner/action":                 nil,           // handlers of probes and hooks, against an interface of its own: never the runner
 	"runner/sysctl":                 {"manifests"}, // a sysctl's dotted name: pure rules, never the runner
 	"containerdrt":                  {"containerdrt/...", "manifests", "runner/...", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc", "internal/atomicfile"},

@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/staticpod/staticpod/runner/imagegc"
 )
 
 // imageCollector removes unused images when the image filesystem fills up, as the
@@ -103,9 +105,9 @@ func (c *imageCollector) Collect(ctx context.Context) error {
 	}
 	c.log.Info("image filesystem over the high threshold; removing unused images", "path", fs.Path,
 		"usage", fs.Percent(), "high", c.policy.HighThresholdPercent, "low", c.policy.LowThresholdPercent, "toFree", toFree)
-	start, goal := fs, c.policy.goal(fs)
+	start, goal := fs, c.policy.Goal(fs)
 	for fs.Available < goal {
-		plan := SelectImages(images, goal-fs.Available, c.policy.MinAge, c.now())
+		plan := imagegc.Select(images, goal-fs.Available, c.policy.MinAge, c.now())
 		if len(plan) == 0 {
 			break
 		}
