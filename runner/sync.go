@@ -329,7 +329,8 @@ func (w *worker) ensureImage(ctx context.Context, pod *corev1.Pod, container, im
 	}
 	delete(w.pulls, image)
 	if img.Pulled {
-		w.normal(container, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v", image, time.Since(start).Round(time.Millisecond)))
+		took := time.Since(start).Truncate(time.Millisecond) // no queue: the pull is all the waiting
+		w.normal(container, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %d bytes.", image, took, took, img.Size))
 	} else {
 		w.normal(container, "Pulled", fmt.Sprintf("Container image %q already present on machine", image))
 	}
