@@ -8,9 +8,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/staticpod/staticpod/runner/imagegc"
 )
 
@@ -236,21 +233,4 @@ func (c *imageCollector) inUse() map[string]bool {
 		}
 	}
 	return used
-}
-
-// podImages returns the image strings of every container and image volume of the pods.
-func podImages(pods map[types.UID]*corev1.Pod) []string {
-	var out []string
-	for _, pod := range pods {
-		for _, ctr := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
-			out = append(out, ctr.Image)
-		}
-		for _, vol := range pod.Spec.Volumes {
-			if vol.Image != nil {
-				out = append(out, vol.Image.Reference)
-			}
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }

@@ -558,6 +558,9 @@ func editedWhileDown(t *testing.T, state State) (h *harness, l *loop, spawned *[
 	h.f.put(Container{ID: "old", Kind: KindContainer, PodUID: old.UID, PodName: old.Name, PodNamespace: old.Namespace, Name: "c", State: state, Source: "file"})
 	h.r.pleg.Relist(h.ctx)
 	l.apply(h.ctx, manifests.Update{Source: "file", Pods: []*corev1.Pod{edited}})
+	if state == StateRunning { // its images are pulled first (TestEditedWhileDownPullsBeforeStoppingTheOldInstance)
+		takePrepull(t, l)
+	}
 	return h, l, spawned, old, edited
 }
 
