@@ -193,12 +193,16 @@ func (l *loop) enact(ctx context.Context, desired map[types.UID]*corev1.Pod, con
 	}
 	l.conflicts = reported
 	l.reject(desired, rejected)
+	for _, pod := range l.prepulls.Prune(func(pod *corev1.Pod) bool { return desired[pod.UID] != nil && rejected[pod.UID].Pod == nil }) {
+		if desired[pod.UID] == nil && l.workers[pod.UID] == nil {
+			l.events.Forget(pod.UID) // replaced before it ran: nothing will tell of it again
+		}
+	}
 	for uid, w := range l.workers {
 		if pod := desired[uid]; (pod == nil || rejected[uid].Pod != nil || handedOver(w, pod)) && !l.pullFirst(ctx, w, desired, rejected) {
 			w.terminate()
 		}
 	}
-	l.prepulls.Prune(func(pod *corev1.Pod) bool { return desired[pod.UID] != nil && rejected[pod.UID].Pod == nil })
 	for name, pod := range l.pending {
 		// A pod no longer desired as it is (gone, refused, or its UID given to another
 		// pod) waits no more; one still wanted is made to wait again below.

@@ -318,6 +318,9 @@ func (w *worker) ensureImage(ctx context.Context, pod *corev1.Pod, container, im
 	start := time.Now()
 	img, err := w.rt.EnsureImage(ctx, PullRequest{Image: image, Policy: policy, Secrets: w.pullSecrets(pod)})
 	w.metrics.pullDuration.Observe(time.Since(start).Seconds())
+	if err != nil && ctx.Err() != nil { // given up (a newer revision, a shutdown): no failure to tell
+		return Image{}, &corev1.ContainerStateWaiting{Reason: ReasonErrImagePull, Message: err.Error()}
+	}
 	if err != nil {
 		w.failed(w.pulls, image)
 		reason := ReasonErrImagePull

@@ -153,13 +153,17 @@ func (s *Set) Drop(name string) {
 	}
 }
 
-// Prune drops the pulls of the pods keep says no (a pod no longer wanted).
-func (s *Set) Prune(keep func(*corev1.Pod) bool) {
+// Prune drops the pulls of the pods keep says no (a pod no longer wanted), and
+// returns those pods.
+func (s *Set) Prune(keep func(*corev1.Pod) bool) []*corev1.Pod {
+	var out []*corev1.Pod
 	for name, j := range s.jobs {
 		if !keep(j.pod) {
 			s.Drop(name)
+			out = append(out, j.pod)
 		}
 	}
+	return out
 }
 
 // run pulls pod's images in rounds until all are present or ctx is done, reporting
