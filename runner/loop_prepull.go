@@ -31,12 +31,14 @@ func (p prepuller) Pull(ctx context.Context, pod *corev1.Pod, ref prepull.Ref) e
 }
 
 // pullFirst reports whether w, whose pod is no longer wanted, keeps running while the
-// images of the pod that replaces it under its name are pulled.
+// images of the pod that replaces it under its name are pulled. The cache is not asked
+// whether w runs something: it may not show yet what w just started, and the new pod
+// cannot start before its pull anyway.
 func (l *loop) pullFirst(ctx context.Context, w *worker, desired map[types.UID]*corev1.Pod, rejected map[types.UID]Rejection) bool {
 	w.mu.Lock()
 	old, kill := w.pod, w.kill
 	w.mu.Unlock()
-	if kill || old == nil || desired[w.uid] != nil || !l.runs(w.uid) {
+	if kill || old == nil || desired[w.uid] != nil {
 		return false
 	}
 	for uid, pod := range desired {
@@ -103,10 +105,11 @@ func (l *loop) prepulled(ctx context.Context, res prepull.Result) {
 		l.pullingStatus(res.Pod, old, res)
 		return
 	}
-	l.log.Info("images of the edited pod present; stopping the running instance", "pod", name, "uid", res.Pod.UID, "running", old)
 	if w := l.workers[old]; w != nil && old != res.Pod.UID {
+		l.log.Info("images of the edited pod present; stopping the running instance", "pod", name, "uid", res.Pod.UID, "running", old)
 		w.terminate()
 	} else if pod := l.pending[name]; pod != nil && pod.UID == res.Pod.UID {
+		l.log.Info("images of the edited pod present", "pod", name, "uid", res.Pod.UID)
 		delete(l.pending, name)
 		l.want(ctx, pod.UID, pod) // staticpod restarted: the running instance has no worker yet
 	}
