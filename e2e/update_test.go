@@ -27,18 +27,7 @@ func TestEditPullsBeforeStoppingTheOldPod(t *testing.T) {
 	// Content of its own, so that none of it is in the node's store already.
 	ref := reg.Push(t, "app/web:2", testenv.ImageOptions{Files: map[string]testenv.File{
 		"etc/revision": {Content: []byte(t.Name() + " " + time.Now().String())}}})
-	shared := n.path("shared")
-	if err := os.MkdirAll(shared, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// Each revision touches /shared/<rev>.stopped as it exits on SIGTERM: the file's
-	// time is the old container's exit.
-	web := func(rev, image string) string {
-		m := podManifest("web", "Always", "trap 'touch /shared/"+rev+".stopped; exit 0' TERM; while true; do sleep 0.05; done",
-			"  volumes: [{name: shared, hostPath: {path: "+shared+"}}]\n")
-		m = strings.Replace(m, "    command:", "    volumeMounts: [{name: shared, mountPath: /shared}]\n    command:", 1)
-		return strings.Replace(m, "image: "+e2eImage, "image: "+image, 1)
-	}
+	shared, web := revisions(t, n)
 	n.write("web.yaml", web("v1", e2eImage))
 	v1 := n.await("web v1 running", time.Minute, running("web-node1/main/0"))["web-node1/main/0"]
 	stillV1 := func(when string) {
@@ -95,6 +84,62 @@ func TestEditPullsBeforeStoppingTheOldPod(t *testing.T) {
 		pull.Round(time.Millisecond), gap.Round(time.Millisecond), plain.Round(time.Millisecond))
 	if gap > plain+5*time.Second {
 		t.Errorf("old exit to new start took %v after a pull, %v without: the pull was not done first", gap, plain)
+	}
+}
+
+// revisions returns a directory shared with the pods and a maker of pod web's
+// manifests: revision rev, running image, touches <shared>/<rev>.stopped as it exits on
+// SIGTERM, so that the file's time is the container's exit.
+func revisions(t *testing.T, n *node) (string, func(rev, image string) string) {
+	shared := n.path("shared")
+	if err := os.MkdirAll(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return shared, func(rev, image string) string {
+		m := podManifest("web", "Always", "trap 'touch /shared/"+rev+".stopped; exit 0' TERM; while true; do sleep 0.05; done",
+			"  volumes: [{name: shared, hostPath: {path: "+shared+"}}]\n")
+		m = strings.Replace(m, "    command:", "    volumeMounts: [{name: shared, mountPath: /shared}]\n    command:", 1)
+		return strings.Replace(m, "image: "+e2eImage, "image: "+image, 1)
+	}
+}
+
+// TestRestartDuringAPullResumesIt kills staticpod (kill -9) while it pulls an edited
+// pod's image from a slow registry: the staticpod started next pulls again before it
+// stops the old container, which keeps running through both pulls.
+func TestRestartDuringAPullResumesIt(t *testing.T) {
+	n := newNode(t)
+	sp := n.start()
+	reg := testenv.StartRegistry(t, "", "")
+	ref := reg.Push(t, "app/web:2", testenv.ImageOptions{Files: map[string]testenv.File{
+		"etc/revision": {Content: []byte(t.Name() + " " + time.Now().String())}}})
+	shared, web := revisions(t, n)
+	n.write("web.yaml", web("v1", e2eImage))
+	v1 := n.await("web v1 running", time.Minute, running("web-node1/main/0"))["web-node1/main/0"]
+	reg.SlowBlobs(10 * time.Second)
+	n.write("web.yaml", web("v2", ref))
+	sp.awaitLog("pulling the images of an edited pod")
+	sp.kill9()
+
+	sp = n.start()
+	sp.awaitLog("pulling the images of an edited pod")
+	testenv.Await(t, "the resumed pull to end", 2*time.Minute, func() bool {
+		if n.eventCount("Pulled", "Successfully pulled image \""+ref) > 0 {
+			return true
+		}
+		cs := n.containers()
+		if c := cs["web-node1/main/0"]; c.ID != v1.ID || c.PID != v1.PID || c.State != runner.StateRunning || len(cs) != 1 {
+			t.Fatalf("during the resumed pull: containers %v; want the old one running alone", summary(cs))
+		}
+		return false
+	})
+	v2 := n.await("web v2 running", time.Minute, func(cs map[string]runner.Container) bool {
+		c := cs["web-node1/main/0"]
+		return c.PodUID != v1.PodUID && c.State == runner.StateRunning && !c.StartedAt.IsZero()
+	})["web-node1/main/0"]
+	gap := v2.StartedAt.Sub(stoppedAt(t, shared, "v1"))
+	t.Logf("after a restart in the middle of a pull: old exit to new start %v", gap.Round(time.Millisecond))
+	if gap < 0 {
+		t.Fatalf("the new container started %v before the old one exited", -gap)
 	}
 }
 
