@@ -12,11 +12,9 @@ import (
 	"github.com/staticpod/staticpod/runner/prepull"
 )
 
-// An edited pod (a new UID under the name of a pod that runs) has its images pulled
-// while the instance it replaces keeps running (runner/prepull); that one stops only
-// once they are all present, and the new one starts once it is gone, as for any edit.
-// A pull that fails keeps the running instance and is tried again after a back-off.
-// The kubelet stops first and pulls after.
+// An edited pod (a new UID under a running pod's name) has its images pulled while the
+// instance it replaces runs on (runner/prepull), which stops only once they are all
+// present; a failed pull keeps it. The kubelet stops first and pulls after.
 
 // prepuller pulls an image for prepull as the pod's own start would (ensureImage): with
 // the pod's pull secrets, telling of it in the pod's events.
