@@ -40,6 +40,8 @@ type fakeRuntime struct {
 	// an image.
 	pulls    []PullRequest
 	pullFail map[string]error
+	// pulledSize, when set, makes every EnsureImage a pull of an image of that size.
+	pulledSize int64
 	// creates are the requests of every CreateContainer, in order.
 	creates []CreateRequest
 	// repair is what Repair does; it reports whether it changed a container.
@@ -78,12 +80,11 @@ func (f *fakeRuntime) EnsureImage(_ context.Context, req PullRequest) (Image, er
 		return Image{}, err
 	}
 	f.mu.Lock()
-	err := f.pullFail[req.Image]
-	f.mu.Unlock()
-	if err != nil {
+	defer f.mu.Unlock()
+	if err := f.pullFail[req.Image]; err != nil {
 		return Image{}, err
 	}
-	return Image{Ref: req.Image, ID: "sha256:img", Digest: "sha256:digest"}, nil
+	return Image{Ref: req.Image, ID: "sha256:img", Digest: "sha256:digest", Pulled: f.pulledSize > 0, Size: f.pulledSize}, nil
 }
 
 func (f *fakeRuntime) StartSandbox(_ context.Context, pod *corev1.Pod, attempt int) (Container, error) {

@@ -8,8 +8,7 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"github.com/staticpod/staticpod/runner/imagegc"
 )
 
 // imageCollector removes unused images when the image filesystem fills up, as the
@@ -103,9 +102,9 @@ func (c *imageCollector) Collect(ctx context.Context) error {
 	}
 	c.log.Info("image filesystem over the high threshold; removing unused images", "path", fs.Path,
 		"usage", fs.Percent(), "high", c.policy.HighThresholdPercent, "low", c.policy.LowThresholdPercent, "toFree", toFree)
-	start, goal := fs, c.policy.goal(fs)
+	start, goal := fs, c.policy.Goal(fs)
 	for fs.Available < goal {
-		plan := SelectImages(images, goal-fs.Available, c.policy.MinAge, c.now())
+		plan := imagegc.Select(images, goal-fs.Available, c.policy.MinAge, c.now())
 		if len(plan) == 0 {
 			break
 		}
@@ -234,21 +233,4 @@ func (c *imageCollector) inUse() map[string]bool {
 		}
 	}
 	return used
-}
-
-// podImages returns the image strings of every container and image volume of the pods.
-func podImages(pods map[types.UID]*corev1.Pod) []string {
-	var out []string
-	for _, pod := range pods {
-		for _, ctr := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
-			out = append(out, ctr.Image)
-		}
-		for _, vol := range pod.Spec.Volumes {
-			if vol.Image != nil {
-				out = append(out, vol.Image.Reference)
-			}
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/prepull"
 )
 
 // loop is the state the sync loop goroutine owns alone; it needs no mutex. What others
@@ -37,6 +39,7 @@ type loop struct {
 	plegErr  string                         // the last relist error, logged on change only
 	resynced time.Time                      // when a relist last woke every worker
 	spawn    func(context.Context, *worker) // runs a new worker; tests replace it
+	prepulls *prepull.Set                   // images of edited pods pulled before their running instance stops
 
 	// gone are the pods whose worker removed everything of them, with the PLEG's
 	// Started generation then: until a relist started after it, the cache may still
@@ -68,6 +71,7 @@ func newLoop(r *Runner, wg *sync.WaitGroup) *loop {
 	}
 	l.failures = failures{events: r.events, metrics: r.metrics, last: map[string]map[string]manifests.Failure{}}
 	l.spawn = l.runWorker
+	l.prepulls = prepull.New(prepuller{l.deps}, wg)
 	l.config.Running = l.runningAs
 	return l
 }
@@ -118,6 +122,8 @@ func (r *Runner) Run(ctx context.Context) error {
 			}
 		case <-l.gcDone:
 			l.gcBusy = false
+		case res := <-l.prepulls.Results():
+			l.prepulled(ctx, res)
 		}
 	}
 }
@@ -187,8 +193,13 @@ func (l *loop) enact(ctx context.Context, desired map[types.UID]*corev1.Pod, con
 	}
 	l.conflicts = reported
 	l.reject(desired, rejected)
+	for _, pod := range l.prepulls.Prune(func(pod *corev1.Pod) bool { return desired[pod.UID] != nil && rejected[pod.UID].Pod == nil }) {
+		if desired[pod.UID] == nil && l.workers[pod.UID] == nil {
+			l.events.Forget(pod.UID) // replaced before it ran: nothing will tell of it again
+		}
+	}
 	for uid, w := range l.workers {
-		if pod := desired[uid]; pod == nil || rejected[uid].Pod != nil || handedOver(w, pod) {
+		if pod := desired[uid]; (pod == nil || rejected[uid].Pod != nil || handedOver(w, pod)) && !l.pullFirst(ctx, w, desired, rejected) {
 			w.terminate()
 		}
 	}
@@ -339,7 +350,11 @@ func (l *loop) want(ctx context.Context, uid types.UID, pod *corev1.Pod) {
 	}
 	if old, ok := l.runningNamesake(pod); ok {
 		// Another instance of this name still runs with no worker: staticpod restarted
-		// after its manifest changed. It goes first.
+		// after its manifest changed. It goes first, once pod's images are present.
+		if l.runs(old) && l.pullBefore(ctx, pod, old) {
+			l.pending[name] = pod
+			return
+		}
 		l.names[name] = old
 		l.pending[name] = pod
 		l.log.Info("stopping the previous instance of an edited pod first", "pod", name, "uid", old)
@@ -350,28 +365,6 @@ func (l *loop) want(ctx context.Context, uid types.UID, pod *corev1.Pod) {
 	l.startWorker(ctx, uid, pod)
 }
 
-// runningNamesake finds a pod in the runtime with pod's namespace and name but another
-// UID, with no worker, and something still running. A pod whose worker removed it
-// since the last relist is not one: the cache still shows what the worker removed.
-func (l *loop) runningNamesake(pod *corev1.Pod) (types.UID, bool) {
-	for uid, pr := range l.pleg.Pods() {
-		if uid == pod.UID || l.workers[uid] != nil || len(pr.Running()) == 0 && !sandboxRunning(pr) {
-			continue
-		}
-		if started, ok := l.gone[uid]; ok {
-			if _, gen := l.pleg.Pod(uid); gen <= started {
-				continue
-			}
-		}
-		for _, c := range append(append([]Container{}, pr.Containers...), pr.Sandboxes...) {
-			if c.PodName == pod.Name && c.PodNamespace == pod.Namespace {
-				return uid, true
-			}
-		}
-	}
-	return "", false
-}
-
 func (l *loop) startWorker(ctx context.Context, uid types.UID, pod *corev1.Pod) {
 	w := newWorker(l.deps, uid, pod)
 	if _, again := l.removed[uid]; again && pod != nil {
@@ -379,6 +372,9 @@ func (l *loop) startWorker(ctx context.Context, uid types.UID, pod *corev1.Pod) 
 		delete(l.removed, uid)
 	}
 	l.workers[uid] = w
+	if pod != nil {
+		l.prepulls.Drop(manifests.Key(pod)) // its images were pulled first, if they were
+	}
 	l.pub.setWorkerPod(uid, pod)
 	l.spawn(ctx, w)
 	w.signal()
@@ -454,7 +450,7 @@ func (l *loop) relisted(ctx context.Context, res relistDone) {
 			delete(l.removed, uid) // nothing of the removed pod is left to mistake for the next one's
 		}
 	}
-	for name, pod := range l.pending {
+	for name, pod := range maps.Clone(l.pending) { // want may make it wait again
 		if _, held := l.names[name]; !held { // waited for the first relist
 			delete(l.pending, name)
 			l.want(ctx, pod.UID, pod)

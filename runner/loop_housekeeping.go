@@ -12,7 +12,7 @@ import (
 func (l *loop) housekeeping(ctx context.Context) {
 	pods := l.pleg.Pods()
 	for uid, pr := range pods {
-		if _, ok := l.workers[uid]; ok || !l.sourceReady(pr) {
+		if _, ok := l.workers[uid]; ok || !l.sourceReady(pr) || l.replaced(pr) {
 			continue
 		}
 		if len(pr.Running()) == 0 && !sandboxRunning(pr) && len(pr.Containers)+len(pr.Sandboxes) == 0 {
@@ -51,6 +51,13 @@ func (l *loop) housekeeping(ctx context.Context) {
 		}
 		l.gcDone <- struct{}{}
 	}()
+}
+
+// replaced reports whether pr is the running instance of a pod whose edited revision's
+// images are being pulled: it stops once they are present (loop.prepulled).
+func (l *loop) replaced(pr PodRuntime) bool {
+	rp, ok := runningPod(pr)
+	return ok && l.prepulls.Pulling(rp.Namespace+"/"+rp.Name)
 }
 
 // sourceReady reports whether the source that created a pod's containers has delivered

@@ -190,6 +190,11 @@ func TestEditWaitsForTheOldPod(t *testing.T) {
 	h.sync(spawned[0]) // the old pod runs
 
 	l.apply(h.ctx, manifests.Update{Source: "file", Pods: []*corev1.Pod{edited}}) // the file is edited
+	// Its images are pulled first, also before a relist showed what the old pod started.
+	if spawned[0].killed() {
+		t.Fatal("the old pod was stopped before the edited pod's images were pulled")
+	}
+	takePrepull(t, l)
 	if len(spawned) != 1 || !spawned[0].kill || l.pending[edited.Namespace+"/"+edited.Name] != edited {
 		t.Fatalf("after the edit: %d workers, old killed %v, pending %v; want the new pod to wait", len(spawned), spawned[0].kill, l.pending)
 	}
@@ -558,6 +563,9 @@ func editedWhileDown(t *testing.T, state State) (h *harness, l *loop, spawned *[
 	h.f.put(Container{ID: "old", Kind: KindContainer, PodUID: old.UID, PodName: old.Name, PodNamespace: old.Namespace, Name: "c", State: state, Source: "file"})
 	h.r.pleg.Relist(h.ctx)
 	l.apply(h.ctx, manifests.Update{Source: "file", Pods: []*corev1.Pod{edited}})
+	if state == StateRunning { // its images are pulled first (TestEditedWhileDownPullsBeforeStoppingTheOldInstance)
+		takePrepull(t, l)
+	}
 	return h, l, spawned, old, edited
 }
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/prepull"
 )
 
 // published is what the sync loop, the pod workers and the PLEG's goroutine publish
@@ -71,7 +72,7 @@ func (p *published) setDesired(desired map[types.UID]*corev1.Pod, now time.Time)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.desired = desired
-	p.wantedImages = podImages(desired)
+	p.wantedImages = prepull.Images(desired)
 	for uid := range desired {
 		if _, ok := p.seen[uid]; !ok {
 			p.seen[uid] = now

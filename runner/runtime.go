@@ -123,6 +123,7 @@ type Image struct {
 	ID     string // image id (config digest)
 	Digest string // manifest digest, the repo digest the kubelet reports as imageID
 	Pulled bool   // EnsureImage went to the registry (a local image is not pulled)
+	Size   int64  // bytes of the image's content, as the Pulled event tells
 }
 
 // PullRequest says which image to make present, and how.

@@ -318,6 +318,9 @@ func (w *worker) ensureImage(ctx context.Context, pod *corev1.Pod, container, im
 	start := time.Now()
 	img, err := w.rt.EnsureImage(ctx, PullRequest{Image: image, Policy: policy, Secrets: w.pullSecrets(pod)})
 	w.metrics.pullDuration.Observe(time.Since(start).Seconds())
+	if err != nil && ctx.Err() != nil { // given up (a newer revision, a shutdown): no failure to tell
+		return Image{}, &corev1.ContainerStateWaiting{Reason: ReasonErrImagePull, Message: err.Error()}
+	}
 	if err != nil {
 		w.failed(w.pulls, image)
 		reason := ReasonErrImagePull
@@ -329,7 +332,8 @@ func (w *worker) ensureImage(ctx context.Context, pod *corev1.Pod, container, im
 	}
 	delete(w.pulls, image)
 	if img.Pulled {
-		w.normal(container, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v", image, time.Since(start).Round(time.Millisecond)))
+		took := time.Since(start).Truncate(time.Millisecond) // no queue: the pull is all the waiting
+		w.normal(container, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %d bytes.", image, took, took, img.Size))
 	} else {
 		w.normal(container, "Pulled", fmt.Sprintf("Container image %q already present on machine", image))
 	}

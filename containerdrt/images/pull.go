@@ -51,8 +51,15 @@ func (s *Store) Ensure(ctx context.Context, req runner.PullRequest) (runner.Imag
 		return runner.Image{}, err
 	}
 	out, err := describe(ctx, img)
+	if err != nil {
+		return out, err
+	}
 	out.Pulled = true
-	return out, err
+	// Its content for this platform, as containerd's CRI tells the kubelet an image's size.
+	if out.Size, err = img.Size(ctx); err != nil {
+		return runner.Image{}, fmt.Errorf("read size of image %s: %w", img.Name(), err)
+	}
+	return out, nil
 }
 
 // config returns the image's OCI config (Entrypoint, Cmd, Env, WorkingDir, User,

@@ -63,7 +63,10 @@ func TestEnsureIfNotPresentPullsOnce(t *testing.T) {
 	if !first.Pulled || second.Pulled {
 		t.Errorf("Pulled = %v then %v, want a pull then the local image", first.Pulled, second.Pulled)
 	}
-	second.Pulled = true
+	if first.Size < 100<<10 || second.Size != 0 {
+		t.Errorf("Size = %d then %d, want the pulled content's (a gzipped busybox, over 100 KiB) then none", first.Size, second.Size)
+	}
+	second.Pulled, second.Size = true, first.Size
 	if first != second || first.Ref != ref || !strings.HasPrefix(first.ID, "sha256:") || !strings.HasPrefix(first.Digest, "sha256:") {
 		t.Errorf("ensure = %+v then %+v, want the same image named %s with digests", first, second, ref)
 	}

@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -19,7 +21,12 @@ import (
 type Registry struct {
 	Host       string // 127.0.0.1:port
 	user, pass string
+	blobDelay  atomic.Int64 // see SlowBlobs
 }
+
+// SlowBlobs makes every blob download from now on wait d before it is served, as over
+// a slow link; manifests and pushes are not slowed.
+func (r *Registry) SlowBlobs(d time.Duration) { r.blobDelay.Store(int64(d)) }
 
 // StartRegistry starts a Registry; user "" means no authentication.
 func StartRegistry(t testing.TB, user, pass string) *Registry {
@@ -30,6 +37,13 @@ func StartRegistry(t testing.TB, user, pass string) *Registry {
 			w.Header().Set("WWW-Authenticate", `Basic realm="staticpod-test"`)
 			w.WriteHeader(http.StatusUnauthorized)
 			return
+		}
+		if d := time.Duration(r.blobDelay.Load()); d > 0 && req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/") {
+			select {
+			case <-time.After(d):
+			case <-req.Context().Done():
+				return
+			}
 		}
 		inner.ServeHTTP(w, req)
 	}))
