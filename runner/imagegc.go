@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"time"
 
 	"github.com/staticpod/staticpod/api/wire"
@@ -17,28 +16,17 @@ const (
 	DefaultImageGCPeriod        = 5 * time.Minute
 )
 
-// Event reasons of image garbage collection. FreeDiskSpaceFailed is the kubelet's.
+// Event reasons of image garbage collection (imagegc). FreeDiskSpaceFailed is the
+// kubelet's.
 const (
-	ReasonImageRemoved        = "ImageGarbageCollected"
-	ReasonFreeDiskSpaceFailed = "FreeDiskSpaceFailed"
-	ReasonImageGCFailed       = "ImageGCFailed"
+	ReasonImageRemoved        = imagegc.ReasonImageRemoved
+	ReasonFreeDiskSpaceFailed = imagegc.ReasonFreeDiskSpaceFailed
+	ReasonImageGCFailed       = imagegc.ReasonImageGCFailed
 )
 
-// ImageStore is what image garbage collection needs from a runtime, beside Runtime.
-type ImageStore interface {
-	// ImageFS returns the usage of the filesystem that holds the images' content and
-	// unpacked layers.
-	ImageFS(ctx context.Context) (FSUsage, error)
-	// ListImages returns every image the runtime holds for staticpod, one per image ID
-	// with all its names.
-	ListImages(ctx context.Context) ([]StoredImage, error)
-	// RemoveImage removes every name of the image and returns once what only it used
-	// (content, unpacked layers) is deleted. An image already gone is no error.
-	RemoveImage(ctx context.Context, img StoredImage) error
-	// ImageName returns the name the runtime stores a pod's image under
-	// ("busybox" -> "docker.io/library/busybox:latest"), or "" if it names no image.
-	ImageName(image string) string
-}
+// ImageStore is what image garbage collection needs from a runtime, beside Runtime
+// (imagegc.Store).
+type ImageStore = imagegc.Store
 
 // FSUsage is the size and free space of a filesystem, in bytes.
 type FSUsage = imagegc.FSUsage

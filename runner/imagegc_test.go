@@ -144,15 +144,15 @@ func TestImageCollectorWaitsForSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.imageGC.ready() {
+	if r.imageGC.Ready() {
 		t.Fatal("collector ready before any relist")
 	}
 	r.pub.relists.Add(1)
-	if r.imageGC.ready() {
+	if r.imageGC.Ready() {
 		t.Fatal("collector ready before the file source delivered")
 	}
 	r.pub.setReady("file")
-	if !r.imageGC.ready() {
+	if !r.imageGC.Ready() {
 		t.Fatal("collector not ready once the file source delivered")
 	}
 }

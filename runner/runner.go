@@ -16,6 +16,7 @@ import (
 
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner/backoff"
+	"github.com/staticpod/staticpod/runner/imagegc"
 	"github.com/staticpod/staticpod/runner/results"
 )
 
@@ -63,7 +64,7 @@ type Runner struct {
 	results  *results.Store
 	metrics  *metrics
 	prober   *prober
-	imageGC  *imageCollector // nil without Options.Images
+	imageGC  *imagegc.Collector // nil without Options.Images
 
 	pub     *published             // what the loop, the workers and the PLEG's goroutine publish
 	asks    *relistRequests        // workers asking for a fresh relist

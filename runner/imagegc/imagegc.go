@@ -1,6 +1,7 @@
-// Package imagegc holds the pure rules of the kubelet's image garbage collection: when
-// the image filesystem is too full, how much to free, and which images go first. The
-// runner's collector applies them; this package imports only api/wire.
+// Package imagegc is the kubelet's image garbage collection: its pure rules (when the
+// image filesystem is too full, how much to free, and which images go first) and the
+// Collector that applies them to a runtime's images, told by the runner which images
+// are in use. It imports only api/wire.
 package imagegc
 
 import (
