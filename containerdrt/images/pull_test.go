@@ -139,7 +139,7 @@ func TestEnsureNever(t *testing.T) {
 	}
 	reg.take()
 	got, err := imgs.Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullNever})
-	pulled.Pulled = false // present, not pulled again
+	pulled.Pulled, pulled.Size = false, 0 // present, not pulled again: no size measured
 	if err != nil || got != pulled {
 		t.Errorf("Ensure(present, Never) = %+v, %v, want %+v", got, err, pulled)
 	}
