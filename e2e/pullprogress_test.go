@@ -48,12 +48,16 @@ func TestFirstPullShowsItsProgress(t *testing.T) {
 	noise[0]++ // another layer, as big
 	ref2 := reg.Push(t, "app/big:2", testenv.ImageOptions{Files: map[string]testenv.File{"noise": {Content: noise}}})
 	n.write("big.yaml", manifest(ref2))
+	var described string
 	awaitPullShown(t, n, func() {
 		if c := n.containers()["big-node1/main/0"]; c.ID != v1.ID || c.State != runner.StateRunning {
 			t.Errorf("the running revision during the edit's pull: %+v; want it running", c)
 		}
+		if described == "" { // at the first sight of the pull, well before its end
+			described, _, _ = runSplit(t, "", nil, "describe", "big-node1", "--api-socket", n.path("staticpod.sock"))
+		}
 	})
-	out, _, _ = runSplit(t, "", nil, "describe", "big-node1", "--api-socket", n.path("staticpod.sock"))
+	out = described
 	t.Logf("describe during the edit's pull:\n%s", out)
 	want := regexp.MustCompile(`(?m)^    State: +Waiting\n      Reason: +ContainerCreating\n      Message: +Pulling image "` + regexp.QuoteMeta(ref2) + `": [0-9.]+ MB of 4.3 MB\n`)
 	if !want.MatchString(out) {
