@@ -59,7 +59,8 @@ var rules = map[string][]string{
 	"runner/backoff":                nil,           // a leaf: the restart back-off of containers
 	"runner/imagegc":                {"api/wire"},  // the pure rules of image garbage collection
 	"runner/prepull":                nil,           // a leaf: pulls an edited pod's images before its running instance stops, against an interface of its own
-	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results", "runner/backoff", "runner/prepull", "runner/imagegc"},
+	"runner/pulling":                {"api/wire"},  // a pull's progress in a pod's status
+	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results", "runner/backoff", "runner/prepull", "runner/imagegc", "runner/pulling"},
 	"runner/action":                 nil,           // handlers of probes and hooks, against an interface of its own: never the runner
 	"runner/sysctl":                 {"manifests"}, // a sysctl's dotted name: pure rules, never the runner
 	"containerdrt":                  {"containerdrt/...", "manifests", "runner/...", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc", "internal/atomicfile"},

@@ -49,16 +49,17 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	writeText(w, http.StatusOK, "ok")
 }
 
-// readyzPods answers 200 "ok" once /pods lists every pod the sources want: every source
-// has delivered a snapshot, and every wanted pod has a status (a pod appears in /pods
-// once its worker has synced it, image pulls included). Else 503 says which is missing.
-// staticpod wait asks it before it takes the pods.
+// readyzPods answers 200 "ok" once /pods lists every pod the sources want with a status
+// of its own: every source has delivered a snapshot, and every wanted pod has been synced
+// once by its worker, image pulls included (a pod whose first pull is under way is
+// listed already, Pending, with the pull's progress; it is not synced). Else 503 says
+// which is missing. staticpod wait asks it before it takes the pods.
 func (s *Server) readyzPods(w http.ResponseWriter, _ *http.Request) {
 	switch waiting := s.waitingSources(); {
 	case len(waiting) > 0:
 		writeText(w, http.StatusServiceUnavailable, "sources not ready: "+strings.Join(waiting, ", "))
 	case !s.cfg.Backend.Settled():
-		writeText(w, http.StatusServiceUnavailable, "pods not synced yet: a wanted pod has no status (its images are pulled or its containers started)")
+		writeText(w, http.StatusServiceUnavailable, "pods not synced yet: a wanted pod has not been synced once (its images are pulled or its containers started)")
 	default:
 		writeText(w, http.StatusOK, "ok")
 	}

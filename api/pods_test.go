@@ -179,7 +179,7 @@ func TestReadyzPodsWaitsForTheSourcesAndEveryPodsFirstSync(t *testing.T) {
 	check(503, "sources not ready: file, api\n")
 	b.setReady("file")
 	b.setReady("api")
-	check(503, "pods not synced yet: a wanted pod has no status (its images are pulled or its containers started)\n")
+	check(503, "pods not synced yet: a wanted pod has not been synced once (its images are pulled or its containers started)\n")
 	if rec := serve(t, s.Handler(), http.MethodGet, "/readyz", nil); rec.Code != 200 {
 		t.Errorf("/readyz = %d while a pod has no status, want 200: it asks for the sources only", rec.Code)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/staticpod/staticpod/api"
 	"github.com/staticpod/staticpod/api/apitest"
 	"github.com/staticpod/staticpod/api/client"
+	"github.com/staticpod/staticpod/api/wire"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -237,6 +238,41 @@ func TestDescribeAgainstAFakeDaemon(t *testing.T) {
 	}
 	if got := d.LastRequest(); got != "/events?pod=kube-system%2Fetcd-node1" {
 		t.Errorf("describe asked %s for the events", got)
+	}
+}
+
+// A pod whose image is being pulled shows the pull's bytes: in ps -o wide's STATUS
+// (ps without -o keeps kubectl's ContainerCreating), and under the container's state in
+// describe, as kubectl describe shows a waiting message.
+func TestPullProgressInPSWideAndDescribe(t *testing.T) {
+	msg := wire.PullProgress{Done: 12_300_000, Total: 45_600_000}.Message("registry.local/app:2")
+	app := statusPod(corev1.PodPending, []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: runner.ReasonContainerCreating, Message: msg}}}})
+	app.Name, app.Spec.NodeName = "app-node1", "node1"
+	app.Annotations = map[string]string{manifests.AnnotationSource: "file", manifests.AnnotationLocation: "/etc/kubernetes/manifests/app.yaml"}
+	app.Status.StartTime = &metav1.Time{Time: time.Now().Add(-time.Minute)}
+	starting := statusPod(corev1.PodPending, []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: runner.ReasonContainerCreating, Message: wire.PullProgress{}.Message("app:3")}}}})
+	starting.Name, starting.Spec.NodeName = "starting-node1", "node1"
+	starting.Annotations = map[string]string{manifests.AnnotationSource: "file", manifests.AnnotationLocation: "/etc/kubernetes/manifests/starting.yaml"}
+	starting.Status.StartTime = &metav1.Time{Time: time.Now().Add(-time.Minute)}
+	d := apitest.NewServer(t, []corev1.Pod{*app, *starting})
+
+	out, _, code := runCLI(t, "ps", "-o", "wide", "--api-socket", d.Socket)
+	for _, line := range []string{
+		"NAME             READY   STATUS                  RESTARTS   AGE   IP       NODE    SOURCE",
+		"app-node1        0/1     Pulling 12.3MB/45.6MB   0          60s   <none>   node1   file:/etc/kubernetes/manifests/app.yaml",
+		"starting-node1   0/1     Pulling                 0          60s   <none>   node1   file:/etc/kubernetes/manifests/starting.yaml",
+	} {
+		if code != 0 || !strings.Contains(out, line+"\n") {
+			t.Errorf("ps -o wide: exit %d, lacks %q:\n%s", code, line, out)
+		}
+	}
+	if out, _, _ := runCLI(t, "ps", "--api-socket", d.Socket); !strings.Contains(out, "app-node1        0/1     ContainerCreating   0          60s\n") {
+		t.Errorf("ps without -o wide shows more than kubectl's reason:\n%s", out)
+	}
+	out, errOut, code := runCLI(t, "describe", "--api-socket", d.Socket, "app-node1")
+	want := "    State:          Waiting\n      Reason:       ContainerCreating\n      Message:      Pulling image \"registry.local/app:2\": 12.3 MB of 45.6 MB\n"
+	if code != 0 || !strings.Contains(out, want) {
+		t.Errorf("describe: exit %d, %q; lacks\n%s\nin:\n%s", code, errOut, want, out)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,9 +83,27 @@ func podRow(pod *corev1.Pod, now time.Time, wide bool) []string {
 		since(podCreated(pod), now),
 	}
 	if wide {
+		row[2] = pullingReason(pod, s.reason)
 		row = append(row, orNone(podIP(pod)), orNone(pod.Spec.NodeName), orNone(podSource(pod)))
 	}
 	return row
+}
+
+// pullingReason is STATUS in ps -o wide: reason, with ContainerCreating told as the
+// progress of the pull a container waits for ("Pulling 12.3MB/45.6MB"), if one does.
+func pullingReason(pod *corev1.Pod, reason string) string {
+	prefix, ok := strings.CutSuffix(reason, "ContainerCreating")
+	if !ok {
+		return reason
+	}
+	for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
+		if w := cs.State.Waiting; w != nil && w.Reason == "ContainerCreating" {
+			if bytes, ok := wire.PullingBytes(w.Message); ok {
+				return strings.TrimSpace(prefix + "Pulling " + bytes)
+			}
+		}
+	}
+	return reason
 }
 
 // printPods prints the pods as a ps table.

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/staticpod/staticpod/api/wire"
 	"github.com/staticpod/staticpod/manifests"
 )
 
@@ -42,6 +43,10 @@ type fakeRuntime struct {
 	pullFail map[string]error
 	// pulledSize, when set, makes every EnsureImage a pull of an image of that size.
 	pulledSize int64
+	// pullProgress, when set, is told to each EnsureImage's Progress in turn, and
+	// whilePulling called after each.
+	pullProgress []wire.PullProgress
+	whilePulling func()
 	// creates are the requests of every CreateContainer, in order.
 	creates []CreateRequest
 	// repair is what Repair does; it reports whether it changed a container.
@@ -78,6 +83,14 @@ func (f *fakeRuntime) EnsureImage(_ context.Context, req PullRequest) (Image, er
 	f.mu.Unlock()
 	if err := f.enter("EnsureImage"); err != nil {
 		return Image{}, err
+	}
+	for _, p := range f.pullProgress {
+		if req.Progress != nil {
+			req.Progress(p)
+			if f.whilePulling != nil {
+				f.whilePulling()
+			}
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

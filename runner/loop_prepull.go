@@ -50,10 +50,12 @@ func (l *loop) pullFirst(ctx context.Context, w *worker, desired map[types.UID]*
 // pullBefore reports whether pod's images are still being pulled before old stops,
 // and starts pulling them if need be.
 func (l *loop) pullBefore(ctx context.Context, pod *corev1.Pod, old types.UID) bool {
+	if !l.prepulls.Has(manifests.Key(pod), pod.UID) {
+		l.pullingStatus(pod, old, prepull.Result{}) // before the pull tells its progress over it
+	}
 	need, started := l.prepulls.Need(ctx, manifests.Key(pod), pod)
 	if started {
 		l.log.Info("pulling the images of an edited pod; the running instance keeps running", "pod", manifests.Key(pod), "uid", pod.UID, "running", old)
-		l.pullingStatus(pod, old, prepull.Result{})
 	}
 	return need
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/staticpod/staticpod/api/wire"
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner/prepull"
@@ -144,6 +145,28 @@ func TestEditKeepsTheOldPodRunningUntilTheNewImagesArePulled(t *testing.T) {
 		t.Fatalf("pre-pull = %v for %s; want the edited pod's images present", res.Err, res.Pod.UID)
 	}
 	u.replaced(edited)
+}
+
+// The edited pod's pending status shows how far its pull is: its container waits
+// ContainerCreating with the bytes, the pod's message still says what keeps running.
+func TestEditShowsThePullsProgressInThePendingStatus(t *testing.T) {
+	u := newUpdating(t)
+	u.h.f.pullProgress = []wire.PullProgress{{Done: 1_000_000, Total: 4_000_000}}
+	edited := withImage(t, "web", "busybox:1.37")
+	var during []*corev1.Pod
+	u.h.f.whilePulling = func() { during = append(during, u.h.r.Pods()...) }
+	u.edit(edited)
+	if res := u.result(); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if len(during) != 1 || during[0].UID != edited.UID {
+		t.Fatalf("pods while pulling = %v; want the edited one", during)
+	}
+	st := during[0].Status
+	want := corev1.ContainerStateWaiting{Reason: ReasonContainerCreating, Message: `Pulling image "busybox:1.37": 1.0 MB of 4.0 MB`}
+	if w := st.ContainerStatuses[0].State.Waiting; st.Phase != corev1.PodPending || w == nil || *w != want || !strings.Contains(st.Message, "keeps running") {
+		t.Errorf("status while pulling = %s %q, container %+v; want Pending, the running revision kept, and %+v", st.Phase, st.Message, st.ContainerStatuses[0].State, want)
+	}
 }
 
 func TestFailedPullKeepsTheOldPodAndRetries(t *testing.T) {

@@ -28,8 +28,9 @@ type published struct {
 	known   chan struct{} // closed by the loop once UIDHolder can tell, see noteKnown
 	relists atomic.Uint64 // relists handed to the loop, see Runner.Relists
 
-	mu           sync.RWMutex                 // guards statuses, desired, workerPods, ready, objects, objectsGen, seen and wantedImages
+	mu           sync.RWMutex                 // guards statuses, synced, desired, workerPods, ready, objects, objectsGen, seen and wantedImages
 	statuses     map[types.UID]*corev1.Pod    // by the pod's worker, or by the loop for a refused pod
+	synced       map[types.UID]bool           // wanted pods with a status of a sync, not only of a pull's progress
 	desired      map[types.UID]*corev1.Pod    // the merge of the sources; never changed, only replaced
 	workerPods   map[types.UID]*corev1.Pod    // the pod of each worker, by UID: what it runs or removes; nil for an orphan
 	ready        map[string]bool              // sources that delivered a snapshot
@@ -44,6 +45,7 @@ func newPublished(sources []string) *published {
 		sources:    sources,
 		known:      make(chan struct{}),
 		statuses:   map[types.UID]*corev1.Pod{},
+		synced:     map[types.UID]bool{},
 		workerPods: map[types.UID]*corev1.Pod{},
 		ready:      map[string]bool{},
 		objects:    map[string]manifests.Objects{},
@@ -82,6 +84,7 @@ func (p *published) setDesired(desired map[types.UID]*corev1.Pod, now time.Time)
 		if _, ok := desired[uid]; !ok {
 			delete(p.seen, uid)
 			delete(p.statuses, uid)
+			delete(p.synced, uid)
 		}
 	}
 }
@@ -111,6 +114,22 @@ func (p *published) setStatus(uid types.UID, pod *corev1.Pod) {
 	}
 	if _, wanted := p.seen[uid]; wanted {
 		p.statuses[uid] = pod
+		p.synced[uid] = true
+	}
+}
+
+// setPulling publishes, as the status of a wanted pod, the pull of one of its images
+// under way: show applied to its last status, or to base() before it has one.
+func (p *published) setPulling(uid types.UID, base func() *corev1.Pod, show func(*corev1.Pod) *corev1.Pod) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if seen, wanted := p.seen[uid]; wanted {
+		pod := p.statuses[uid]
+		if pod == nil {
+			pod = base()
+			pod.Annotations[manifests.AnnotationSeen] = seen.UTC().Format(time.RFC3339Nano)
+		}
+		p.statuses[uid] = show(pod)
 	}
 }
 
@@ -118,6 +137,7 @@ func (p *published) setStatus(uid types.UID, pod *corev1.Pod) {
 func (p *published) dropStatus(uid types.UID) {
 	p.mu.Lock()
 	delete(p.statuses, uid)
+	delete(p.synced, uid)
 	p.mu.Unlock()
 }
 
@@ -132,12 +152,12 @@ func (p *published) pods() []*corev1.Pod {
 	return out
 }
 
-// settled reports whether every wanted pod has a status.
+// settled reports whether every wanted pod has a status of a sync (setStatus).
 func (p *published) settled() bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	for uid := range p.seen {
-		if _, ok := p.statuses[uid]; !ok {
+		if !p.synced[uid] {
 			return false
 		}
 	}

@@ -135,6 +135,9 @@ type PullRequest struct {
 	// Their credentials are tried before the node's, as the kubelet's keyring orders
 	// them. Their values must never reach a log, an event, an error or an API answer.
 	Secrets []*corev1.Secret
+	// Progress, unless nil, is told how far a pull is, from another goroutine: at its
+	// start and then every half second until EnsureImage returns.
+	Progress func(wire.PullProgress)
 }
 
 // CreateRequest says which container of which pod to create.

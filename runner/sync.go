@@ -9,8 +9,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/api/wire"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner/action"
+	"github.com/staticpod/staticpod/runner/pulling"
 )
 
 // Image pull back-off: after a failed pull the image is not tried again for 10 s,
@@ -316,7 +318,7 @@ func (w *worker) ensureImage(ctx context.Context, pod *corev1.Pod, container, im
 		return Image{}, &corev1.ContainerStateWaiting{Reason: ReasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q", image)}
 	}
 	start := time.Now()
-	img, err := w.rt.EnsureImage(ctx, PullRequest{Image: image, Policy: policy, Secrets: w.pullSecrets(pod)})
+	img, err := w.rt.EnsureImage(ctx, PullRequest{Image: image, Policy: policy, Secrets: w.pullSecrets(pod), Progress: w.pullProgress(pod, container, image)})
 	w.metrics.pullDuration.Observe(time.Since(start).Seconds())
 	if err != nil && ctx.Err() != nil { // given up (a newer revision, a shutdown): no failure to tell
 		return Image{}, &corev1.ContainerStateWaiting{Reason: ReasonErrImagePull, Message: err.Error()}
@@ -338,6 +340,20 @@ func (w *worker) ensureImage(ctx context.Context, pod *corev1.Pod, container, im
 		w.normal(container, "Pulled", fmt.Sprintf("Container image %q already present on machine", image))
 	}
 	return img, nil
+}
+
+// pullProgress publishes how far a pull of image for container is (runner/pulling), from
+// the pull's goroutine: it reads nothing the worker changes.
+func (w *worker) pullProgress(pod *corev1.Pod, container, image string) func(wire.PullProgress) {
+	obs, hostIP := Observed{RuntimeType: w.rt.Type()}, w.hostIP
+	base := func() *corev1.Pod {
+		out := pod.DeepCopy()
+		out.Status = Status(pod, PodRuntime{}, obs, hostIP)
+		return out
+	}
+	return func(p wire.PullProgress) {
+		w.pub.setPulling(w.uid, base, func(cur *corev1.Pod) *corev1.Pod { return pulling.Show(cur, container, image, p) })
+	}
 }
 
 func (w *worker) backoffMessage(name string, rt PodRuntime) string {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
+	"github.com/staticpod/staticpod/api/wire"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -46,7 +47,7 @@ func (s *Store) Ensure(ctx context.Context, req runner.PullRequest) (runner.Imag
 			}
 		}
 	}
-	img, err := s.pull(ctx, name, req.Secrets)
+	img, err := s.pull(ctx, name, req)
 	if err != nil {
 		return runner.Image{}, err
 	}
@@ -114,17 +115,17 @@ func (s *Store) unpack(ctx context.Context, img client.Image) error {
 // it for the snapshotter. As the kubelet does, it tries each credential of the pod's
 // pull secrets that matches the image's repository, most specific first, and then the
 // node's credentials, until a pull succeeds; a failure tells what each attempt met.
-func (s *Store) pull(ctx context.Context, name string, secrets []*corev1.Secret) (client.Image, error) {
+func (s *Store) pull(ctx context.Context, name string, req runner.PullRequest) (client.Image, error) {
 	failed := func(err error) error {
 		return &imageError{class: runner.ErrImagePull, msg: fmt.Sprintf("failed to pull and unpack image %q", name), err: err}
 	}
-	keyring, err := newPodKeyring(secrets)
+	keyring, err := newPodKeyring(req.Secrets)
 	if err != nil {
 		return nil, failed(err)
 	}
 	var errs []error
 	for _, creds := range s.pullAttempts(ctx, name, keyring) {
-		img, err := s.pullWith(ctx, name, creds)
+		img, err := s.pullWith(ctx, name, creds, req.Progress)
 		if err == nil {
 			return img, nil
 		}
@@ -136,12 +137,19 @@ func (s *Store) pull(ctx context.Context, name string, secrets []*corev1.Secret)
 	return nil, failed(utilerrors.NewAggregate(errs))
 }
 
-// pullWith pulls name with the credentials creds gives for each host that challenges.
-func (s *Store) pullWith(ctx context.Context, name string, creds hostCredentials) (client.Image, error) {
+// pullWith pulls name with the credentials creds gives for each host that challenges,
+// telling report (unless nil) how far it is at once and then every progressEvery until
+// it returns.
+func (s *Store) pullWith(ctx context.Context, name string, creds hostCredentials, report func(wire.PullProgress)) (client.Image, error) {
 	start := time.Now()
 	opts := []client.RemoteOpt{client.WithPullUnpack, client.WithResolver(s.resolver(ctx, creds))}
 	if s.cfg.Snapshotter != "" {
 		opts = append(opts, client.WithPullSnapshotter(s.cfg.Snapshotter))
+	}
+	if report != nil {
+		p := newProgress(s.client.ContentStore())
+		opts = append(opts, p.handler())
+		defer p.watch(ctx, report)()
 	}
 	img, err := s.client.Pull(ctx, name, opts...)
 	if err != nil {

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log"
 	"net/http"
@@ -22,11 +23,46 @@ type Registry struct {
 	Host       string // 127.0.0.1:port
 	user, pass string
 	blobDelay  atomic.Int64 // see SlowBlobs
+	blobRate   atomic.Int64 // see ThrottleBlobs
 }
 
 // SlowBlobs makes every blob download from now on wait d before it is served, as over
 // a slow link; manifests and pushes are not slowed.
 func (r *Registry) SlowBlobs(d time.Duration) { r.blobDelay.Store(int64(d)) }
+
+// ThrottleBlobs makes every blob download from now on stream at about bytesPerSecond, a
+// tenth of it every 100 ms, as over a slow link, so that a pull's progress can be seen
+// growing; 0 serves at full speed.
+func (r *Registry) ThrottleBlobs(bytesPerSecond int) { r.blobRate.Store(int64(bytesPerSecond)) }
+
+// throttled writes a response a chunk every 100 ms.
+type throttled struct {
+	http.ResponseWriter
+	ctx   context.Context
+	chunk int
+}
+
+func (t throttled) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		c := min(len(p), t.chunk)
+		w, err := t.ResponseWriter.Write(p[:c])
+		n += w
+		if err != nil {
+			return n, err
+		}
+		if f, ok := t.ResponseWriter.(http.Flusher); ok {
+			f.Flush()
+		}
+		p = p[c:]
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-t.ctx.Done():
+			return n, t.ctx.Err()
+		}
+	}
+	return n, nil
+}
 
 // StartRegistry starts a Registry; user "" means no authentication.
 func StartRegistry(t testing.TB, user, pass string) *Registry {
@@ -44,6 +80,9 @@ func StartRegistry(t testing.TB, user, pass string) *Registry {
 			case <-req.Context().Done():
 				return
 			}
+		}
+		if rate := r.blobRate.Load(); rate > 0 && req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/") {
+			w = throttled{ResponseWriter: w, ctx: req.Context(), chunk: max(int(rate/10), 1)}
 		}
 		inner.ServeHTTP(w, req)
 	}))

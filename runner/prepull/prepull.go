@@ -126,6 +126,13 @@ func (s *Set) Need(ctx context.Context, name string, pod *corev1.Pod) (need, sta
 	return true, true
 }
 
+// Has reports whether name's pull is of the revision uid (under way or done), so that
+// Need would start none.
+func (s *Set) Has(name string, uid types.UID) bool {
+	j := s.jobs[name]
+	return j != nil && j.pod.UID == uid
+}
+
 // Pulling reports whether the images of a revision of name are being pulled.
 func (s *Set) Pulling(name string) bool {
 	j := s.jobs[name]
