@@ -21,7 +21,8 @@ const module = "github.com/staticpod/staticpod"
 // manifests and api/wire and the packages below it: runner/action, which runs a
 // probe's or hook's handler against an interface of its own and imports nothing of
 // ours; runner/sysctl, the kubelet's sysctl rules as pure functions, which imports
-// only manifests; and the leaves runner/results and runner/backoff (none imports the
+// only manifests; runner/revisions, the pods' Ready revisions and rollbacks on disk,
+// which imports only manifests; and the leaves runner/results and runner/backoff (none imports the
 // runner; whoever may import the runner may import
 // them, "runner/..."); containerdrt imports manifests and runner (and logs, a leaf
 // that names and writes the CRI log files) and the packages along its seams, below it:
@@ -57,7 +58,8 @@ var rules = map[string][]string{
 	"containerdrt/internal/podtest": {"manifests"}, // for the tests of containerdrt and its seams: pods, files, mounts
 	"runner/results":                nil,           // a leaf: the finished pods on disk
 	"runner/backoff":                nil,           // a leaf: the restart back-off of containers
-	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results", "runner/backoff"},
+	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results", "runner/backoff", "runner/revisions"},
+	"runner/revisions":              {"manifests"}, // the pods' Ready revisions and rollbacks on disk: never the runner
 	"runner/action":                 nil,           // handlers of probes and hooks, against an interface of its own: never the runner
 	"runner/sysctl":                 {"manifests"}, // a sysctl's dotted name: pure rules, never the runner
 	"containerdrt":                  {"containerdrt/...", "manifests", "runner/...", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc", "internal/atomicfile"},
