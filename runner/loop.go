@@ -162,6 +162,7 @@ func (l *loop) apply(ctx context.Context, u manifests.Update) {
 	if u.Unchanged {
 		return
 	}
+	l.progress() // enact below acts on a rollback
 	desired, conflicts := l.config.Apply(u)
 	l.pub.setObjects(u.Source, u.Objects)
 	l.enact(ctx, desired, conflicts)
@@ -433,7 +434,10 @@ func (l *loop) relisted(ctx context.Context, res relistDone) {
 		desired, conflicts := l.config.Merge()
 		l.enact(ctx, desired, conflicts)
 	}
-	l.progress(ctx) // keeps Ready revisions, rolls back what is not Ready in time
+	if l.progress() { // keeps Ready revisions, rolls back what is not Ready in time
+		desired, conflicts := l.config.Merge()
+		l.enact(ctx, desired, conflicts)
+	}
 	wake := l.asks.awaited()
 	for _, ev := range res.events {
 		wake[ev.UID] = true

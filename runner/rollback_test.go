@@ -281,3 +281,23 @@ func TestRollbackSurvivesARestartOfTheRunner(t *testing.T) {
 		})
 	}
 }
+
+// A revision Ready a moment before an edit, with no relist between, was Ready all the
+// same: the edited revision is rolled back to it.
+func TestRevisionReadyJustBeforeAnEditIsKept(t *testing.T) {
+	rb := newRollbacks(t)
+	v1, v2 := revision(t, "v1"), revision(t, "v2")
+	rb.relist()
+	rb.apply(v1)
+	rb.sync(rb.worker(v1.UID))
+	rb.sync(rb.worker(v1.UID)) // publishes Ready; the loop relists no more before the edit
+	rb.apply(v2)
+	rb.removes(v1.UID)
+	rb.sync(rb.worker(v2.UID))
+	rb.crashes(v2.UID)
+	rb.tick(5 * time.Second)
+	rb.relist()
+	if !rb.worker(v2.UID).killed() {
+		t.Fatal("v2 was not rolled back to v1, Ready just before the edit")
+	}
+}
