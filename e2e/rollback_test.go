@@ -144,3 +144,52 @@ func TestRevisionNeverReadyIsRolledBackAndStaysSo(t *testing.T) {
 	}
 	n.removeAndAwaitGone("web.yaml")
 }
+
+// A kill -9 of staticpod in the middle of a rollback, and one while the new revision
+// is still within its deadline: the restarted staticpod ends on the last Ready
+// revision, once, and stays there.
+func TestRollbackSurvivesAKill9DuringIt(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		rolled bool // killed as its log says it rolled back, else as soon as v2 runs
+	}{{"while rolling back", true}, {"before the deadline", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			n := newNode(t)
+			sp := n.start()
+			n.write("web.yaml", versioned("v1", true))
+			v1 := n.awaitReadyAs("v1 Ready", func(corev1.Pod) bool { return true })
+			n.write("web.yaml", versioned("v2", false))
+			if tt.rolled {
+				sp.awaitLog(`msg="pod rolled back"`)
+			} else {
+				n.await("v2 running", time.Minute, func(cs map[string]runner.Container) bool {
+					for _, c := range cs {
+						if c.PodUID != v1.UID && c.State == runner.StateRunning {
+							return true
+						}
+					}
+					return false
+				})
+			}
+			sp.kill9()
+			n.start()
+			back := n.awaitReadyAs("v1 Ready again after the restart", func(p corev1.Pod) bool {
+				return p.UID == v1.UID && p.Annotations[manifests.AnnotationRolledBackFrom] != ""
+			})
+			cs := n.containers()
+			first, ok := runningOf(cs, v1.UID)
+			if !ok {
+				t.Fatalf("v1 Ready but no container of it runs: %v", summary(cs))
+			}
+			n.awaitRelists(uint64(7*time.Second/e2eRelist) + 5) // past v2's deadline, had it started again
+			cs = n.containers()
+			if now, ok := runningOf(cs, v1.UID); !ok || now.ID != first.ID {
+				t.Errorf("v1's container is %v (%v), want %s running on", now.ID, summary(cs), first.ID)
+			}
+			if _, ok := runningOf(cs, types.UID(back.Annotations[manifests.AnnotationRolledBackFrom])); ok {
+				t.Errorf("v2 runs again: %v", summary(cs))
+			}
+			n.removeAndAwaitGone("web.yaml")
+		})
+	}
+}
