@@ -473,9 +473,11 @@ func (l *loop) relisted(ctx context.Context, res relistDone) {
 // workerGone forgets a worker whose pod was removed, and starts a pod that waited for
 // its name.
 func (l *loop) workerGone(ctx context.Context, uid types.UID) {
-	if _, ok := l.workers[uid]; !ok {
+	w, ok := l.workers[uid]
+	if !ok {
 		return
 	}
+	l.revs.Gone(w.pod, l.config.desired) // only the loop writes w.pod
 	delete(l.workers, uid)
 	l.pub.dropWorkerPod(uid)
 	l.gone[uid] = l.pleg.Started()

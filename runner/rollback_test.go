@@ -301,3 +301,21 @@ func TestRevisionReadyJustBeforeAnEditIsKept(t *testing.T) {
 		t.Fatal("v2 was not rolled back to v1, Ready just before the edit")
 	}
 }
+
+// A pod removed leaves nothing to go back to: written again later, its name starts
+// afresh.
+func TestRemovedPodForgetsItsReadyRevision(t *testing.T) {
+	rb := newRollbacks(t)
+	v1 := revision(t, "v1")
+	rb.relist()
+	rb.apply(v1)
+	rb.runs(v1.UID)
+	if _, ok := rb.r.opts.Revisions.Kept("default/web-n"); !ok {
+		t.Fatal("v1 Ready was not kept")
+	}
+	rb.apply()
+	rb.removes(v1.UID)
+	if _, ok := rb.r.opts.Revisions.Kept("default/web-n"); ok {
+		t.Error("a removed pod's Ready revision is still kept")
+	}
+}

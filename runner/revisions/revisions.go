@@ -232,6 +232,30 @@ func (s *Store) runningPod(key string, rec *record) *corev1.Pod {
 	return pod
 }
 
+// Gone forgets what the Store keeps of the name of pod, a pod just removed, when no pod
+// of desired (the sources' merge) has that name: a pod of the name written later starts
+// with no revision to go back to, and no rollback. A pod replaced by another revision
+// keeps its name's record. It does nothing for a nil pod (an orphan's).
+func (s *Store) Gone(pod *corev1.Pod, desired map[types.UID]*corev1.Pod) {
+	if s == nil || pod == nil || s.names[manifests.Key(pod)] == nil {
+		return
+	}
+	key := manifests.Key(pod)
+	for _, p := range desired {
+		if manifests.Key(p) == key {
+			return
+		}
+	}
+	if name := fileName(key); s.opts.Dir != "" && name != "" {
+		if err := os.Remove(filepath.Join(s.opts.Dir, name)); err != nil && !os.IsNotExist(err) {
+			s.opts.Log.Warn("forget pod revision", "pod", key, "err", err)
+			return // kept whole: the next removal of the name tries again
+		}
+	}
+	delete(s.names, key)
+	delete(s.running, key)
+}
+
 // RolledBack returns the rollback of a pod name, if it is rolled back.
 func (s *Store) RolledBack(key string) (Rollback, bool) {
 	if s == nil || s.names[key] == nil || s.names[key].RolledBack == nil {

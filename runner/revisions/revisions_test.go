@@ -207,3 +207,22 @@ func TestOpenIgnoresFilesItDidNotWrite(t *testing.T) {
 		t.Errorf("records %v, want none", s.names)
 	}
 }
+
+func TestGoneForgetsANameNoPodWantsAnyMore(t *testing.T) {
+	dir := t.TempDir()
+	c := &clock{t0}
+	s := open(t, dir, c)
+	v1 := revision("v1", true, t0, corev1.PodRunning)
+	observe(t, s, v1)
+	s.Gone(v1, map[types.UID]*corev1.Pod{"v2": revision("v2", false, t0, "")}) // replaced by v2
+	if _, ok := open(t, dir, c).Kept("default/web"); !ok {
+		t.Fatal("a revision replaced by another was forgotten")
+	}
+	s.Gone(v1, map[types.UID]*corev1.Pod{})
+	if _, ok := s.Kept("default/web"); ok {
+		t.Error("the name of a removed pod is still kept")
+	}
+	if _, ok := open(t, dir, c).Kept("default/web"); ok {
+		t.Error("the name of a removed pod is still kept on disk")
+	}
+}
