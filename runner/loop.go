@@ -26,7 +26,7 @@ type loop struct {
 	restrictions Restrictions // what pods of each source may ask for
 	host         Host         // what the machine can enforce
 	deps         workerDeps   // what a new worker gets
-	revs         *revisions.Store
+	revs         *revisions.Store // keeps Ready revisions, decides rollbacks (rollback.go)
 
 	config   *Config
 	workers  map[types.UID]*worker
