@@ -23,8 +23,9 @@ const module = "github.com/staticpod/staticpod"
 // ours; runner/sysctl, the kubelet's sysctl rules as pure functions, which imports
 // only manifests; runner/revisions, the pods' Ready revisions and rollbacks on disk,
 // which imports only manifests; and the leaves runner/results and runner/backoff
-// (none imports the runner; whoever may import the runner may import them, "runner/..."); containerdrt imports manifests and runner (and logs, a leaf
-// that names and writes the CRI log files) and the packages along its seams, below it:
+// (none imports the runner; whoever may import the runner may import them,
+// "runner/..."); containerdrt imports manifests and runner (and logs, a leaf that
+// names and writes the CRI log files) and the packages along its seams, below it:
 // containerdrt/images, the image store, wraps containerd's client and imports only
 // runner, for the image types it returns and the classes of a failed pull;
 // containerdrt/spec builds OCI specs from what it is given and no more, so it imports
