@@ -22,11 +22,11 @@ type loop struct {
 	events       *Events
 	log          *slog.Logger
 	now          func() time.Time
-	rt           Runtime          // removes garbage, in a goroutine of its own
-	restrictions Restrictions     // what pods of each source may ask for
-	host         Host             // what the machine can enforce
-	deps         workerDeps       // what a new worker gets
-	revs         *revisions.Store // keeps Ready revisions, decides rollbacks (rollback.go)
+	rt           Runtime      // removes garbage, in a goroutine of its own
+	restrictions Restrictions // what pods of each source may ask for
+	host         Host         // what the machine can enforce
+	deps         workerDeps   // what a new worker gets
+	revs         *revisions.Store
 
 	config   *Config
 	workers  map[types.UID]*worker
