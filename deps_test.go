@@ -21,10 +21,13 @@ const module = "github.com/staticpod/staticpod"
 // manifests and api/wire and the packages below it: runner/action, which runs a
 // probe's or hook's handler against an interface of its own and imports nothing of
 // ours; runner/sysctl, the kubelet's sysctl rules as pure functions, which imports
-// only manifests; and the leaves runner/results, runner/backoff and runner/prepull (none imports the
-// runner; whoever may import the runner may import
-// them, "runner/..."); containerdrt imports manifests and runner (and logs, a leaf
-// that names and writes the CRI log files) and the packages along its seams, below it:
+// only manifests; runner/revisions, the pods' Ready revisions and rollbacks on disk,
+// which imports only manifests; runner/imagegc (image garbage collection) and
+// runner/pulling (a pull's progress in a pod's status), which import only api/wire;
+// and the leaves runner/results, runner/backoff and runner/prepull (none imports the
+// runner; whoever may import the runner may import them, "runner/..."); containerdrt
+// imports manifests and runner (and logs, a leaf that names and writes the CRI log
+// files) and the packages along its seams, below it:
 // containerdrt/images, the image store, wraps containerd's client and imports only
 // runner, for the image types it returns and the classes of a failed pull;
 // containerdrt/spec builds OCI specs from what it is given and no more, so it imports
@@ -57,10 +60,11 @@ var rules = map[string][]string{
 	"containerdrt/internal/podtest": {"manifests"}, // for the tests of containerdrt and its seams: pods, files, mounts
 	"runner/results":                nil,           // a leaf: the finished pods on disk
 	"runner/backoff":                nil,           // a leaf: the restart back-off of containers
-	"runner/imagegc":                {"api/wire"},  // the pure rules of image garbage collection
+	"runner/imagegc":                {"api/wire"},  // image garbage collection: its rules and its collector
 	"runner/prepull":                nil,           // a leaf: pulls an edited pod's images before its running instance stops, against an interface of its own
 	"runner/pulling":                {"api/wire"},  // a pull's progress in a pod's status
-	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results", "runner/backoff", "runner/prepull", "runner/imagegc", "runner/pulling"},
+	"runner/revisions":              {"manifests"}, // the pods' Ready revisions and rollbacks on disk: never the runner
+	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results", "runner/backoff", "runner/prepull", "runner/imagegc", "runner/pulling", "runner/revisions"},
 	"runner/action":                 nil,           // handlers of probes and hooks, against an interface of its own: never the runner
 	"runner/sysctl":                 {"manifests"}, // a sysctl's dotted name: pure rules, never the runner
 	"containerdrt":                  {"containerdrt/...", "manifests", "runner/...", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc", "internal/atomicfile"},

@@ -14,6 +14,7 @@ import (
 	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/httpsource"
 	"github.com/staticpod/staticpod/logs"
+	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 	"github.com/staticpod/staticpod/validate"
 	"github.com/staticpod/staticpod/watcher"
@@ -64,6 +65,7 @@ func runFlags() []cli.Flag {
 		str("listen", "", "optional TCP address for the API"),
 		str("api-token-file", "", "file holding the bearer token required over TCP"),
 		dur("pleg-relist-period", runner.DefaultRelistPeriod, "how often containerd is relisted"),
+		dur("progress-deadline", 0, "roll a pod's new revision that is not Ready this long after its containers start back to its last Ready one, for pods without the "+manifests.AnnotationProgressDeadline+" annotation (0: off)"),
 		&cli.BoolFlag{Name: "pleg-exit-events", Value: true, Usage: "relist at once when containerd reports a task exit (false: on the relist period only)", EnvVars: spcli.Env("pleg-exit-events")},
 		str("cgroup-driver", "", "what makes the containers' cgroups: systemd or cgroupfs (default: what containerd's runc runtime uses, else systemd where it is PID 1)"),
 		str("cgroup-root", "", "parent of the pod cgroups: a path for cgroupfs (default /<containerd-namespace>), a slice for systemd (default "+cgroups.DefaultSystemdRoot+")"),

@@ -30,6 +30,7 @@ import (
 	"github.com/staticpod/staticpod/internal/nodeshutdown"
 	"github.com/staticpod/staticpod/internal/service"
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/revisions"
 	"github.com/staticpod/staticpod/validate"
 	"github.com/staticpod/staticpod/watcher"
 )
@@ -178,9 +179,15 @@ func (d *daemon) setup(ctx context.Context) error {
 	d.rt = rt
 	reg := prometheus.NewRegistry()
 	d.svc = service.New(d.sources(), d.log)
+	revs, err := revisions.Open(revisions.Options{
+		Dir: filepath.Join(d.root, "revisions"), Deadline: c.Duration("progress-deadline"), Registry: reg, Log: d.log,
+	})
+	if err != nil {
+		return errors.Join(err, rt.Close())
+	}
 	d.r, err = runner.New(runner.Options{
 		Runtime: rt, Logger: d.log, RelistPeriod: c.Duration("pleg-relist-period"), HostIP: rt.HostIP(),
-		ResultsDir: filepath.Join(d.root, "results"), Registry: reg,
+		ResultsDir: filepath.Join(d.root, "results"), Revisions: revs, Registry: reg,
 		Images: rt, ImageGC: imageGCPolicy(c), Sources: d.sources(), Restrictions: d.restrict,
 		Host: runner.ProbeHost(), Heartbeat: d.svc.Heartbeat,
 	})

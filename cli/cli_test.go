@@ -69,6 +69,8 @@ func TestPSStatusColumn(t *testing.T) {
 	initRestarted.RestartCount = 2
 	terminating := statusPod(corev1.PodRunning, []corev1.ContainerStatus{csRunning(true)})
 	terminating.DeletionTimestamp = &metav1.Time{Time: cliNow}
+	rolledBack := statusPod(corev1.PodRunning, []corev1.ContainerStatus{csRunning(true)})
+	rolledBack.Annotations = map[string]string{manifests.AnnotationRolledBackFrom: "0123456789abcdef"}
 	two := func(a, b corev1.ContainerStatus) []corev1.ContainerStatus {
 		b.Name = "second"
 		return []corev1.ContainerStatus{a, b}
@@ -103,6 +105,7 @@ func TestPSStatusColumn(t *testing.T) {
 		{"completed and running, ready", withCondition(statusPod(corev1.PodRunning, two(csRunning(true), csExited("x", "Completed", 0))), corev1.PodReady, true), "1/2", "Running", "0"},
 		{"completed and running, not ready", withCondition(statusPod(corev1.PodRunning, two(csRunning(true), csExited("x", "Completed", 0))), corev1.PodReady, false), "1/2", "NotReady", "0"},
 		{"terminating", terminating, "1/1", "Terminating", "0"},
+		{"rolled back", rolledBack, "1/1", "Running (rolled back)", "0"},
 	} {
 		row := podRow(tc.pod, cliNow, false)
 		if got, want := row[1:4], []string{tc.ready, tc.status, tc.restarts}; !cmp.Equal(got, want) {

@@ -69,8 +69,13 @@ func podHeader(wide bool) []string {
 
 // podRow is a pod's line in ps, as kubectl get pods prints it. NAME is what the other
 // commands take as POD: the name, or namespace/name outside the default namespace.
+// STATUS ends in "(rolled back)" when the pod runs its last Ready revision instead of
+// the one its source asks for.
 func podRow(pod *corev1.Pod, now time.Time, wide bool) []string {
 	s := summarize(pod)
+	if pod.Annotations[manifests.AnnotationRolledBackFrom] != "" {
+		s.reason += " (rolled back)"
+	}
 	restarts := strconv.Itoa(s.restarts)
 	if s.restarts != 0 && !s.lastRestart.IsZero() {
 		restarts = fmt.Sprintf("%d (%s ago)", s.restarts, since(s.lastRestart, now))

@@ -27,7 +27,7 @@ func TestEditPullsBeforeStoppingTheOldPod(t *testing.T) {
 	// Content of its own, so that none of it is in the node's store already.
 	ref := reg.Push(t, "app/web:2", testenv.ImageOptions{Files: map[string]testenv.File{
 		"etc/revision": {Content: []byte(t.Name() + " " + time.Now().String())}}})
-	shared, web := revisions(t, n)
+	shared, web := webRevisions(t, n)
 	n.write("web.yaml", web("v1", e2eImage))
 	v1 := n.await("web v1 running", time.Minute, running("web-node1/main/0"))["web-node1/main/0"]
 	stillV1 := func(when string) {
@@ -87,10 +87,10 @@ func TestEditPullsBeforeStoppingTheOldPod(t *testing.T) {
 	}
 }
 
-// revisions returns a directory shared with the pods and a maker of pod web's
+// webRevisions returns a directory shared with the pods and a maker of pod web's
 // manifests: revision rev, running image, touches <shared>/<rev>.stopped as it exits on
 // SIGTERM, so that the file's time is the container's exit.
-func revisions(t *testing.T, n *node) (string, func(rev, image string) string) {
+func webRevisions(t *testing.T, n *node) (string, func(rev, image string) string) {
 	shared := n.path("shared")
 	if err := os.MkdirAll(shared, 0o755); err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func TestRestartDuringAPullResumesIt(t *testing.T) {
 	reg := testenv.StartRegistry(t, "", "")
 	ref := reg.Push(t, "app/web:2", testenv.ImageOptions{Files: map[string]testenv.File{
 		"etc/revision": {Content: []byte(t.Name() + " " + time.Now().String())}}})
-	shared, web := revisions(t, n)
+	shared, web := webRevisions(t, n)
 	n.write("web.yaml", web("v1", e2eImage))
 	v1 := n.await("web v1 running", time.Minute, running("web-node1/main/0"))["web-node1/main/0"]
 	reg.SlowBlobs(10 * time.Second)

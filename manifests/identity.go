@@ -27,6 +27,15 @@ const (
 	AnnotationLocation = "staticpod.io/config.location" // file path, URL or pushed name
 )
 
+// Annotations of rollbacks (the runner's revisions): the progress deadline a manifest
+// may set, in whole seconds above 0, and the two a rolled-back pod is served with: the
+// revision (UID) its source asks for, and why that one does not run.
+const (
+	AnnotationProgressDeadline = "staticpod.io/progress-deadline-seconds"
+	AnnotationRolledBackFrom   = "staticpod.io/rolled-back-from"
+	AnnotationRollbackReason   = "staticpod.io/rollback-reason"
+)
+
 // Hash schemes. They are part of every hash they produce, and they never change: a new
 // way of hashing gets a new version, so that upgrading staticpod never silently gives
 // every running pod a new UID (and a restart), as kubelet upgrades have done.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,6 +73,11 @@ func validateMeta(meta *metav1.ObjectMeta, fld *field.Path) field.ErrorList {
 	errs = append(errs, validateUID(meta.UID, fld.Child("uid"))...)
 	errs = append(errs, metavalidation.ValidateLabels(meta.Labels, fld.Child("labels"))...)
 	errs = append(errs, apivalidation.ValidateAnnotations(meta.Annotations, fld.Child("annotations"))...)
+	if v, ok := meta.Annotations[AnnotationProgressDeadline]; ok {
+		if n, err := strconv.ParseInt(v, 10, 32); err != nil || n <= 0 {
+			errs = append(errs, field.Invalid(fld.Child("annotations").Key(AnnotationProgressDeadline), v, "must be a whole number of seconds above 0"))
+		}
+	}
 	return errs
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner/prepull"
+	"github.com/staticpod/staticpod/runner/revisions"
 )
 
 // loop is the state the sync loop goroutine owns alone; it needs no mutex. What others
@@ -27,6 +28,7 @@ type loop struct {
 	restrictions Restrictions // what pods of each source may ask for
 	host         Host         // what the machine can enforce
 	deps         workerDeps   // what a new worker gets
+	revs         *revisions.Store
 
 	config   *Config
 	workers  map[types.UID]*worker
@@ -64,7 +66,7 @@ type loop struct {
 func newLoop(r *Runner, wg *sync.WaitGroup) *loop {
 	l := &loop{
 		pub: r.pub, pleg: r.pleg, asks: r.asks, events: r.events, log: r.log, now: r.now, rt: r.rt,
-		restrictions: r.opts.Restrictions, host: r.opts.Host, deps: r.workerDeps(),
+		restrictions: r.opts.Restrictions, host: r.opts.Host, deps: r.workerDeps(), revs: r.opts.Revisions,
 		config: NewConfig(), wg: wg, done: make(chan types.UID),
 		workers: map[types.UID]*worker{}, names: map[string]types.UID{}, pending: map[string]*corev1.Pod{},
 		gone: map[types.UID]uint64{}, removed: map[types.UID]uint64{}, gcDone: make(chan struct{}, 1),
@@ -166,6 +168,7 @@ func (l *loop) apply(ctx context.Context, u manifests.Update) {
 	if u.Unchanged {
 		return
 	}
+	l.progress() // enact below acts on a rollback
 	desired, conflicts := l.config.Apply(u)
 	l.pub.setObjects(u.Source, u.Objects)
 	l.enact(ctx, desired, conflicts)
@@ -180,6 +183,7 @@ func (l *loop) noteKnown() { l.pub.noteKnown(l.pleg.Generation() > 0) }
 // enact starts, updates or stops workers to match a merge of the sources, and reports
 // its conflicts.
 func (l *loop) enact(ctx context.Context, desired map[types.UID]*corev1.Pod, conflicts []Conflict) {
+	desired = l.revs.Substitute(desired) // a rolled-back pod runs its last Ready revision (rollback.go)
 	rejected := l.admit(desired)
 	l.pub.setDesired(desired, l.now())
 	reported := map[string]bool{}
@@ -239,7 +243,7 @@ func (l *loop) readmit(ctx context.Context) {
 		return
 	}
 	was := l.rejected
-	desired := l.config.desired
+	desired := l.revs.Substitute(l.config.desired)
 	rejected := l.admit(desired)
 	l.reject(desired, rejected)
 	for uid := range was {
@@ -426,6 +430,10 @@ func (l *loop) relisted(ctx context.Context, res relistDone) {
 		desired, conflicts := l.config.Merge()
 		l.enact(ctx, desired, conflicts)
 	}
+	if l.progress() { // keeps Ready revisions, rolls back what is not Ready in time
+		desired, conflicts := l.config.Merge()
+		l.enact(ctx, desired, conflicts)
+	}
 	wake := l.asks.awaited()
 	for _, ev := range res.events {
 		wake[ev.UID] = true
@@ -461,9 +469,11 @@ func (l *loop) relisted(ctx context.Context, res relistDone) {
 // workerGone forgets a worker whose pod was removed, and starts a pod that waited for
 // its name.
 func (l *loop) workerGone(ctx context.Context, uid types.UID) {
-	if _, ok := l.workers[uid]; !ok {
+	w, ok := l.workers[uid]
+	if !ok {
 		return
 	}
+	l.revs.Gone(w.pod, l.config.desired) // only the loop writes w.pod
 	delete(l.workers, uid)
 	l.pub.dropWorkerPod(uid)
 	l.gone[uid] = l.pleg.Started()

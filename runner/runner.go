@@ -18,6 +18,7 @@ import (
 	"github.com/staticpod/staticpod/runner/backoff"
 	"github.com/staticpod/staticpod/runner/imagegc"
 	"github.com/staticpod/staticpod/runner/results"
+	"github.com/staticpod/staticpod/runner/revisions"
 )
 
 // Periods of the sync loop, as on the kubelet.
@@ -35,6 +36,7 @@ type Options struct {
 	RelistPeriod time.Duration         // DefaultRelistPeriod when 0
 	HostIP       string                // reported as status.hostIP
 	ResultsDir   string                // where finished pods are remembered; "" = memory only
+	Revisions    *revisions.Store      // keeps Ready revisions and rolls back what is not Ready in time; nil: none
 	Registry     prometheus.Registerer // where the runner's metrics go; nil for none
 	Restrictions Restrictions          // what pods of each source may ask for; none when zero
 	Host         Host                  // what the machine can enforce (ProbeHost); no checks when zero
