@@ -38,12 +38,13 @@ func TestEditPullsBeforeStoppingTheOldPod(t *testing.T) {
 		}
 	}
 
-	// An image the registry does not have: two failed pulls, a back-off between them.
+	// An image the registry does not have: three failed pulls, two back-offs (10 s, 20
+	// s) between them.
 	n.write("web.yaml", web("typo", reg.Host+"/app/web:typo"))
-	testenv.Await(t, "two failed pulls of the typo", time.Minute, func() bool {
-		return n.eventCount("Failed", "app/web:typo") >= 2
+	testenv.Await(t, "three failed pulls of the typo", 2*time.Minute, func() bool {
+		return n.eventCount("Failed", "app/web:typo") >= 3
 	})
-	stillV1("after two failed pulls of a missing image")
+	stillV1("after three failed pulls of a missing image")
 	if p := n.pods()["web-node1"]; !strings.Contains(p.Status.Message, "is kept") {
 		t.Errorf("status while the image is missing: %q; want it to say the running revision is kept", p.Status.Message)
 	}
