@@ -20,8 +20,9 @@ all: build
 build:
 	GO=$(GO) VERSION=$(VERSION) ./hack/build.sh $(BIN)
 
-# deps installs containerd, runc, busybox-static (when /bin/busybox is not static) and the
-# CNI plugins through apt when they are missing.
+# deps installs containerd, runc, busybox-static (when /bin/busybox is not static), the
+# CNI plugins and prometheus (for promtool, which checks the alerting rules) through apt
+# when they are missing.
 deps:
 	./hack/deps.sh
 

@@ -18,6 +18,9 @@ var (
 	restartsDesc = prometheus.NewDesc("staticpod_container_restarts_total",
 		"Restarts of each container of each wanted pod (its status.restartCount); it starts again at 0 when a changed manifest makes a new pod.",
 		[]string{"namespace", "pod", "container"}, nil)
+	readyDesc = prometheus.NewDesc("staticpod_pod_ready",
+		"1 while the pod's Ready condition is true, else 0, for each wanted pod that has not succeeded.",
+		[]string{"namespace", "pod"}, nil)
 )
 
 // phases are every pod phase, each reported even when no pod is in it so that alerts see
@@ -49,6 +52,7 @@ type podCollector struct {
 func (c podCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- podsDesc
 	ch <- restartsDesc
+	ch <- readyDesc
 }
 
 func (c podCollector) Collect(ch chan<- prometheus.Metric) {
@@ -57,12 +61,17 @@ func (c podCollector) Collect(ch chan<- prometheus.Metric) {
 	// While a changed manifest replaces a pod, the old and the new one share a name;
 	// a series is reported once, for the first of them.
 	seen := map[[3]string]bool{}
+	ready := map[[2]string]bool{} // a name is Ready when any pod of that name is
 	for _, p := range pods {
 		phase := p.Status.Phase
 		if phase == "" {
 			phase = corev1.PodPending
 		}
 		byPhase[phase]++
+		if phase != corev1.PodSucceeded { // done for good: not Ready, and nothing to alert on
+			key := [2]string{p.Namespace, p.Name}
+			ready[key] = ready[key] || podReady(p)
+		}
 		for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 			for _, cs := range list {
 				key := [3]string{p.Namespace, p.Name, cs.Name}
@@ -77,4 +86,21 @@ func (c podCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, phase := range phases {
 		ch <- prometheus.MustNewConstMetric(podsDesc, prometheus.GaugeValue, float64(byPhase[phase]), string(phase))
 	}
+	for key, r := range ready {
+		v := 0.0
+		if r {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, v, key[:]...)
+	}
+}
+
+// podReady reports whether the pod's Ready condition is true.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

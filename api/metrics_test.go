@@ -113,3 +113,31 @@ func TestMetricsServeCollectorsOthersRegistered(t *testing.T) {
 		t.Error("a second server on the same registry: no error, want a duplicate registration")
 	}
 }
+
+func TestMetricsReportEachUnfinishedPodsReadiness(t *testing.T) {
+	pods := runnerPods() // web Ready, etcd Pending, job Succeeded
+	unready := pod("default", "api-node1", corev1.PodRunning, "api")
+	unready.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+	// A pod being replaced: the new one not Ready yet, the old one still Ready.
+	replacing := pod("default", "db-node1", corev1.PodPending, "db")
+	old := pod("default", "db-node1", corev1.PodRunning, "db")
+	old.UID = "old"
+	old.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	pods = append(pods, unready, replacing, old)
+	cfg := testConfig(newFakeBackend(pods...), nil)
+	cfg.Registry = prometheus.NewRegistry()
+	families := scrape(t, mustNew(t, cfg))
+
+	if got := families["staticpod_pod_ready"].GetType(); got != dto.MetricType_GAUGE {
+		t.Errorf("staticpod_pod_ready is a %s, want a gauge", got)
+	}
+	want := map[string]float64{
+		"default/web-node1":      1,
+		"default/api-node1":      0,
+		"default/db-node1":       1,
+		"kube-system/etcd-node1": 0,
+	}
+	if diff := cmp.Diff(want, values(t, families, "staticpod_pod_ready", "namespace", "pod")); diff != "" {
+		t.Errorf("staticpod_pod_ready{namespace,pod} (-want +got):\n%s", diff)
+	}
+}

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what staticpod needs on a Debian machine, through apt, when it is missing:
 # containerd and runc to run containers, busybox-static for the example and test images,
-# containernetworking-plugins for pod networks (CNI plugins, in /usr/lib/cni).
+# containernetworking-plugins for pod networks (CNI plugins, in /usr/lib/cni), and
+# prometheus for its promtool, with which the tests check the alerting rules in
+# contrib/prometheus.
 #
 # busybox must be static: the images are busybox alone, with no libc beside it. Debian's
 # busybox package (which initramfs-tools pulls in on most machines) is dynamic;
@@ -48,6 +50,7 @@ main() {
 	command -v runc >/dev/null || missing+=(runc)
 	static_elf /bin/busybox || missing+=(busybox-static)
 	[ -x /usr/lib/cni/bridge ] || [ -x /opt/cni/bin/bridge ] || missing+=(containernetworking-plugins)
+	command -v promtool >/dev/null || missing+=(prometheus)
 	if [ ${#missing[@]} -eq 0 ]; then
 		exit 0
 	fi

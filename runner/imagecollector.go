@@ -19,6 +19,7 @@ func newImageCollector(r *Runner, store ImageStore, policy ImageGCPolicy) *image
 			typ := EventNormal
 			if warning {
 				typ = EventWarning
+				r.metrics.imageGCFailures.WithLabelValues(reason).Inc() // its only warnings are failures
 			}
 			r.events.Add(Record{Type: typ, Reason: reason, Message: message})
 		},

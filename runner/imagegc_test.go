@@ -59,7 +59,7 @@ func (f *fakeImages) ImageName(image string) string { return "example.com/" + im
 // TestCollectFreesDownToLowThreshold fills a fake image filesystem past the high
 // threshold and checks that collection removes the least recently used unused images
 // until it is at the low threshold, never one a pod uses, a pod wants or the image dir
-// pins, and says so in events and metrics.
+// pins, and says so in events and metrics (a failure to free enough counted as one).
 func TestCollectFreesDownToLowThreshold(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	f := newFakeRuntime(func() time.Time { return now })
@@ -131,6 +131,11 @@ func TestCollectFreesDownToLowThreshold(t *testing.T) {
 	}
 	if got, want := counterOf(t, r.metrics.imageBytesFreed), float64(20*mib); got != want {
 		t.Errorf("staticpod_image_gc_freed_bytes_total = %v, want %v", got, want)
+	}
+	for reason, want := range map[string]float64{ReasonFreeDiskSpaceFailed: 1, ReasonImageGCFailed: 0} {
+		if got := counterOf(t, r.metrics.imageGCFailures.WithLabelValues(reason)); got != want {
+			t.Errorf("staticpod_image_gc_failures_total{reason=%q} = %v, want %v", reason, got, want)
+		}
 	}
 }
 

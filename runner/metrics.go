@@ -18,8 +18,9 @@ type metrics struct {
 	pullDuration   prometheus.Histogram
 	podStart       prometheus.Histogram
 
-	imagesRemoved   prometheus.Counter // by image garbage collection
-	imageBytesFreed prometheus.Counter // measured on the image filesystem
+	imagesRemoved   prometheus.Counter     // by image garbage collection
+	imageBytesFreed prometheus.Counter     // measured on the image filesystem
+	imageGCFailures *prometheus.CounterVec // by event reason
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -45,13 +46,20 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "staticpod_image_gc_freed_bytes_total",
 			Help: "Bytes the image filesystem gained from the images garbage collection removed.",
 		}),
+		imageGCFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "staticpod_image_gc_failures_total",
+			Help: "Image garbage collections that failed, by the reason of their event: ImageGCFailed (a list, a measure or a removal failed) or FreeDiskSpaceFailed (not enough unused images to free down to the low threshold).",
+		}, []string{"reason"}),
+	}
+	for _, reason := range []string{ReasonImageGCFailed, ReasonFreeDiskSpaceFailed} {
+		m.imageGCFailures.WithLabelValues(reason) // a 0 before the first failure
 	}
 	for _, src := range []string{manifests.SourceFile, manifests.SourceHTTP, manifests.SourceAPI} {
 		m.manifestErrors.WithLabelValues(src) // a 0, not no series, before the first error
 	}
 	if reg != nil {
 		reg.MustRegister(m.manifestErrors, m.syncDuration, m.relistDuration, m.relistInterval, m.pullDuration, m.podStart,
-			m.imagesRemoved, m.imageBytesFreed)
+			m.imagesRemoved, m.imageBytesFreed, m.imageGCFailures)
 	}
 	return m
 }
