@@ -9,7 +9,7 @@ FUZZFLAGS ?=
 # endpoint, the CRI log reader, and the labels state is rebuilt from after a restart.
 FUZZ_TARGETS := manifests:FuzzLoad api:FuzzAPI logs:FuzzRead containerdrt:FuzzLabels
 
-.PHONY: all build deps test unit fuzz-quick fuzz chaos soak lint run run-clean bench bench-quick bench-compare bench-go clean install vm-test
+.PHONY: all build deps test-deps test unit fuzz-quick fuzz chaos soak lint run run-clean bench bench-quick bench-compare bench-go clean install vm-test
 
 all: build
 
@@ -20,16 +20,19 @@ all: build
 build:
 	GO=$(GO) VERSION=$(VERSION) ./hack/build.sh $(BIN)
 
-# deps installs containerd, runc, busybox-static (when /bin/busybox is not static), the
-# CNI plugins and prometheus (for promtool, which checks the alerting rules) through apt
-# when they are missing.
+# deps installs containerd, runc, busybox-static (when /bin/busybox is not static) and
+# the CNI plugins through apt when they are missing; test-deps also puts promtool (which
+# checks the alerting rules) in .cache/bin, out of Debian's prometheus package.
 deps:
 	./hack/deps.sh
 
+test-deps:
+	./hack/deps.sh test
+
 # test runs every test, unit and integration (a private containerd is started by the
 # tests themselves), then each fuzz target for a short while.
-test: deps
-	$(GO) test -count=1 ./...
+test: test-deps
+	PATH="$(CURDIR)/.cache/bin:$$PATH" $(GO) test -count=1 ./...
 	$(MAKE) fuzz-quick
 
 # unit runs the tests that need no containerd.

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what staticpod needs on a Debian machine, through apt, when it is missing:
 # containerd and runc to run containers, busybox-static for the example and test images,
-# containernetworking-plugins for pod networks (CNI plugins, in /usr/lib/cni), and
-# prometheus for its promtool, with which the tests check the alerting rules in
-# contrib/prometheus.
+# and containernetworking-plugins for pod networks (CNI plugins, in /usr/lib/cni).
+# `deps.sh test` also puts promtool, with which the tests check the alerting rules in
+# contrib/prometheus, in .cache/bin (see test_tools).
 #
 # busybox must be static: the images are busybox alone, with no libc beside it. Debian's
 # busybox package (which initramfs-tools pulls in on most machines) is dynamic;
@@ -50,8 +50,8 @@ main() {
 	command -v runc >/dev/null || missing+=(runc)
 	static_elf /bin/busybox || missing+=(busybox-static)
 	[ -x /usr/lib/cni/bridge ] || [ -x /opt/cni/bin/bridge ] || missing+=(containernetworking-plugins)
-	command -v promtool >/dev/null || missing+=(prometheus)
 	if [ ${#missing[@]} -eq 0 ]; then
+		[ "${1:-}" != test ] || test_tools
 		exit 0
 	fi
 	if [ "$(id -u)" != 0 ]; then
@@ -66,6 +66,27 @@ main() {
 		echo "/bin/busybox is still not a static binary after installing busybox-static" >&2
 		exit 1
 	fi
+	[ "${1:-}" != test ] || test_tools
+}
+
+# test_tools puts promtool in .cache/bin (which make test puts first on PATH) unless one
+# is on PATH: taken out of Debian's prometheus package rather than installing it, whose
+# service would start a Prometheus server on port 9090 of the machine.
+test_tools() {
+	local bin tmp
+	bin="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.cache/bin"
+	if command -v promtool >/dev/null || [ -x "$bin/promtool" ]; then
+		return 0
+	fi
+	echo "taking promtool out of Debian's prometheus package into $bin"
+	tmp=$(mktemp -d)
+	chown _apt "$tmp" 2>/dev/null || true # apt downloads as its own user where it has one
+	(cd "$tmp" && apt-get update -qq && apt-get download -qq prometheus) &&
+		dpkg-deb --fsys-tarfile "$tmp"/prometheus_*.deb | tar -x -C "$tmp" ./usr/bin/promtool &&
+		mkdir -p "$bin" && install -m 0755 "$tmp/usr/bin/promtool" "$bin/promtool"
+	local rc=$?
+	rm -rf "$tmp"
+	return $rc
 }
 
 # Sourced (by the tests), it only defines its functions.
