@@ -66,6 +66,12 @@ func TestRemoteFlagsTrustTheGivenCAOnly(t *testing.T) {
 			t.Errorf("ps over TLS with %s: exit %d, %q; want %d and %q", tt.name, code, errOut, tt.code, tt.want)
 		}
 	}
+	// A certificate that is not trusted will not be: wait does not try again until its
+	// timeout, as it does while no daemon answers.
+	if _, errOut, code := runCLI(t, "wait", "--server", url, "--certificate-authority", other, "--for=condition=Ready", "--all", "--timeout", "10m"); code != ExitUsage ||
+		!strings.Contains(errOut, "certificate signed by unknown authority") || strings.Contains(errOut, "timed out") {
+		t.Errorf("wait over TLS with another CA: exit %d, %q; want 2 at once", code, errOut)
+	}
 	t.Setenv("STATICPOD_CERTIFICATE_AUTHORITY", ca)
 	if _, errOut, code := runCLI(t, "ps", "--server", url); code != 0 {
 		t.Errorf("ps over TLS with STATICPOD_CERTIFICATE_AUTHORITY: exit %d, %q", code, errOut)
