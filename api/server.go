@@ -1,10 +1,9 @@
 // Package api owns staticpod's local HTTP API: the unix socket it always serves on and
 // the optional TCP listener (HTTPS with a certificate given; guarded by a bearer token;
-// without one, it serves only what
-// the kubelet's read-only port serves), health and readiness, the kubelet's read-only
-// /pods shape, container logs, exec in a container, events, Prometheus metrics, the
-// ConfigMaps and Secrets loaded (names and keys only), and the /manifests endpoints of
-// the push source, which serve no Secret's values.
+// without one, it serves only what the kubelet's read-only port serves), health and
+// readiness, the kubelet's read-only /pods shape, container logs, exec in a container,
+// events, Prometheus metrics, the ConfigMaps and Secrets loaded (names and keys only),
+// and the /manifests endpoints of the push source, which serve no Secret's values.
 //
 // It reads the runner through the Backend interface, runs exec through Execer and stores
 // pushed manifests through ManifestStore, so that it can be tested with fakes. It

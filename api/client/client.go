@@ -1,10 +1,10 @@
 // Package client is a Go client of staticpod's local HTTP API (the daemon's package api),
-// over the daemon's unix socket or over its TCP listener (http, or https trusting a CA
-// of the caller's choice) with a bearer token. It lists
-// pods, asks whether it lists every pod its sources want, reads one pod, its events
-// and its containers' logs, lists the images and the ConfigMaps and Secrets (names and
-// keys), and reports what went wrong as typed errors for errors.As: *UnreachableError when no daemon answered, *NotFoundError for a pod the
-// daemon does not run, *APIError for any other answer but 2xx.
+// over the daemon's unix socket or over its TCP listener (http, or https trusting a CA of
+// the caller's choice) with a bearer token. It lists pods, asks whether it lists every
+// pod its sources want, reads one pod, its events and its containers' logs, lists the
+// images and the ConfigMaps and Secrets (names and keys), and reports what went wrong as
+// typed errors for errors.As: *UnreachableError when no daemon answered, *NotFoundError
+// for a pod the daemon does not run, *APIError for any other answer but 2xx.
 //
 // Exec runs a command in a container over an upgraded connection (see package wire for
 // its frames), with its input, output, terminal and exit code; *ExecError is a command
