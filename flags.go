@@ -64,6 +64,8 @@ func runFlags() []cli.Flag {
 		str("api-socket", client.DefaultSocket, "unix socket of the API (mode 0600)"),
 		str("listen", "", "optional TCP address for the API"),
 		str("api-token-file", "", "file holding the bearer token required over TCP"),
+		str("tls-cert-file", "", "PEM certificate (with its chain) the TCP listener serves HTTPS with; needs --tls-private-key-file"),
+		str("tls-private-key-file", "", "PEM private key of --tls-cert-file"),
 		dur("pleg-relist-period", runner.DefaultRelistPeriod, "how often containerd is relisted"),
 		dur("progress-deadline", 0, "roll a pod's new revision that is not Ready this long after its containers start back to its last Ready one, for pods without the "+manifests.AnnotationProgressDeadline+" annotation (0: off)"),
 		&cli.BoolFlag{Name: "pleg-exit-events", Value: true, Usage: "relist at once when containerd reports a task exit (false: on the relist period only)", EnvVars: spcli.Env("pleg-exit-events")},

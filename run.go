@@ -211,6 +211,7 @@ func (d *daemon) setup(ctx context.Context) error {
 		RuntimeHealthy: rt.Healthy, Images: d.r, Objects: d.r, Exec: rt,
 		Registry: reg, Log: d.log,
 		Socket: c.String("api-socket"), Listen: c.String("listen"), TokenFile: c.String("api-token-file"),
+		TLSCertFile: c.String("tls-cert-file"), TLSKeyFile: c.String("tls-private-key-file"),
 	})
 	if err != nil {
 		return errors.Join(err, rt.Close())

@@ -2,6 +2,7 @@ package api
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -112,4 +114,86 @@ func readToken(path string, log *slog.Logger) ([]byte, error) {
 	}
 	sum := sha256.Sum256([]byte(token))
 	return sum[:], nil
+}
+
+// serverTLS is the TCP listener's TLS configuration from cfg's certificate and key
+// files, nil when neither is given. The files are read now, so that a wrong one stops
+// the daemon at start, and again at a handshake after either has changed, so that a
+// renewed certificate is served without a restart (as the kubelet reloads its
+// --tls-cert-file). Only HTTP/1.1 is offered: exec upgrades its connection.
+func serverTLS(cfg Config) (*tls.Config, error) {
+	switch {
+	case cfg.TLSCertFile == "" && cfg.TLSKeyFile == "":
+		return nil, nil
+	case cfg.TLSCertFile == "" || cfg.TLSKeyFile == "":
+		return nil, errors.New("api tls: --tls-cert-file and --tls-private-key-file go together: give both")
+	case cfg.Listen == "":
+		return nil, errors.New("api tls: --tls-cert-file serves the TCP listener: give --listen too")
+	}
+	kp := &keyPair{certFile: cfg.TLSCertFile, keyFile: cfg.TLSKeyFile, log: cfg.Log}
+	if _, err := kp.load(); err != nil {
+		return nil, err
+	}
+	return &tls.Config{
+		MinVersion:     tls.VersionTLS12,
+		NextProtos:     []string{"http/1.1"},
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return kp.get() },
+	}, nil
+}
+
+// keyPair is a certificate and its key, read again from their files when they change.
+type keyPair struct {
+	certFile, keyFile string
+	log               *slog.Logger
+
+	mu      sync.Mutex // guards what follows
+	cert    *tls.Certificate
+	modTime [2]time.Time // of the files as last read
+}
+
+// get returns the certificate, read again if a file changed since; a renewal that does
+// not load (a half-written file) keeps the last good one, with a warning.
+func (k *keyPair) get() (*tls.Certificate, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.modTime == k.stat() {
+		return k.cert, nil
+	}
+	if _, err := k.loadLocked(); err != nil {
+		k.log.Warn("api tls: keep serving the certificate loaded before", "err", err)
+	}
+	return k.cert, nil
+}
+
+func (k *keyPair) load() (*tls.Certificate, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.loadLocked()
+}
+
+func (k *keyPair) loadLocked() (*tls.Certificate, error) {
+	mod := k.stat()
+	cert, err := tls.LoadX509KeyPair(k.certFile, k.keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("api tls: load %s and %s: %w", k.certFile, k.keyFile, err)
+	}
+	k.cert, k.modTime = &cert, mod
+	return k.cert, nil
+}
+
+func (k *keyPair) stat() [2]time.Time {
+	var mod [2]time.Time
+	for i, f := range []string{k.certFile, k.keyFile} {
+		if info, err := os.Stat(f); err == nil {
+			mod[i] = info.ModTime()
+		}
+	}
+	return mod
+}
+
+// loopback reports whether addr is a loopback address, where plain HTTP leaves the
+// machine never.
+func loopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }

@@ -1,9 +1,9 @@
 // Package api owns staticpod's local HTTP API: the unix socket it always serves on and
-// the optional TCP listener (guarded by a bearer token; without one, it serves only what
-// the kubelet's read-only port serves), health and readiness, the kubelet's read-only
-// /pods shape, container logs, exec in a container, events, Prometheus metrics, the
-// ConfigMaps and Secrets loaded (names and keys only), and the /manifests endpoints of
-// the push source, which serve no Secret's values.
+// the optional TCP listener (HTTPS with a certificate given; guarded by a bearer token;
+// without one, it serves only what the kubelet's read-only port serves), health and
+// readiness, the kubelet's read-only /pods shape, container logs, exec in a container,
+// events, Prometheus metrics, the ConfigMaps and Secrets loaded (names and keys only),
+// and the /manifests endpoints of the push source, which serve no Secret's values.
 //
 // It reads the runner through the Backend interface, runs exec through Execer and stores
 // pushed manifests through ManifestStore, so that it can be tested with fakes. It
@@ -13,6 +13,7 @@ package api
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -99,13 +100,18 @@ type Config struct {
 	Socket    string // unix socket path, always served
 	Listen    string // optional TCP address
 	TokenFile string // bearer token every TCP request must carry; without one TCP serves only publicRoutes
+
+	// The TCP listener's certificate (with its chain) and private key, PEM: with both, it
+	// serves HTTPS only. Both or neither.
+	TLSCertFile, TLSKeyFile string
 }
 
 // Server is the local HTTP API.
 type Server struct {
 	cfg   Config
 	log   *slog.Logger
-	token []byte // SHA-256 of the bearer token; nil when there is no token file
+	token []byte      // SHA-256 of the bearer token; nil when there is no token file
+	tls   *tls.Config // of the TCP listener; nil for plain HTTP
 	mux   *http.ServeMux
 
 	wrongToken *rateLimit // of the warnings about requests with a wrong token
@@ -135,6 +141,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Backend == nil {
 		return nil, errors.New("new api server: no backend")
 	}
+	var err error
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -153,6 +160,9 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		s.token = token
+	}
+	if s.tls, err = serverTLS(cfg); err != nil {
+		return nil, err
 	}
 	if err := registerMetrics(cfg.Registry, cfg.Backend); err != nil {
 		return nil, err
@@ -210,9 +220,12 @@ func (s *Server) Run(ctx context.Context) error {
 	if len(listeners) > 1 {
 		servers = append(servers, s.httpServer(s.tcpGuard(s.mux)))
 	}
-	s.log.Info("api serving", "socket", s.cfg.Socket, "listen", s.cfg.Listen, "token", s.token != nil)
-	if len(listeners) > 1 && s.token == nil {
+	s.log.Info("api serving", "socket", s.cfg.Socket, "listen", s.cfg.Listen, "token", s.token != nil, "tls", s.tls != nil)
+	switch {
+	case len(listeners) > 1 && s.token == nil:
 		s.log.Warn("the TCP listener has no --api-token-file: it serves /healthz, /readyz, /metrics and /pods (every pod's spec and status) to anyone who reaches it, and nothing else", "listen", s.tcpAddr.String())
+	case len(listeners) > 1 && s.tls == nil && !loopback(s.tcpAddr):
+		s.log.Warn("the TCP listener serves plain HTTP beyond this machine: the bearer token crosses the network in the clear; give --tls-cert-file and --tls-private-key-file", "listen", s.tcpAddr.String())
 	}
 	close(s.ready)
 
@@ -260,6 +273,9 @@ func (s *Server) Listen() error {
 			return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
 		}
 		s.tcpAddr = tcpL.Addr()
+		if s.tls != nil {
+			tcpL = tls.NewListener(tcpL, s.tls)
+		}
 		listeners = append(listeners, tcpL)
 	}
 	s.listeners, s.sock = listeners, sock

@@ -126,7 +126,7 @@ func TestClientErrorsSayWhatToDo(t *testing.T) {
 	if _, errOut, code := runCLI(t, "ps", "--server", denied.URL); code != ExitInvalid || !strings.Contains(errOut, "ps: missing bearer token (give the API token with --token-file) (HTTP 401)") {
 		t.Errorf("ps --server without a token: exit %d, %q", code, errOut)
 	}
-	if _, errOut, code := runCLI(t, "ps", "--server", "127.0.0.1:8080"); code != ExitUsage || !strings.Contains(errOut, `--server "127.0.0.1:8080": use http://host:port`) {
+	if _, errOut, code := runCLI(t, "ps", "--server", "127.0.0.1:8080"); code != ExitUsage || !strings.Contains(errOut, `--server 127.0.0.1:8080: use http://host:port or https://host:port`) {
 		t.Errorf("ps --server without a scheme: exit %d, %q", code, errOut)
 	}
 	if _, errOut, code := runCLI(t, "ps", "--server", denied.URL, "--token-file", missing); code != ExitUsage || !strings.Contains(errOut, "--token-file: open "+missing) {

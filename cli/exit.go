@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -49,9 +51,14 @@ func exitError(cmd string, err error) error {
 func explain(err error) error {
 	var unreachable *client.UnreachableError
 	var apiErr *client.APIError
+	var untrusted *tls.CertificateVerificationError
 	switch {
 	case errors.As(err, &unreachable) && unreachable.Socket != "" && errors.Is(unreachable.Err, syscall.ENOENT):
 		return &hinted{err, ", or give its socket with --api-socket (or STATICPOD_API_SOCKET)"}
+	case errors.As(err, &untrusted):
+		return &hinted{err, "; give the CA that signed it with --certificate-authority (or STATICPOD_CERTIFICATE_AUTHORITY)"}
+	case errors.As(err, &apiErr) && apiErr.Code == http.StatusBadRequest && strings.Contains(apiErr.Message, "HTTPS server"):
+		return &client.APIError{Code: apiErr.Code, Message: apiErr.Message + " (the daemon serves TLS: use https:// in --server)"}
 	case errors.As(err, &apiErr) && (apiErr.Code == http.StatusUnauthorized || apiErr.Code == http.StatusForbidden):
 		return &client.APIError{Code: apiErr.Code, Message: apiErr.Message + " (give the API token with --token-file)"}
 	}

@@ -16,6 +16,8 @@ package cli
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"strings"
 
@@ -77,31 +79,53 @@ func NodeName(c *cli.Context) (string, error) {
 func clientFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "api-socket", Value: client.DefaultSocket, Usage: "unix socket of the daemon's API", EnvVars: Env("api-socket")},
-		&cli.StringFlag{Name: "server", Usage: "`http://host:port` of the daemon's TCP API (staticpod run --listen), instead of the socket", EnvVars: Env("server")},
+		&cli.StringFlag{Name: "server", Usage: "`URL` of the daemon's TCP API (staticpod run --listen), https://host:port or http://host:port, instead of the socket", EnvVars: Env("server")},
 		&cli.StringFlag{Name: "token-file", Usage: "file holding the bearer token of the TCP API", EnvVars: Env("token-file")},
+		&cli.StringFlag{Name: "certificate-authority", Usage: "PEM `FILE` of the CA that signed the daemon's certificate, trusted instead of the system's CAs (https:// only)", EnvVars: Env("certificate-authority")},
+		&cli.BoolFlag{Name: "insecure-skip-tls-verify", Usage: "trust any certificate of the daemon (https:// only): the token goes to whoever answers", EnvVars: Env("insecure-skip-tls-verify")},
 	}
 }
 
-// newClient returns a client of the API the command's clientFlags name.
+// newClient returns a client of the API the command's clientFlags name. A token sent
+// over plain http to another machine is sent, as kubectl sends it, with a warning.
 func newClient(c *cli.Context) (*client.Client, error) {
 	server := c.String("server")
 	if server == "" {
 		return client.New(c.String("api-socket")), nil
 	}
 	var token string
-	var tokenErr error
 	if f := c.String("token-file"); f != "" {
 		data, err := os.ReadFile(f)
-		token, tokenErr = strings.TrimSpace(string(data)), err
+		if err != nil {
+			return nil, cli.Exit(fmt.Sprintf("--token-file: %v", err), ExitUsage)
+		}
+		token = strings.TrimSpace(string(data))
 	}
-	api, err := client.NewURL(server, token)
-	switch {
-	case err != nil:
-		return nil, cli.Exit(fmt.Sprintf("--server %q: use http://host:port", server), ExitUsage)
-	case tokenErr != nil:
-		return nil, cli.Exit(fmt.Sprintf("--token-file: %v", tokenErr), ExitUsage)
+	opts := client.TLSOptions{InsecureSkipVerify: c.Bool("insecure-skip-tls-verify")}
+	if f := c.String("certificate-authority"); f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, cli.Exit(fmt.Sprintf("--certificate-authority: %v", err), ExitUsage)
+		}
+		opts.CA = data
+	}
+	api, err := client.NewTLS(server, token, opts)
+	if err != nil {
+		return nil, cli.Exit(fmt.Sprintf("--server %s: %v", server, err), ExitUsage)
+	}
+	if u, _ := url.Parse(server); token != "" && u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		fmt.Fprintf(c.App.ErrWriter, "staticpod: warning: the API token goes to %s over plain http, readable by anyone on the way; serve the API with --tls-cert-file and use https://\n", u.Host)
 	}
 	return api, nil
+}
+
+// loopbackHost reports whether host names this machine: localhost, or a loopback IP.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func containerFlag() cli.Flag {

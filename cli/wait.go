@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -221,8 +222,11 @@ func (wt *waiter) firstList(ctx context.Context) (*corev1.PodList, error) {
 		}
 		var unreachable *client.UnreachableError
 		var apiErr *client.APIError
+		var untrusted *tls.CertificateVerificationError
 		switch {
 		case ctx.Err() != nil:
+		case errors.As(err, &untrusted): // no retry will trust it
+			return nil, err
 		case errors.As(err, &unreachable) || errors.As(err, &apiErr) && apiErr.Code == http.StatusServiceUnavailable:
 			last = err
 		default:

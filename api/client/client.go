@@ -1,9 +1,10 @@
 // Package client is a Go client of staticpod's local HTTP API (the daemon's package api),
-// over the daemon's unix socket or over its TCP listener with a bearer token. It lists
-// pods, asks whether it lists every pod its sources want, reads one pod, its events
-// and its containers' logs, lists the images and the ConfigMaps and Secrets (names and
-// keys), and reports what went wrong as typed errors for errors.As: *UnreachableError when no daemon answered, *NotFoundError for a pod the
-// daemon does not run, *APIError for any other answer but 2xx.
+// over the daemon's unix socket or over its TCP listener (http, or https trusting a CA of
+// the caller's choice) with a bearer token. It lists pods, asks whether it lists every
+// pod its sources want, reads one pod, its events and its containers' logs, lists the
+// images and the ConfigMaps and Secrets (names and keys), and reports what went wrong as
+// typed errors for errors.As: *UnreachableError when no daemon answered, *NotFoundError
+// for a pod the daemon does not run, *APIError for any other answer but 2xx.
 //
 // Exec runs a command in a container over an upgraded connection (see package wire for
 // its frames), with its input, output, terminal and exit code; *ExecError is a command
@@ -16,6 +17,8 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,13 +57,48 @@ func New(socket string) *Client {
 }
 
 // NewURL returns a client of the API at server (http://host:port or https://host:port,
-// as `staticpod run --listen` serves it) that sends token, if any, as its bearer token.
+// as `staticpod run --listen` serves it) that sends token, if any, as its bearer token,
+// and trusts the system's CAs over https.
 func NewURL(server, token string) (*Client, error) {
+	return NewTLS(server, token, TLSOptions{})
+}
+
+// TLSOptions say which certificates a client over https:// trusts, as kubectl's
+// --certificate-authority and --insecure-skip-tls-verify do. The zero value trusts the
+// system's CAs.
+type TLSOptions struct {
+	CA                 []byte // PEM of the CAs to trust instead of the system's
+	InsecureSkipVerify bool   // trust any certificate: the connection is encrypted, but to anyone
+}
+
+// NewTLS is NewURL with the certificates opts trust. A CA with InsecureSkipVerify is an
+// error, as it is to kubectl, and so is either with an http:// server, where they would
+// mean nothing.
+func NewTLS(server, token string, opts TLSOptions) (*Client, error) {
 	u, err := url.Parse(server)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("server %q: want http://host:port", server)
+		return nil, errors.New("use http://host:port or https://host:port")
 	}
-	return &Client{http: &http.Client{}, base: strings.TrimSuffix(server, "/"), token: token}, nil
+	tlsOpts := opts.CA != nil || opts.InsecureSkipVerify
+	switch {
+	case opts.CA != nil && opts.InsecureSkipVerify:
+		return nil, errors.New("specifying a root certificates file with the insecure flag is not allowed")
+	case tlsOpts && u.Scheme != "https":
+		return nil, errors.New("a CA and skipping verification are for https:// servers")
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.ForceAttemptHTTP2 = false // exec upgrades an HTTP/1.1 connection
+	if tlsOpts {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: opts.InsecureSkipVerify}
+		if opts.CA != nil {
+			cfg.RootCAs = x509.NewCertPool()
+			if !cfg.RootCAs.AppendCertsFromPEM(opts.CA) {
+				return nil, errors.New("the CA file holds no PEM certificate")
+			}
+		}
+		transport.TLSClientConfig = cfg
+	}
+	return &Client{http: &http.Client{Transport: transport}, base: strings.TrimSuffix(server, "/"), token: token}, nil
 }
 
 // Pods lists every pod the daemon runs, with its status (GET /pods).

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ func (e *UnreachableError) Error() string {
 	if e.Socket != "" {
 		where = "unix socket " + e.Socket
 	}
+	var untrusted *tls.CertificateVerificationError
 	switch {
 	case errors.Is(e.Err, syscall.EACCES) || errors.Is(e.Err, syscall.EPERM):
 		return fmt.Sprintf("permission denied on the %s: the API socket is open to its owner only (mode 0600); run this command as root, e.g. with sudo", where)
@@ -35,6 +37,8 @@ func (e *UnreachableError) Error() string {
 		return fmt.Sprintf("the staticpod daemon is not running: no API socket at %s; %s", e.Socket, start)
 	case e.Socket != "" && errors.Is(e.Err, syscall.ECONNREFUSED):
 		return fmt.Sprintf("the staticpod daemon is not running: nothing listens on the %s (left behind by a daemon that exited?); %s", where, start)
+	case errors.As(e.Err, &untrusted):
+		return fmt.Sprintf("the staticpod daemon at %s has a certificate this client does not trust: %v", e.Server, untrusted.Err)
 	case errors.Is(e.Err, syscall.ECONNREFUSED):
 		return fmt.Sprintf("the staticpod daemon does not answer at %s: connection refused; is `staticpod run --listen` running there?", e.Server)
 	}
