@@ -46,10 +46,10 @@ const module = "github.com/staticpod/staticpod"
 // along containerdrt's seams import neither containerdrt nor each other's concerns, so
 // that each is found by its name below the runtime: images (the image store; runner for
 // its image types), cgroups (the driver, pod cgroups and their limits), podnet (pod
-// networks through CNI) and shims (finding and ending shims and log writers from /proc,
+// networks through CNI), shims (finding and ending shims and log writers from /proc,
 // runc's and containerd's leftovers on the disk: only internal/proc and logs, never the
-// runtime it serves) and stats (usage read from the cgroups: cgroups and logs); internal/atomicfile, a leaf, writes a file whole; only main
-// imports everything. A package added to the module needs a rule here.
+// runtime it serves) and stats (usage read from the cgroups: cgroups and logs);
+// internal/atomicfile, a leaf, writes a file whole; only main imports everything. A package added to the module needs a rule here.
 var rules = map[string][]string{
 	"":                              {"*"},
 	"manifests":                     nil,

@@ -24,7 +24,9 @@ func testSummary() *statsapi.Summary {
 	cpu := func(ns uint64) *statsapi.CPUStats {
 		return &statsapi.CPUStats{Time: at, UsageCoreNanoSeconds: u64(ns), UsageNanoCores: u64(3e6)}
 	}
-	mem := func(ws uint64) *statsapi.MemoryStats { return &statsapi.MemoryStats{Time: at, WorkingSetBytes: u64(ws)} }
+	mem := func(ws uint64) *statsapi.MemoryStats {
+		return &statsapi.MemoryStats{Time: at, WorkingSetBytes: u64(ws)}
+	}
 	return &statsapi.Summary{
 		Node: statsapi.NodeStats{NodeName: "node1", CPU: cpu(100e9), Memory: mem(500 << 20)},
 		Pods: []statsapi.PodStats{{
