@@ -36,6 +36,7 @@ type Config struct {
 	Mount   string
 	Unified *bool
 	Meminfo string
+	Stat    string // /proc/stat, whose btime is the node's start time
 	Now     func() time.Time
 }
 
@@ -44,6 +45,7 @@ type Config struct {
 type Sampler struct {
 	cfg     Config
 	unified bool
+	booted  time.Time // the node's start time; zero if unknown
 
 	mu      sync.Mutex
 	last    sample               // the latest sample
@@ -102,10 +104,16 @@ func New(cfg Config) *Sampler {
 	if cfg.Meminfo == "" {
 		cfg.Meminfo = "/proc/meminfo"
 	}
+	if cfg.Stat == "" {
+		cfg.Stat = "/proc/stat"
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	s := &Sampler{cfg: cfg, prev: map[string]cpuSample{}, changed: make(chan struct{})}
+	if stat, err := readStat(cfg.Stat); err == nil && stat["btime"] > 0 {
+		s.booted = time.Unix(int64(stat["btime"]), 0)
+	}
 	if cfg.Unified != nil {
 		s.unified = *cfg.Unified
 	} else {

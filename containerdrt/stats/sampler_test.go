@@ -47,14 +47,14 @@ func TestSamplerReportsPodsContainersAndCPURate(t *testing.T) {
 	v1Cgroup(t, mount, "/", 100e9, 500e6)
 	v1Cgroup(t, mount, podDir, 2e9, 20e6)
 	v1Cgroup(t, mount, podDir+"/c1", 1e9, 17e6)
-	writeFiles(t, logDir, map[string]string{"default_web_u1/app/0.log": "0123456789"})
+	writeFiles(t, logDir, map[string]string{"default_web_u1/app/0.log": "0123456789", "stat": "cpu  1 2 3\nbtime 1700000000\n"})
 	now := time.Unix(1000, 0)
 	no := false
 	s := New(Config{Pods: func() []*corev1.Pod { return []*corev1.Pod{pod} }, Cgroups: pods, Node: "n1",
-		PodLogDir: logDir, Mount: mount, Unified: &no, Now: func() time.Time { return now }})
+		PodLogDir: logDir, Stat: filepath.Join(logDir, "stat"), Mount: mount, Unified: &no, Now: func() time.Time { return now }})
 	s.Sample()
 	sum := s.Summary()
-	if sum.Node.NodeName != "n1" || *sum.Node.Memory.WorkingSetBytes != 500e6 || sum.Node.CPU.UsageNanoCores != nil {
+	if sum.Node.NodeName != "n1" || !sum.Node.StartTime.Equal(&metav1.Time{Time: time.Unix(1700000000, 0)}) || *sum.Node.Memory.WorkingSetBytes != 500e6 || sum.Node.CPU.UsageNanoCores != nil {
 		t.Fatalf("node = %+v", sum.Node)
 	}
 	if len(sum.Pods) != 1 || len(sum.Pods[0].Containers) != 1 {

@@ -24,6 +24,9 @@ func (s *Sampler) Summary() *statsapi.Summary {
 	if smp.at.IsZero() {
 		return sum
 	}
+	if !s.booted.IsZero() {
+		sum.Node.StartTime = metav1.NewTime(s.booted)
+	}
 	if smp.node.err == nil {
 		sum.Node.CPU, sum.Node.Memory = cpuStats(smp.node), memoryStats(smp.node)
 	}
