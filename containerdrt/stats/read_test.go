@@ -7,7 +7,7 @@ import (
 )
 
 // writeFiles lays files (path relative to root: content) out under root.
-func writeFiles(t *testing.T, root string, files map[string]string) {
+func writeFiles(t testing.TB, root string, files map[string]string) {
 	t.Helper()
 	for name, content := range files {
 		p := filepath.Join(root, name)

@@ -23,7 +23,7 @@ func testPod() *corev1.Pod {
 	}
 }
 
-func v1Cgroup(t *testing.T, mount, dir string, cpu, mem uint64) {
+func v1Cgroup(t testing.TB, mount, dir string, cpu, mem uint64) {
 	t.Helper()
 	writeFiles(t, mount, map[string]string{
 		filepath.Join("cpuacct", dir, "cpuacct.usage"):        itoa(cpu),
