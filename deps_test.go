@@ -46,10 +46,10 @@ const module = "github.com/staticpod/staticpod"
 // along containerdrt's seams import neither containerdrt nor each other's concerns, so
 // that each is found by its name below the runtime: images (the image store; runner for
 // its image types), cgroups (the driver, pod cgroups and their limits), podnet (pod
-// networks through CNI) and shims (finding and ending shims and log writers from /proc,
+// networks through CNI), shims (finding and ending shims and log writers from /proc,
 // runc's and containerd's leftovers on the disk: only internal/proc and logs, never the
-// runtime it serves); internal/atomicfile, a leaf, writes a file whole; only main
-// imports everything. A package added to the module needs a rule here.
+// runtime it serves) and stats (usage read from the cgroups: cgroups and logs);
+// internal/atomicfile, a leaf, writes a file whole; only main imports everything. A package added to the module needs a rule here.
 var rules = map[string][]string{
 	"":                              {"*"},
 	"manifests":                     nil,
@@ -71,6 +71,7 @@ var rules = map[string][]string{
 	"containerdrt/images":           {"runner/...", "manifests", "api/wire"},                                                                                         // runner.Image, StoredImage, FSUsage and the pull errors; runner brings manifests and api/wire
 	"containerdrt/shims":            {"logs", "internal/proc"},                                                                                                       // /proc and the disk: it knows no runtime, runner or containerd client
 	"containerdrt/cgroups":          {"manifests", "internal/systemd"},                                                                                               // QoS classes and pod limits; pod slices under systemd
+	"containerdrt/stats":            {"containerdrt/cgroups", "manifests", "internal/systemd", "logs"},                                                               // usage from the cgroups: where they are, and the pods' log dirs
 	"containerdrt/podnet":           {"internal/atomicfile"},                                                                                                         // the default network's configuration, written whole
 	"containerdrt/spec":             {"containerdrt/cgroups", "manifests", "runner/...", "api/wire", "internal/systemd"},                                             // pure builders: the types and error classes of what they build from, the CPU conversions
 	"containerdrt/poddir":           {"containerdrt/spec", "containerdrt/cgroups", "manifests", "runner/...", "api/wire", "internal/systemd", "internal/atomicfile"}, // spec's input and downward API values

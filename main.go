@@ -42,6 +42,7 @@ func newApp() *cli.App {
 			validate.Command(),
 			spcli.PS(),
 			spcli.Images(),
+			spcli.Top(),
 			spcli.Logs(),
 			spcli.Describe(),
 			spcli.Exec(),

@@ -22,6 +22,7 @@ import (
 	"github.com/staticpod/staticpod/containerdrt/cgroups"
 	"github.com/staticpod/staticpod/containerdrt/images"
 	"github.com/staticpod/staticpod/containerdrt/podnet"
+	"github.com/staticpod/staticpod/containerdrt/stats"
 	"github.com/staticpod/staticpod/httpsource"
 	"github.com/staticpod/staticpod/internal/ctrd"
 	"github.com/staticpod/staticpod/internal/dirlock"
@@ -55,6 +56,7 @@ type daemon struct {
 	rt    *containerdrt.Runtime
 	r     *runner.Runner
 	api   *api.Server
+	stats *stats.Sampler // what pods use, from their cgroups, for the API
 	push  *httpsource.Push
 	url   *httpsource.URLSource  // nil without --manifest-url
 	svc   *service.Service       // systemd's notify protocol
@@ -206,9 +208,15 @@ func (d *daemon) setup(ctx context.Context) error {
 	// A push may not take a UID another pod has; one made while staticpod starts waits
 	// until that is known.
 	d.push.Holder, d.push.HolderKnown = d.r.UIDHolder, d.r.UIDsKnown()
+	driver, cgroupRoot := rt.Cgroups()
+	podCgroups, err := cgroups.New(cgroups.Config{Driver: driver, Root: cgroupRoot})
+	if err != nil {
+		return errors.Join(err, rt.Close())
+	}
+	d.stats = stats.New(stats.Config{Pods: d.r.Pods, Cgroups: podCgroups, Node: d.node, PodLogDir: c.String("pod-log-dir"), Log: d.log})
 	d.api, err = api.New(api.Config{
 		Backend: d.r, Store: d.push, Sources: d.sources(), PodLogDir: c.String("pod-log-dir"),
-		RuntimeHealthy: rt.Healthy, Images: d.r, Objects: d.r, Exec: rt,
+		RuntimeHealthy: rt.Healthy, Images: d.r, Objects: d.r, Exec: rt, Stats: d.stats,
 		Registry: reg, Log: d.log,
 		Socket: c.String("api-socket"), Listen: c.String("listen"), TokenFile: c.String("api-token-file"),
 		TLSCertFile: c.String("tls-cert-file"), TLSKeyFile: c.String("tls-private-key-file"),
@@ -275,6 +283,7 @@ func (d *daemon) run(ctx context.Context) error {
 	})
 	g.Go(func() error { return d.api.Run(ctx) })
 	g.Go(func() error { return d.disks.Run(ctx) })
+	g.Go(func() error { return d.stats.Run(ctx) })
 	select {
 	case <-d.rt.Images().Imported():
 	case <-ctx.Done():

@@ -2,8 +2,10 @@
 // the optional TCP listener (HTTPS with a certificate given; guarded by a bearer token;
 // without one, it serves only what the kubelet's read-only port serves), health and
 // readiness, the kubelet's read-only /pods shape, container logs, exec in a container,
-// events, Prometheus metrics, the ConfigMaps and Secrets loaded (names and keys only),
-// and the /manifests endpoints of the push source, which serve no Secret's values.
+// events, Prometheus metrics, what pods use (the kubelet's /stats/summary and
+// /metrics/resource, from a Stats sampler), the ConfigMaps and Secrets loaded (names and
+// keys only), and the /manifests endpoints of the push source, which serve no Secret's
+// values.
 //
 // It reads the runner through the Backend interface, runs exec through Execer and stores
 // pushed manifests through ManifestStore, so that it can be tested with fakes. It
@@ -94,6 +96,7 @@ type Config struct {
 	Images         Images                          // nil: /images answers 404
 	Objects        Objects                         // nil: /configmaps and /secrets answer 404
 	Exec           Execer                          // nil: /exec answers 404
+	Stats          Stats                           // nil: /stats/summary and /metrics/resource answer 404
 	Registry       *prometheus.Registry            // served on /metrics; a new one when nil
 	Log            *slog.Logger
 
@@ -191,6 +194,8 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /configmaps", s.listConfigMaps)
 	mux.HandleFunc("GET /secrets", s.listSecrets)
 	mux.Handle("GET /metrics", metricsHandler(s.cfg.Registry, s.log))
+	mux.HandleFunc("GET /metrics/resource", s.resourceMetrics)
+	mux.HandleFunc("GET /stats/summary", s.statsSummary)
 	mux.HandleFunc("GET /manifests", s.listManifests)
 	mux.HandleFunc("GET /manifests/{name}", s.getManifest)
 	mux.HandleFunc("PUT /manifests/{name}", s.putManifest)

@@ -203,6 +203,8 @@ func TestTCPWithoutTokenServesOnlyWhatTheKubeletsReadOnlyPortServes(t *testing.T
 		{http.MethodGet, "/configmaps", http.StatusUnauthorized},
 		{http.MethodGet, "/secrets", http.StatusUnauthorized},
 		{http.MethodGet, "/images", http.StatusUnauthorized},
+		{http.MethodGet, "/stats/summary", http.StatusUnauthorized},
+		{http.MethodGet, "/metrics/resource", http.StatusUnauthorized},
 		{http.MethodGet, "/debug/pprof/", http.StatusUnauthorized},
 		{http.MethodGet, "/debug/pprof/cmdline", http.StatusUnauthorized},
 		{http.MethodGet, "/debug/pprof/goroutine?debug=2", http.StatusUnauthorized},

@@ -52,7 +52,7 @@ func fixturePods() []corev1.Pod {
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	app := &cli.App{Name: "staticpod", OnUsageError: UsageError, Commands: []*cli.Command{PS(), Logs(), Describe(), Exec(), Wait()}}
+	app := &cli.App{Name: "staticpod", OnUsageError: UsageError, Commands: []*cli.Command{PS(), Logs(), Describe(), Exec(), Wait(), Top()}}
 	for _, c := range app.Commands {
 		c.OnUsageError = UsageError
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 	corev1 "k8s.io/api/core/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/staticpod/staticpod/api/wire"
 	"github.com/staticpod/staticpod/manifests"
@@ -38,8 +39,13 @@ func runDescribe(c *cli.Context) error {
 		return err
 	}
 	defer req.stop()
+	// Usage is a nicety: a daemon without it, or a pod not sampled yet, shows none.
+	var usage *statsapi.PodStats
+	if sum, err := req.api.Summary(req.ctx); err == nil {
+		usage = podUsage(sum, req.pod)
+	}
 	events, evErr := req.api.Events(req.ctx, req.ref.Namespace, req.ref.Name)
-	return exitError("describe", describePod(c.App.Writer, req.pod, events, explain(evErr), time.Now()))
+	return exitError("describe", describePodUsage(c.App.Writer, req.pod, usage, events, explain(evErr), time.Now()))
 }
 
 // prefixWriter writes describe's lines, indented two spaces per level, to a tab
@@ -68,6 +74,12 @@ func (p prefixWriter) list(level int, title string, items []string) {
 // describePod prints a pod as kubectl describe does, with its source, and events (or
 // why they could not be read).
 func describePod(out io.Writer, pod *corev1.Pod, events []wire.Event, eventsErr error, now time.Time) error {
+	return describePodUsage(out, pod, nil, events, eventsErr, now)
+}
+
+// describePodUsage is describePod with what the pod and its containers use, when
+// usage is not nil.
+func describePodUsage(out io.Writer, pod *corev1.Pod, usage *statsapi.PodStats, events []wire.Event, eventsErr error, now time.Time) error {
 	tw := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
 	p := prefixWriter{tw}
 	describeMeta(p, pod)
@@ -81,6 +93,7 @@ func describePod(out io.Writer, pod *corev1.Pod, events []wire.Event, eventsErr 
 	describeVolumes(p, pod.Spec.Volumes)
 	p.write(0, "QoS Class:\t%s\n", pod.Status.QOSClass)
 	p.write(0, "Pod Limits:\t%s\n", podLimits(pod))
+	describeUsage(p, usage, now)
 	p.list(0, "Node-Selectors", keyValues(pod.Spec.NodeSelector, "="))
 	p.list(0, "Tolerations", tolerations(pod.Spec.Tolerations))
 	describeEvents(p, events, eventsErr, now)

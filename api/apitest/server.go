@@ -1,9 +1,9 @@
 // Package apitest serves a fake of staticpod's API on a unix socket, for the tests of its
 // clients (package api/client and the commands of package cli): the read endpoints
-// /readyz/pods, /pods, /pods/{namespace}/{name}, /events and /containerLogs/...,
-// answered from objects the test sets, and a record of what was asked that a test can
-// wait on. Like the clients it serves, it links no runner: the types of the answers are
-// package wire's.
+// /readyz/pods, /pods, /pods/{namespace}/{name}, /events, /containerLogs/... and
+// /stats/summary, answered from objects the test sets, and a record of what was asked
+// that a test can wait on. Like the clients it serves, it links no runner: the types of
+// the answers are package wire's (and the kubelet's stats/v1alpha1).
 package apitest
 
 import (
@@ -18,6 +18,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/staticpod/staticpod/api/wire"
 )
@@ -34,7 +35,8 @@ type Server struct {
 	events   []wire.Event
 	unready  string // what /readyz/pods answers 503; "" for ready
 	requests []string
-	next     []awaited // channels closed at the next request for their path
+	next     []awaited         // channels closed at the next request for their path
+	summary  *statsapi.Summary // what /stats/summary answers; nil: 404, as a daemon without a sampler
 }
 
 // NewServer serves pods on a socket under t's temporary directory until t ends. A pod it
@@ -84,6 +86,18 @@ func NewServer(t testing.TB, pods []corev1.Pod) *Server {
 		s.mu.Unlock()
 		writeJSON(w, http.StatusOK, events)
 	})
+	mux.HandleFunc("GET /stats/summary", func(w http.ResponseWriter, r *http.Request) {
+		s.note(r)
+		s.mu.Lock()
+		sum := s.summary
+		s.mu.Unlock()
+		if sum == nil {
+			writeJSON(w, http.StatusNotFound, metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,
+				Reason: metav1.StatusReasonNotFound, Message: "usage statistics are not enabled on this server"})
+			return
+		}
+		writeJSON(w, http.StatusOK, sum)
+	})
 	l, err := net.Listen("unix", s.Socket)
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +108,13 @@ func NewServer(t testing.TB, pods []corev1.Pod) *Server {
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return s
+}
+
+// SetSummary sets what /stats/summary answers.
+func (s *Server) SetSummary(sum *statsapi.Summary) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.summary = sum
 }
 
 // SetPods changes the pods the fake serves.

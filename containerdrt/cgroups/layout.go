@@ -205,3 +205,13 @@ func podGraceSeconds(pod *corev1.Pod) int64 {
 	}
 	return corev1.DefaultTerminationGracePeriodSeconds
 }
+
+// PodDir is where the pod's cgroup is in the cgroup filesystem, relative to a
+// hierarchy's mount point (as Dir): its usage counts every container's and the
+// sandbox's.
+func (c Pods) PodDir(pod *corev1.Pod) string {
+	if c.driver == Cgroupfs {
+		return path.Clean("/" + c.pod(pod))
+	}
+	return expandSlice(c.pod(pod))
+}

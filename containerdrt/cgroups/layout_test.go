@@ -57,6 +57,9 @@ func TestPodCgroupsLayout(t *testing.T) {
 		if dir := Dir(got); dir != tc.dir {
 			t.Errorf("Dir(%q) = %q, want %q", got, dir, tc.dir)
 		}
+		if dir := c.PodDir(pods[tc.pod]); dir != path.Dir(tc.dir) {
+			t.Errorf("%+v: PodDir(%s pod) = %q, want the container's parent %q", tc.cfg, tc.pod, dir, path.Dir(tc.dir))
+		}
 	}
 }
 

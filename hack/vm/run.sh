@@ -78,6 +78,7 @@ first_boot() {
 	check_pod_level_resources
 	check_oom_scores
 	check_oom_kill
+	check_stats
 	check_apparmor
 	check_mismatch
 	show ctr -n staticpod tasks ls
@@ -136,6 +137,36 @@ check_cgroups() {
 	done
 	check "systemd knows the guaranteed pod's slice" active \
 		"$(systemctl is-active "$(basename "$(dirname "$(sed -n 's/^0:://p' "/proc/$(task_pid guaranteed app)/cgroup")")")")"
+}
+
+# top_mi is the working set of the burstable pod's app in MiB, as top prints it.
+top_mi() { staticpod top --containers --no-headers "burstable-$node" | awk '$2 == "app" {sub(/Mi$/, "", $4); print $4}'; }
+holds_16mi() { [ "$(top_mi)" -ge 16 ]; }
+
+# What pods use, on cgroup v2 with the systemd driver: the burstable pod's app holds 16
+# MiB in /dev/shm (charged to its scope); within two sampling periods (10 s each) top
+# shows a working set of at least that, no more than the scope's memory.current.
+check_stats() {
+	local pid cg current mi
+	staticpod exec "burstable-$node" -- sh -c 'head -c 16777216 /dev/zero >/dev/shm/vmtest' ||
+		fail "fill /dev/shm" "staticpod exec failed"
+	if await 30 holds_16mi; then
+		pass "top shows the 16 MiB the container holds"
+	else
+		fail "top" "$(staticpod top --containers 2>&1)"
+	fi
+	show staticpod top --containers
+	pid=$(task_pid burstable app)
+	cg=$(sed -n 's/^0:://p' "/proc/$pid/cgroup")
+	current=$(cat "/sys/fs/cgroup$cg/memory.current")
+	mi=$(top_mi)
+	if [ -n "$mi" ] && [ "$mi" -ge 16 ] && [ "$mi" -le $(((current >> 20) + 1)) ]; then
+		pass "top's working set (${mi}Mi) is within the scope's memory.current ($current)"
+	else
+		fail "working set vs memory.current" "top ${mi}Mi, memory.current $current"
+	fi
+	show sh -c "staticpod describe burstable-$node | grep -A2 '^Usage:'"
+	staticpod exec "burstable-$node" -- rm -f /dev/shm/vmtest
 }
 
 # The pod slice of a pod with spec.resources has the pod-level limits (64Mi, 300m), not

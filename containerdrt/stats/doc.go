@@ -1,0 +1,11 @@
+// Package stats reads what pods use from their cgroups, as the kubelet's cAdvisor does:
+// CPU time, memory working set (usage less inactive file pages), RSS, page faults and,
+// on cgroup v2, pressure (PSI), for the node, each pod and each container, on cgroup v1
+// and v2 and either cgroup driver. The readers are pure functions of a cgroup
+// directory; the Sampler reads every pod's on a period (the kubelet's housekeeping, 10
+// s) and keeps the last two samples, so that a read of the figures costs no file read
+// and a CPU rate comes from the difference.
+//
+// It imports containerdrt/cgroups (where a pod's cgroups are) and manifests; the API
+// reads its Summary, in the kubelet's stats/v1alpha1 shape, through an interface.
+package stats

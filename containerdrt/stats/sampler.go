@@ -1,0 +1,222 @@
+package stats
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/staticpod/staticpod/containerdrt/cgroups"
+)
+
+// DefaultPeriod is the kubelet's housekeeping interval: how often cAdvisor reads the
+// cgroups of the pods.
+const DefaultPeriod = 10 * time.Second
+
+// Config configures a Sampler.
+type Config struct {
+	// Pods are the wanted pods with their statuses (the runner's Pods): a pod's cgroup
+	// comes from its UID and QoS class, a container's from its status's containerID.
+	Pods    func() []*corev1.Pod
+	Cgroups cgroups.Pods // where pods and containers are placed
+	Node    string       // the node's name in the summary
+
+	// PodLogDir is the root of the pods' log directories (logs.DefaultPodsDir when
+	// empty); a pod's is its ephemeral storage's usage.
+	PodLogDir string
+	Period    time.Duration // DefaultPeriod when 0
+	Log       *slog.Logger
+
+	// For tests: the cgroup mount point (cgroups.MountPoint), whether it is cgroup v2
+	// (cgroups.Unified), /proc/meminfo, the clock.
+	Mount   string
+	Unified *bool
+	Meminfo string
+	Stat    string // /proc/stat, whose btime is the node's start time
+	Now     func() time.Time
+}
+
+// Sampler reads the cgroups of the node, every pod and every running container on its
+// period, and keeps the figures for the API to read.
+type Sampler struct {
+	cfg     Config
+	unified bool
+	booted  time.Time // the node's start time; zero if unknown
+
+	mu      sync.Mutex
+	last    sample               // the latest sample
+	prev    map[string]cpuSample // the CPU time of each cgroup dir at the sample before
+	samples int                  // samples taken; tests wait on it
+	changed chan struct{}        // closed and renewed at each sample
+}
+
+// sample is one reading of the node and the pods.
+type sample struct {
+	at   time.Time
+	node reading
+	pods []podReading
+}
+
+// reading is one cgroup's usage and its CPU rate since the sample before.
+type reading struct {
+	at        time.Time
+	usage     Usage
+	nanoCores *uint64 // nil on a cgroup's first sample
+	err       error
+}
+
+type podReading struct {
+	ref        types.UID
+	pod        *corev1.Pod
+	reading    reading
+	containers []containerReading
+	logBytes   uint64
+	logInodes  uint64
+	logErr     error
+}
+
+type containerReading struct {
+	name    string
+	started time.Time
+	reading reading
+}
+
+type cpuSample struct {
+	at    time.Time
+	nanos uint64
+}
+
+// New returns a Sampler for cfg; Run samples.
+func New(cfg Config) *Sampler {
+	if cfg.Period <= 0 {
+		cfg.Period = DefaultPeriod
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Mount == "" {
+		cfg.Mount = cgroups.MountPoint
+	}
+	if cfg.Meminfo == "" {
+		cfg.Meminfo = "/proc/meminfo"
+	}
+	if cfg.Stat == "" {
+		cfg.Stat = "/proc/stat"
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Sampler{cfg: cfg, prev: map[string]cpuSample{}, changed: make(chan struct{})}
+	if stat, err := readStat(cfg.Stat); err == nil && stat["btime"] > 0 {
+		s.booted = time.Unix(int64(stat["btime"]), 0)
+	}
+	if cfg.Unified != nil {
+		s.unified = *cfg.Unified
+	} else {
+		s.unified = cgroups.Unified()
+	}
+	return s
+}
+
+// Run samples at once and then on the period until ctx is done. With no pods wanted
+// nothing is read: the figures stay those of the last sample, and the summary is
+// empty.
+func (s *Sampler) Run(ctx context.Context) error {
+	t := time.NewTicker(s.cfg.Period)
+	defer t.Stop()
+	for {
+		s.Sample()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Sample reads every cgroup once now.
+func (s *Sampler) Sample() {
+	pods := s.cfg.Pods()
+	if len(pods) == 0 {
+		s.store(sample{}, nil)
+		return
+	}
+	next := map[string]cpuSample{}
+	smp := sample{at: s.cfg.Now()}
+	smp.node = s.read("/", next, true)
+	seen := map[types.UID]bool{}
+	for _, p := range pods {
+		if seen[p.UID] || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		seen[p.UID] = true
+		pr := podReading{ref: p.UID, pod: p, reading: s.read(s.cfg.Cgroups.PodDir(p), next, false)}
+		if pr.reading.err != nil {
+			continue // no cgroup yet (the pod is starting) or any more
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			_, id, ok := strings.Cut(cs.ContainerID, "://")
+			if !ok || cs.State.Running == nil {
+				continue
+			}
+			r := s.read(cgroups.Dir(s.cfg.Cgroups.Container(p, id)), next, false)
+			if r.err != nil {
+				continue
+			}
+			pr.containers = append(pr.containers, containerReading{name: cs.Name, started: cs.State.Running.StartedAt.Time, reading: r})
+		}
+		pr.logBytes, pr.logInodes, pr.logErr = dirUsage(podLogDir(s.cfg.PodLogDir, p))
+		smp.pods = append(smp.pods, pr)
+	}
+	s.store(smp, next)
+}
+
+func (s *Sampler) store(smp sample, next map[string]cpuSample) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last = smp
+	if next == nil {
+		next = map[string]cpuSample{}
+	}
+	s.prev = next
+	s.samples++
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// read reads the cgroup dir and its CPU rate since the sample before, recording its
+// CPU time in next.
+func (s *Sampler) read(dir string, next map[string]cpuSample, node bool) reading {
+	r := reading{at: s.cfg.Now()}
+	switch {
+	case node && s.unified:
+		r.usage, r.err = ReadNodeV2(s.cfg.Mount, s.cfg.Meminfo)
+	case s.unified:
+		r.usage, r.err = ReadV2(s.cfg.Mount, dir)
+	default:
+		r.usage, r.err = ReadV1(s.cfg.Mount, dir)
+	}
+	if r.err != nil {
+		return r
+	}
+	next[dir] = cpuSample{at: r.at, nanos: r.usage.CPUNanos}
+	s.mu.Lock()
+	prev, ok := s.prev[dir]
+	s.mu.Unlock()
+	if dt := r.at.Sub(prev.at); ok && dt > 0 && r.usage.CPUNanos >= prev.nanos {
+		rate := uint64(float64(r.usage.CPUNanos-prev.nanos) * float64(time.Second) / float64(dt))
+		r.nanoCores = &rate
+	}
+	return r
+}
+
+// Samples is how many samples were taken, and a channel closed at the next one.
+func (s *Sampler) Samples() (int, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.samples, s.changed
+}

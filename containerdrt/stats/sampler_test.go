@@ -1,0 +1,91 @@
+package stats
+
+import (
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/staticpod/staticpod/containerdrt/cgroups"
+)
+
+func testPod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}, {Name: "side"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "app", ContainerID: "containerd://c1", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+			{Name: "side", ContainerID: "containerd://c2", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{}}},
+		}},
+	}
+}
+
+func v1Cgroup(t testing.TB, mount, dir string, cpu, mem uint64) {
+	t.Helper()
+	writeFiles(t, mount, map[string]string{
+		filepath.Join("cpuacct", dir, "cpuacct.usage"):        itoa(cpu),
+		filepath.Join("memory", dir, "memory.usage_in_bytes"): itoa(mem),
+		filepath.Join("memory", dir, "memory.stat"):           "total_inactive_file 0\n",
+	})
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+func TestSamplerReportsPodsContainersAndCPURate(t *testing.T) {
+	mount, logDir := t.TempDir(), t.TempDir()
+	pods, err := cgroups.New(cgroups.Config{Driver: cgroups.Cgroupfs, Root: "/staticpod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := testPod()
+	podDir := pods.PodDir(pod)
+	if podDir != "/staticpod/besteffort/podu1" {
+		t.Fatalf("pod dir = %s", podDir)
+	}
+	v1Cgroup(t, mount, "/", 100e9, 500e6)
+	v1Cgroup(t, mount, podDir, 2e9, 20e6)
+	v1Cgroup(t, mount, podDir+"/c1", 1e9, 17e6)
+	writeFiles(t, logDir, map[string]string{"default_web_u1/app/0.log": "0123456789", "stat": "cpu  1 2 3\nbtime 1700000000\n"})
+	now := time.Unix(1000, 0)
+	no := false
+	s := New(Config{Pods: func() []*corev1.Pod { return []*corev1.Pod{pod} }, Cgroups: pods, Node: "n1",
+		PodLogDir: logDir, Stat: filepath.Join(logDir, "stat"), Mount: mount, Unified: &no, Now: func() time.Time { return now }})
+	s.Sample()
+	sum := s.Summary()
+	if sum.Node.NodeName != "n1" || !sum.Node.StartTime.Equal(&metav1.Time{Time: time.Unix(1700000000, 0)}) || *sum.Node.Memory.WorkingSetBytes != 500e6 || sum.Node.CPU.UsageNanoCores != nil {
+		t.Fatalf("node = %+v", sum.Node)
+	}
+	if len(sum.Pods) != 1 || len(sum.Pods[0].Containers) != 1 {
+		t.Fatalf("pods = %+v", sum.Pods)
+	}
+	ps := sum.Pods[0]
+	if ps.PodRef.Name != "web" || *ps.Memory.WorkingSetBytes != 20e6 || ps.Containers[0].Name != "app" ||
+		*ps.Containers[0].Memory.WorkingSetBytes != 17e6 || *ps.EphemeralStorage.UsedBytes != 10 {
+		t.Fatalf("pod = %+v", ps)
+	}
+	// 10 s later the container used 0.5 s more CPU: 50 millicores.
+	now = now.Add(10 * time.Second)
+	v1Cgroup(t, mount, podDir+"/c1", 1.5e9, 17e6)
+	s.Sample()
+	c := s.Summary().Pods[0].Containers[0]
+	if c.CPU.UsageNanoCores == nil || *c.CPU.UsageNanoCores != 50e6 || *c.CPU.UsageCoreNanoSeconds != 1.5e9 {
+		t.Fatalf("container cpu = %+v", c.CPU)
+	}
+}
+
+func TestSamplerReadsNothingWithoutPods(t *testing.T) {
+	mount := t.TempDir()
+	v1Cgroup(t, mount, "/", 1, 1)
+	no := false
+	s := New(Config{Pods: func() []*corev1.Pod { return nil }, Mount: mount, Unified: &no})
+	s.Sample()
+	if n, _ := s.Samples(); n != 1 {
+		t.Fatalf("samples = %d", n)
+	}
+	// The node's cgroup is readable: had the sampler read it, the node would have CPU.
+	if sum := s.Summary(); sum.Node.CPU != nil || len(sum.Pods) != 0 {
+		t.Fatalf("summary without pods = %+v", sum)
+	}
+}
