@@ -35,6 +35,20 @@ type cliResult struct {
 // run of a command to the next.
 var ages = regexp.MustCompile(`\b([0-9]+[dhms])+\b`)
 
+// spaces are the runs of blanks that align a table's columns, which move as an age
+// gains a digit.
+var spaces = regexp.MustCompile(`[ \t]+`)
+
+// usage is what describe says a pod and its containers use, which changes with each
+// sample.
+var usage = regexp.MustCompile(`cpu [^,\n]+, memory [^ \n]+`)
+
+// unaged is out with its ages and usage masked and its columns' alignment undone.
+func unaged(out string) string {
+	out = usage.ReplaceAllString(ages.ReplaceAllString(out, "<age>"), "cpu <usage>, memory <usage>")
+	return spaces.ReplaceAllString(out, " ")
+}
+
 // The commands that read or act give the same output and exit codes over the socket,
 // over TCP with the token, and over TLS with the token and the CA, from flags or from
 // the environment; a missing or wrong token, an unknown CA and plain http to the TLS
@@ -96,7 +110,7 @@ func TestCLIWorksTheSameOverTheSocketTCPAndTLS(t *testing.T) {
 				{"wait for a finished pod", "", []string{"wait", "--for=condition=Ready", "--timeout", "0", "job-node1"}},
 			} {
 				out, errOut, code := runSplit(t, cmd.stdin, r.env, withRemote(cmd.args, r.args)...)
-				got[cmd.name] = cliResult{ages.ReplaceAllString(out, "<age>"), ages.ReplaceAllString(errOut, "<age>"), code}
+				got[cmd.name] = cliResult{unaged(out), unaged(errOut), code}
 			}
 			if want == nil {
 				want = got
@@ -117,6 +131,17 @@ func TestCLIWorksTheSameOverTheSocketTCPAndTLS(t *testing.T) {
 			out, code := execOnATerminal(t, r)
 			if code != 5 || !strings.Contains(out, "got hi") || !strings.Contains(out, "24 80") {
 				t.Errorf("exec -ti over %s: exit %d, terminal %q; want 5, the input and the size 24 80", r.name, code, out)
+			}
+			// top's figures change from one sample to the next: it is compared by its
+			// shape, once the sampler has seen the pod.
+			var top string
+			testenv.Await(t, "top over "+r.name+" to show web-node1", 30*time.Second, func() bool {
+				out, _, code := runSplit(t, "", r.env, withRemote([]string{"top", "--no-headers", "web-node1"}, r.args)...)
+				top = out
+				return code == 0 && strings.HasPrefix(out, "web-node1 ")
+			})
+			if fields := strings.Fields(top); len(fields) != 3 || !strings.HasSuffix(fields[2], "Mi") {
+				t.Errorf("top over %s printed %q; want web-node1, its CPU and its memory in Mi", r.name, top)
 			}
 		}
 	}
