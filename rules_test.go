@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/staticpod/staticpod/internal/testenv"
 )
 
 // The alerting rules shipped for Prometheus, and their unit tests.
@@ -15,25 +17,10 @@ const (
 	rulesTests = "staticpod-rules.test.yaml"
 )
 
-// promtool returns the path of Prometheus's promtool (Debian's prometheus package,
-// which hack/deps.sh and .ci/run install). Without it the test is skipped, except under
-// CI=true, where it fails.
-func promtool(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("promtool not found (CI=true): install Debian's prometheus package (hack/deps.sh): %v", err)
-		}
-		t.Skipf("promtool not found; install Debian's prometheus package (hack/deps.sh): %v", err)
-	}
-	return path
-}
-
 // TestAlertRulesPassPromtool checks the alerting rules with `promtool check rules` and
 // runs their unit tests, which fire each alert and show it silent where it must be.
 func TestAlertRulesPassPromtool(t *testing.T) {
-	bin := promtool(t)
+	bin := testenv.Promtool(t)
 	for _, args := range [][]string{{"check", "rules", rulesFile}, {"test", "rules", rulesTests}} {
 		cmd := exec.CommandContext(t.Context(), bin, args...)
 		cmd.Dir = rulesDir

@@ -1,14 +1,12 @@
 package api
 
 import (
-	"bytes"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/staticpod/staticpod/internal/testenv"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
@@ -83,23 +81,5 @@ func TestResourceMetricsHaveTheKubeletsNamesAndLabels(t *testing.T) {
 			t.Errorf("/metrics/resource lacks %q:\n%s", want, body)
 		}
 	}
-	PromtoolCheckMetrics(t, rec.Body.Bytes())
-}
-
-// PromtoolCheckMetrics runs promtool check metrics on an exposition; a missing promtool
-// fails the test under CI.
-func PromtoolCheckMetrics(t *testing.T, exposition []byte) {
-	t.Helper()
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("promtool is needed under CI (Debian's prometheus package): %v", err)
-		}
-		t.Skipf("no promtool: %v", err)
-	}
-	cmd := exec.Command(promtool, "check", "metrics")
-	cmd.Stdin = bytes.NewReader(exposition)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("promtool check metrics: %v\n%s\non:\n%s", err, out, exposition)
-	}
+	testenv.PromtoolCheckMetrics(t, rec.Body.Bytes())
 }

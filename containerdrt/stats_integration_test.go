@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/containerdrt/cgroups"
 	"github.com/staticpod/staticpod/containerdrt/stats"
+	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -112,7 +112,7 @@ spec:
 	if !strings.Contains(rec.Body.String(), wantLine) {
 		t.Errorf("/metrics/resource lacks %s:\n%s", wantLine, rec.Body)
 	}
-	promtoolCheckMetrics(t, rec.Body.Bytes())
+	testenv.PromtoolCheckMetrics(t, rec.Body.Bytes())
 
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
@@ -132,23 +132,5 @@ spec:
 	}
 	if mi, err := strconv.Atoi(strings.TrimSuffix(fields[3], "Mi")); err != nil || mi < 16 {
 		t.Errorf("top shows %s, want at least 16Mi:\n%s", fields[3], out.String())
-	}
-}
-
-// promtoolCheckMetrics runs promtool check metrics on an exposition; a missing promtool
-// fails the test under CI.
-func promtoolCheckMetrics(t *testing.T, exposition []byte) {
-	t.Helper()
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("promtool is needed under CI (Debian's prometheus package): %v", err)
-		}
-		t.Skipf("no promtool: %v", err)
-	}
-	cmd := exec.Command(promtool, "check", "metrics")
-	cmd.Stdin = bytes.NewReader(exposition)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("promtool check metrics: %v\n%s\non:\n%s", err, out, exposition)
 	}
 }
