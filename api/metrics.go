@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/staticpod/staticpod/manifests"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -70,7 +71,7 @@ func (c podCollector) Collect(ch chan<- prometheus.Metric) {
 		byPhase[phase]++
 		if phase != corev1.PodSucceeded { // done for good: not Ready, and nothing to alert on
 			key := [2]string{p.Namespace, p.Name}
-			ready[key] = ready[key] || podReady(p)
+			ready[key] = ready[key] || manifests.ConditionTrue(p.Status, corev1.PodReady)
 		}
 		for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 			for _, cs := range list {
@@ -93,14 +94,4 @@ func (c podCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, v, key[:]...)
 	}
-}
-
-// podReady reports whether the pod's Ready condition is true.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -172,7 +172,7 @@ func summarize(pod *corev1.Pod) podSummary {
 		}
 	}
 	initializing := summarizeInit(pod, sidecars, &s)
-	if !initializing || ConditionTrue(pod, corev1.PodInitialized) {
+	if !initializing || manifests.ConditionTrue(pod.Status, corev1.PodInitialized) {
 		summarizeApps(pod, sidecars, &s)
 	}
 	if pod.DeletionTimestamp != nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
@@ -234,7 +234,7 @@ func summarizeApps(pod *corev1.Pod, sidecars map[string]bool, s *podSummary) {
 	}
 	if s.reason == "Completed" && running {
 		s.reason = "NotReady"
-		if ConditionTrue(pod, corev1.PodReady) {
+		if manifests.ConditionTrue(pod.Status, corev1.PodReady) {
 			s.reason = "Running"
 		}
 	}
@@ -256,16 +256,6 @@ func TerminatedReason(t *corev1.ContainerStateTerminated) string {
 		return fmt.Sprintf("Signal:%d", t.Signal)
 	}
 	return fmt.Sprintf("ExitCode:%d", t.ExitCode)
-}
-
-// ConditionTrue reports whether the pod's condition of type t is True.
-func ConditionTrue(pod *corev1.Pod, t corev1.PodConditionType) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == t {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // podCreated is when the pod came to be: its creation timestamp when it has one (a

@@ -38,7 +38,7 @@ spec:
 		if err != nil {
 			t.Fatalf("EnsureImage: %v", err)
 		}
-		created, err := r.CreateContainer(r.ctx, runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Image: img})
+		created, err := r.create(runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Image: img})
 		if err != nil {
 			return "", err
 		}

@@ -37,10 +37,10 @@ const (
 )
 
 // CreateContainer creates one container of a pod from its image, labelled so that List
-// can rebuild it: the pod's directory, its AppArmor profile (loaded if containerd's
-// default), the images of the image volumes it mounts (mountImageVolumes) and the host
-// side of the container's mounts are prepared first (package poddir), then its spec is
-// built from them (package spec).
+// can rebuild it, in the pod directory and cgroup PreparePod made: its AppArmor profile
+// (loaded if containerd's default), the images of the image volumes it mounts
+// (mountImageVolumes) and the host side of the container's own mounts are prepared
+// first (package poddir), then its spec is built from them (package spec).
 func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest) (runner.Container, error) {
 	ctx, cancel := r.call(ctx)
 	defer cancel()
@@ -56,9 +56,6 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	}
 	podDir, err := r.podDir(pod.UID)
 	if err != nil {
-		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
-	}
-	if err := poddir.PreparePod(pod, podDir, r.cfg.HostIP, r.podIP(pod, req.Sandbox), req.Objects); err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
 	in := spec.Input{
@@ -80,9 +77,6 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	}
 	opts, err := spec.Container(in)
 	if err != nil {
-		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
-	}
-	if err := r.cgroup.EnsurePod(ctx, pod); err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
 	cgroupSpec, cgroupOpts := r.cgroup.Opts(pod, id)

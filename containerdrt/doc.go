@@ -20,11 +20,14 @@
 // package containerdrt/shims; talking to a shim over its task API is this package's
 // (lostshims.go).
 //
-// A container is created in two steps: package poddir prepares the pod's directory
-// and the host side of the container's mounts (hostPaths, subPaths, the pod's /etc
-// files, /dev/shm, the termination-message file; this package mounts the images of
-// image volumes there first, imagevolume.go), then package spec assembles its OCI
-// spec from oci.SpecOpts per concern, writing nothing (CreateContainer).
+// A pod's host side is made before its containers, as the kubelet makes a pod's
+// cgroup and mounts its volumes before it asks its runtime for containers:
+// PreparePod makes the pod's cgroup (package cgroups) and its directory with the /etc
+// files and volumes (package poddir). A container is then created in two steps
+// (CreateContainer): package poddir prepares the host side of the container's own
+// mounts (hostPaths, subPaths, /dev/shm, the termination-message file; this package
+// mounts the images of image volumes there first, imagevolume.go), then package spec
+// assembles its OCI spec from oci.SpecOpts per concern, writing nothing.
 //
 // It imports manifests, logs, internal/pause (loopback in a pinned sandbox), its own
 // images, cgroups (the cgroup driver, pod cgroups and their limits), podnet (pod

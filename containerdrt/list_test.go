@@ -34,7 +34,7 @@ func (r *testRuntime) startRunning(tb testing.TB, n int) {
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		created, err := r.CreateContainer(r.ctx, runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Image: img})
+		created, err := r.create(runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Image: img})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func TestGarbageOfOldAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for attempt := range 3 {
-		created, err := r.CreateContainer(r.ctx, runner.CreateRequest{Pod: pod, Container: c, Attempt: attempt, Hash: manifests.ContainerHash(c), Image: img})
+		created, err := r.create(runner.CreateRequest{Pod: pod, Container: c, Attempt: attempt, Hash: manifests.ContainerHash(c), Image: img})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,8 +10,26 @@ import (
 	"github.com/staticpod/staticpod/manifests"
 )
 
+// PreparePod makes the pod's cgroup with its limits and its directory: its /etc files,
+// emptyDirs and the volumes staticpod writes (see runner.Runtime).
+func (r *Runtime) PreparePod(ctx context.Context, pod *corev1.Pod, objs manifests.Objects) error {
+	ctx, cancel := r.call(ctx)
+	defer cancel()
+	if err := r.cgroup.EnsurePod(ctx, pod); err != nil {
+		return fmt.Errorf("prepare pod %s: %w", manifests.Key(pod), err)
+	}
+	podDir, err := r.podDir(pod.UID)
+	if err != nil {
+		return fmt.Errorf("prepare pod %s: %w", manifests.Key(pod), err)
+	}
+	if err := poddir.PreparePod(pod, podDir, r.cfg.HostIP, objs); err != nil {
+		return fmt.Errorf("prepare pod %s: %w", manifests.Key(pod), err)
+	}
+	return nil
+}
+
 // SyncVolumes brings the pod's configMap, secret and projected volumes up to date with
-// objs (see runner.Runtime). A volume not made yet is left for CreateContainer; so is
+// objs (see runner.Runtime). A volume not made yet is left for PreparePod; so is
 // a tmpfs volume whose tmpfs is gone (the machine restarted): the next container of
 // the pod makes it again, and a running container still sees what it had.
 func (r *Runtime) SyncVolumes(ctx context.Context, pod *corev1.Pod, objs manifests.Objects) error {

@@ -120,7 +120,7 @@ func (r *testRuntime) mustRunPod(t *testing.T, pod *corev1.Pod) map[string]runne
 			t.Fatalf("EnsureImage %s: %v", c.Image, err)
 		}
 		req := runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Sandbox: sandbox, Image: img, ImageVolumes: vols}
-		created, err := r.CreateContainer(r.ctx, req)
+		created, err := r.create(req)
 		if err != nil {
 			t.Fatalf("CreateContainer %s: %v", c.Name, err)
 		}
@@ -136,6 +136,14 @@ func (r *testRuntime) mustRunPod(t *testing.T, pod *corev1.Pod) map[string]runne
 		}
 	})
 	return out
+}
+
+// create prepares the pod's host side and creates the container, as a worker does.
+func (r *testRuntime) create(req runner.CreateRequest) (runner.Container, error) {
+	if err := r.PreparePod(r.ctx, req.Pod, req.Objects); err != nil {
+		return runner.Container{}, err
+	}
+	return r.CreateContainer(r.ctx, req)
 }
 
 func (r *testRuntime) mustRemove(t *testing.T, id string) {
@@ -158,7 +166,7 @@ func (r *testRuntime) mustCreateUnstarted(t *testing.T, name string) runner.Cont
 	if err != nil {
 		t.Fatal(err)
 	}
-	created, err := r.CreateContainer(r.ctx, runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Image: img})
+	created, err := r.create(runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Image: img})
 	if err != nil {
 		t.Fatal(err)
 	}

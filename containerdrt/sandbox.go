@@ -238,9 +238,6 @@ func (r *Runtime) startPauseSandbox(ctx context.Context, pod *corev1.Pod, attemp
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
-	if err := r.cgroup.EnsurePod(ctx, pod); err != nil {
-		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
-	}
 	cgroupSpec, cgroupOpts := r.cgroup.Opts(pod, id)
 	specOpts := append(append(sandboxSpec(pod, rootfs, own), spec.ShimGroup(id)), cgroupSpec...)
 	c, err := r.client.NewContainer(ctx, id,

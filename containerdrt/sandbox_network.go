@@ -13,7 +13,9 @@ import (
 	"github.com/containerd/containerd/v2/core/containers"
 
 	"github.com/staticpod/staticpod/containerdrt/podnet"
+	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/internal/atomicfile"
+	"github.com/staticpod/staticpod/internal/proc"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -72,10 +74,14 @@ func (r *Runtime) interruptedNetworkSetup(info containers.Container) bool {
 
 // endInterruptedSetup stops a sandbox whose network setup was interrupted, tearing its
 // network down: its pod starts over in a new sandbox, as a kubelet's pod does when its
-// sandbox has no IP. List reports it unknown meanwhile; a stop that fails is tried
-// again by the next repair.
+// sandbox has no IP. The plugins the stopped staticpod was running for it are ended
+// first: one still adding would leave its rules after the teardown. List reports it
+// unknown meanwhile; a stop that fails is tried again by the next repair.
 func (rp *repairer) endInterruptedSetup(ctx context.Context, info containers.Container) {
 	rp.rt.log.Warn("the pod network of a sandbox was being set up when staticpod stopped: its pod starts over in a new sandbox", "id", info.ID)
+	if pids := shims.EndPluginRuns(proc.Root, info.ID, rp.rt.net.BinDirs()); len(pids) > 0 {
+		rp.rt.log.Warn("ended the network plugins a stopped staticpod left running for the sandbox", "id", info.ID, "pids", pids)
+	}
 	if err := rp.rt.StopContainer(ctx, info.ID, 0); err != nil {
 		rp.rt.log.Warn("stop a sandbox whose network setup was interrupted", "id", info.ID, "err", err)
 	}

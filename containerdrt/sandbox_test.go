@@ -248,7 +248,7 @@ func (r *testRuntime) startAttempt(t *testing.T, pod *corev1.Pod, c *corev1.Cont
 		t.Fatal(err)
 	}
 	sb := r.sandboxOf(t, pod)
-	created, err := r.CreateContainer(r.ctx, runner.CreateRequest{Pod: pod, Container: c, Attempt: attempt, Hash: manifests.ContainerHash(c), Sandbox: &sb, Image: img})
+	created, err := r.create(runner.CreateRequest{Pod: pod, Container: c, Attempt: attempt, Hash: manifests.ContainerHash(c), Sandbox: &sb, Image: img})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,6 +139,9 @@ func (n *node) createFirstContainer(rt *containerdrt.Runtime, manifest, file str
 		n.t.Fatal(err)
 	}
 	c := &pod.Spec.Containers[0]
+	if err := rt.PreparePod(n.ctx, pod, manifests.Objects{}); err != nil {
+		n.t.Fatal(err)
+	}
 	created, err := rt.CreateContainer(n.ctx, runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Image: img})
 	if err != nil {
 		n.t.Fatal(err)

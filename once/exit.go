@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	spcli "github.com/staticpod/staticpod/cli"
+	"github.com/staticpod/staticpod/manifests"
 )
 
 // interruptible returns a context that the first SIGINT or SIGTERM cancels with the
@@ -63,7 +64,7 @@ func done(want, got *corev1.Pod) bool {
 	case got.Status.Phase == corev1.PodFailed:
 		return !slices.ContainsFunc(got.Status.ContainerStatuses, func(cs corev1.ContainerStatus) bool { return cs.State.Running != nil })
 	case want.Spec.RestartPolicy == corev1.RestartPolicyAlways:
-		return spcli.ConditionTrue(got, corev1.PodReady)
+		return manifests.ConditionTrue(got.Status, corev1.PodReady)
 	}
 	return got.Status.Phase == corev1.PodSucceeded || got.Status.Phase == corev1.PodFailed
 }

@@ -176,6 +176,10 @@ func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
 	return nil
 }
 
+func (f *fakeRuntime) PreparePod(context.Context, *corev1.Pod, manifests.Objects) error {
+	return f.enter("PreparePod")
+}
+
 func (f *fakeRuntime) SyncVolumes(_ context.Context, pod *corev1.Pod, objs manifests.Objects) error {
 	if err := f.enter("SyncVolumes"); err != nil {
 		return err

@@ -72,8 +72,8 @@ func sorted(keys []string) []string {
 }
 
 // syncVolumes brings the pod's configMap, secret and projected volumes up to date with
-// the objects of its source, once something of the pod was created (creating a
-// container writes them first). It asks the runtime only when what the pod reads
+// the objects of its source, once something of the pod was created (PreparePod
+// wrote them first). It asks the runtime only when what the pod reads
 // changed since the last sync that worked, and after a restart of staticpod, whose
 // first sync of each pod always asks; it hashes what the pod reads only when a source
 // sent objects. A failure (an object gone) leaves the volume as it was; it is told once

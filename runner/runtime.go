@@ -36,7 +36,16 @@ type Runtime interface {
 	// CreateContainer makes, and reported as Container.PodStart.
 	StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (Container, error)
 
-	// CreateContainer creates (but does not start) one container of a pod.
+	// PreparePod makes on the host what a pod's sandbox and containers need before
+	// they are created: the pod's cgroup with its limits, its directory with its /etc
+	// files, and its volumes (objs gives configMap, secret and projected volumes their
+	// content). It is idempotent; a worker calls it before the sandbox or the first
+	// container a sync creates, as the kubelet makes a pod's cgroup and mounts its
+	// volumes before it asks its runtime for them, and so that the generated files
+	// follow the host (its resolv.conf) as on a kubelet.
+	PreparePod(ctx context.Context, pod *corev1.Pod, objs manifests.Objects) error
+	// CreateContainer creates (but does not start) one container of a pod that
+	// PreparePod prepared.
 	CreateContainer(ctx context.Context, req CreateRequest) (Container, error)
 	// StartContainer starts a created container.
 	StartContainer(ctx context.Context, id string) error
@@ -52,7 +61,7 @@ type Runtime interface {
 	// SyncVolumes brings the content of the pod's configMap, secret and projected volumes
 	// up to date with objs (the ConfigMaps and Secrets of the pod's source), each volume
 	// swapped as a whole so that a reader never sees half an update. It does nothing for
-	// a volume not yet made (CreateContainer makes them). A volume whose object or key is
+	// a volume not yet made (PreparePod makes them). A volume whose object or key is
 	// missing keeps its content, and the error says which.
 	SyncVolumes(ctx context.Context, pod *corev1.Pod, objs manifests.Objects) error
 	// RemovePodData deletes what the runtime keeps on disk for a pod that is gone

@@ -58,10 +58,13 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, rt PodRuntime, a 
 	if pod == nil || len(a.Start) == 0 && !a.CreateSandbox {
 		return acted
 	}
-	sandbox := rt.Sandbox()
+	b := &creation{sandbox: rt.Sandbox(), volumes: imageVolumePulls{}}
 	if a.CreateSandbox {
 		if w.waiting(w.starts, "") {
 			return acted // the last sandbox failed: wait out its back-off
+		}
+		if !w.prepare(ctx, pod, a.Start, b) {
+			return acted
 		}
 		sb, err := w.rt.StartSandbox(ctx, pod, a.SandboxAttempt)
 		if err != nil {
@@ -74,15 +77,14 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, rt PodRuntime, a 
 		delete(w.starts, "")
 		w.sandboxFailed(pod, "")
 		w.noteNetwork(&sb)
-		sandbox = &sb
+		b.sandbox = &sb
 		acted = true
 	}
 	if !NeedsSandbox(pod) {
-		sandbox = nil
+		b.sandbox = nil
 	}
-	volumes := imageVolumePulls{}
 	for _, s := range a.Start {
-		started, changed := w.start(ctx, pod, s, sandbox, volumes)
+		started, changed := w.start(ctx, pod, s, b)
 		acted = acted || changed
 		if !started {
 			break // later containers (the next init container, say) wait for the next sync
@@ -212,15 +214,16 @@ func (w *worker) preStop(c Container) *corev1.Container {
 }
 
 // start pulls, creates and starts one container: the images of the image volumes it
-// mounts first (volumes holds what this sync pulled of them), then its own. It reports
+// mounts first (b holds what this sync pulled of them), then its own; the first
+// container a sync creates has the pod's host side prepared before it. It reports
 // whether the container started, and whether the runtime changed (a container was
 // created) either way.
-func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *Container, volumes imageVolumePulls) (started, changed bool) {
+func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, b *creation) (started, changed bool) {
 	c := s.Container
 	if w.waiting(w.starts, c.Name) {
 		return false, false // its last start failed: wait out the back-off
 	}
-	vols, ok := w.pullVolumes(ctx, pod, c, volumes)
+	vols, ok := w.pullVolumes(ctx, pod, c, b.volumes)
 	if !ok {
 		return false, false
 	}
@@ -229,18 +232,15 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *C
 		return false, false
 	}
 	w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}
+	if !w.prepare(ctx, pod, []Start{s}, b) {
+		return false, false
+	}
 	created, err := w.rt.CreateContainer(ctx, CreateRequest{
 		Pod: pod, Container: c, Init: s.Init, Attempt: s.Attempt,
-		Hash: manifests.ContainerHash(c), Sandbox: sandbox, Image: img, ImageVolumes: vols, Objects: w.pub.objectsOf(pod),
+		Hash: manifests.ContainerHash(c), Sandbox: b.sandbox, Image: img, ImageVolumes: vols, Objects: w.pub.objectsOf(pod),
 	})
 	if err != nil {
-		reason := ReasonRunContainerError
-		if errors.Is(err, ErrCreateConfig) {
-			reason = ReasonCreateConfigError
-		}
-		w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: reason, Message: err.Error()}
-		w.warn(c.Name, "Failed", fmt.Sprintf("Error: %v", err))
-		w.failed(w.starts, c.Name)
+		w.createFailed(c, err)
 		return false, false
 	}
 	if s.Attempt > 0 {
@@ -262,9 +262,59 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, sandbox *C
 	w.normal(c.Name, "Started", "Started container "+c.Name)
 	w.log.Info("container started", "container", c.Name, "attempt", s.Attempt, "id", created.ID)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
-		return w.postStart(ctx, pod, c, created, sandbox), true
+		return w.postStart(ctx, pod, c, created, b.sandbox), true
 	}
 	return true, true
+}
+
+// creation is what the containers one sync creates share: the pod's sandbox, the
+// images of image volumes pulled so far, and whether the pod's host side is prepared.
+type creation struct {
+	sandbox  *Container
+	volumes  imageVolumePulls
+	prepared bool
+}
+
+// prepare makes the pod's host side (Runtime.PreparePod) once per sync, before its
+// sandbox or the first container the sync creates. A failure is the first container's
+// to start, as a failed creation (createFailed), or the pod's without one; either waits
+// out its back-off before the next try.
+func (w *worker) prepare(ctx context.Context, pod *corev1.Pod, starts []Start, b *creation) bool {
+	if b.prepared {
+		return true
+	}
+	key := ""
+	if len(starts) > 0 {
+		key = starts[0].Container.Name
+	}
+	if w.waiting(w.starts, key) {
+		return false
+	}
+	err := w.rt.PreparePod(ctx, pod, w.pub.objectsOf(pod))
+	switch {
+	case err == nil:
+		b.prepared = true
+		return true
+	case key != "":
+		w.createFailed(starts[0].Container, err)
+	default:
+		w.warn("", "Failed", fmt.Sprintf("Error: %v", err))
+		w.failed(w.starts, key)
+	}
+	return false
+}
+
+// createFailed records that container c could not be created: it waits with the
+// reason (CreateContainerConfigError for what its manifest or objects get wrong) and
+// starts again after a back-off.
+func (w *worker) createFailed(c *corev1.Container, err error) {
+	reason := ReasonRunContainerError
+	if errors.Is(err, ErrCreateConfig) {
+		reason = ReasonCreateConfigError
+	}
+	w.obs.Waiting[c.Name] = corev1.ContainerStateWaiting{Reason: reason, Message: err.Error()}
+	w.warn(c.Name, "Failed", fmt.Sprintf("Error: %v", err))
+	w.failed(w.starts, c.Name)
 }
 
 // postStart runs the container's postStart hook; the container does not count as

@@ -30,7 +30,8 @@ const (
 // PrepareContainer makes the host side of the container's mounts, in a pod directory
 // that PreparePod made, and returns it for spec.Mounts: the bind source of each
 // volumeMount (a hostPath checked, and created for the *OrCreate types; a subPath
-// created if missing and bind-mounted in the pod's dir), the pod's /etc files, the
+// created if missing and bind-mounted in the pod's dir), the pod's /etc files (its
+// /etc/hosts written now, naming the pod's IP, as the kubelet writes it), the
 // file of this attempt's termination message, created, and the pod's /dev/shm, a
 // tmpfs mounted once per pod. It reads the pod's hostname too, for HOSTNAME. Errors
 // that come from the manifest meeting this host wrap runner.ErrCreateConfig.
@@ -40,6 +41,9 @@ func PrepareContainer(in spec.Input) (spec.Prepared, error) {
 		return spec.Prepared{}, fmt.Errorf("container %q: %w", in.Container.Name, err)
 	}
 	p := spec.Prepared{Hostname: hostname}
+	if err := writeHosts(in.Pod, in.PodDir, in.PodIP); err != nil {
+		return spec.Prepared{}, fmt.Errorf("container %q: %w", in.Container.Name, err)
+	}
 	for i, vm := range in.Container.VolumeMounts {
 		src, err := volumeMount(in, i, vm)
 		if err != nil {

@@ -20,12 +20,17 @@ var (
 	hostnameFunc  = os.Hostname
 )
 
-// writeEtcFiles writes the pod's /etc/hosts, /etc/hostname and /etc/resolv.conf.
-func writeEtcFiles(pod *corev1.Pod, podDir, podIP string) error {
+// writeHosts writes the pod's /etc/hosts, which names podIP, the pod's IP.
+func writeHosts(pod *corev1.Pod, podDir, podIP string) error {
 	hosts, err := hostsFileContent(pod, podIP)
 	if err != nil {
 		return err
 	}
+	return writeInPlace(filepath.Join(podDir, etcHostsFile), hosts, etcFileMode)
+}
+
+// writeEtcFiles writes the pod's /etc/hostname and /etc/resolv.conf.
+func writeEtcFiles(pod *corev1.Pod, podDir string) error {
 	hostname, err := podHostnameFile(pod)
 	if err != nil {
 		return err
@@ -37,7 +42,7 @@ func writeEtcFiles(pod *corev1.Pod, podDir, podIP string) error {
 	for _, f := range []struct {
 		name    string
 		content []byte
-	}{{etcHostsFile, hosts}, {hostnameFile, []byte(hostname + "\n")}, {resolvConfFile, dns.resolvConf()}} {
+	}{{hostnameFile, []byte(hostname + "\n")}, {resolvConfFile, dns.resolvConf()}} {
 		if err := writeInPlace(filepath.Join(podDir, f.name), f.content, etcFileMode); err != nil {
 			return err
 		}

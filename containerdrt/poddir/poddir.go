@@ -39,21 +39,22 @@ const (
 )
 
 // PreparePod creates the pod's directory and what every container of the pod mounts
-// from it: the /etc files, emptyDir directories (tmpfs for medium Memory), downwardAPI
+// from it: /etc/hostname and /etc/resolv.conf (/etc/hosts, which names the pod's IP, is
+// written with each container: PrepareContainer), emptyDir directories (tmpfs for medium Memory), downwardAPI
 // files, and the files of configMap, secret and projected volumes from objs (secret and
-// projected volumes on a tmpfs). It is idempotent, and is called before each container
-// is created, so files follow the host (its /etc/hosts, its resolv.conf) as they do on
-// a kubelet.
-func PreparePod(pod *corev1.Pod, podDir, hostIP, podIP string, objs manifests.Objects) error {
+// projected volumes on a tmpfs). It is idempotent, and is called before the containers
+// each sync creates, so files follow the host (its /etc/hosts, its resolv.conf) as they
+// do on a kubelet.
+func PreparePod(pod *corev1.Pod, podDir, hostIP string, objs manifests.Objects) error {
 	if err := os.MkdirAll(podDir, podDirMode); err != nil {
 		return fmt.Errorf("create pod dir %s: %w", podDir, err)
 	}
-	if err := writeEtcFiles(pod, podDir, podIP); err != nil {
+	if err := writeEtcFiles(pod, podDir); err != nil {
 		return err
 	}
 	// Downward API values come from the pod as a container of it would see them; a
 	// volume's resourceFieldRef always names its container.
-	in := spec.Input{Pod: pod, Container: &corev1.Container{}, PodDir: podDir, PodIP: podIP, HostIP: hostIP, Objects: objs}
+	in := spec.Input{Pod: pod, Container: &corev1.Container{}, PodDir: podDir, HostIP: hostIP, Objects: objs}
 	for i := range pod.Spec.Volumes {
 		if err := prepareVolume(in, &pod.Spec.Volumes[i]); err != nil {
 			return fmt.Errorf("prepare volume %s: %w", pod.Spec.Volumes[i].Name, err)

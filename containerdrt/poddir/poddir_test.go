@@ -43,8 +43,8 @@ func fakeHostFiles(t *testing.T, hosts, resolv string) {
 	t.Cleanup(func() { hostnameFunc = oldHostname })
 }
 
-// mustPreparePod prepares a pod dir under t.TempDir() and removes it (unmounting what
-// it holds) when t ends.
+// mustPreparePod prepares a pod dir under t.TempDir(), its /etc/hosts naming podIP, and
+// removes it (unmounting what it holds) when t ends.
 func mustPreparePod(t *testing.T, pod *corev1.Pod, podIP string) string {
 	t.Helper()
 	podDir := filepath.Join(t.TempDir(), "pods", string(pod.UID))
@@ -53,8 +53,11 @@ func mustPreparePod(t *testing.T, pod *corev1.Pod, podIP string) string {
 			t.Errorf("Remove: %v", err)
 		}
 	})
-	if err := PreparePod(pod, podDir, "192.0.2.10", podIP, manifests.Objects{}); err != nil {
+	if err := PreparePod(pod, podDir, "192.0.2.10", manifests.Objects{}); err != nil {
 		t.Fatalf("PreparePod: %v", err)
+	}
+	if err := writeHosts(pod, podDir, podIP); err != nil { // as PrepareContainer does
+		t.Fatalf("writeHosts: %v", err)
 	}
 	return podDir
 }
@@ -140,7 +143,7 @@ func TestEtcFilesRewrittenInPlace(t *testing.T) {
 	path := filepath.Join(podDir, etcHostsFile)
 	before := inode(t, path)
 	podtest.WriteFile(t, hostHostsFile, "192.0.2.11 node1\n")
-	if err := PreparePod(pod, podDir, "", "", manifests.Objects{}); err != nil {
+	if err := writeHosts(pod, podDir, ""); err != nil { // as the next container's PrepareContainer
 		t.Fatal(err)
 	}
 	if got := podtest.ReadFile(t, path); !strings.Contains(got, "192.0.2.11 node1") {
@@ -240,7 +243,7 @@ func TestResolvConfSystemdResolvedStub(t *testing.T) {
 		t.Errorf("without systemd's file: resolv.conf = %q, want the host's %q", got, want)
 	}
 	podtest.WriteFile(t, systemdResolvConf, "nameserver 192.0.2.1\nsearch lan\n")
-	if err := PreparePod(pod, podDir, "", "127.0.0.1", manifests.Objects{}); err != nil {
+	if err := PreparePod(pod, podDir, "", manifests.Objects{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := podtest.ReadFile(t, filepath.Join(podDir, resolvConfFile)), "search lan\nnameserver 192.0.2.1\n"; got != want {
@@ -263,7 +266,7 @@ func TestPreparePodIdempotentModes(t *testing.T) {
 	pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	podDir := mustPreparePod(t, pod, "127.0.0.1")
 	podtest.WriteFile(t, filepath.Join(volumeDir(podDir, "scratch"), "kept"), "data")
-	if err := PreparePod(pod, podDir, "", "127.0.0.1", manifests.Objects{}); err != nil {
+	if err := PreparePod(pod, podDir, "", manifests.Objects{}); err != nil {
 		t.Fatalf("second PreparePod: %v", err)
 	}
 	for path, want := range map[string]os.FileMode{
@@ -346,7 +349,7 @@ func TestDownwardAPIUnknownContainer(t *testing.T) {
 	pod.Spec.Volumes = []corev1.Volume{{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 		Items: []corev1.DownwardAPIVolumeFile{{Path: "mem", ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "nope", Resource: "limits.memory"}}},
 	}}}}
-	err := PreparePod(pod, filepath.Join(t.TempDir(), "pod"), "", "", manifests.Objects{})
+	err := PreparePod(pod, filepath.Join(t.TempDir(), "pod"), "", manifests.Objects{})
 	if !errors.Is(err, runner.ErrCreateConfig) || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("PreparePod = %v, want a %v naming container \"nope\"", err, runner.ErrCreateConfig)
 	}
@@ -362,7 +365,7 @@ func TestMemoryEmptyDirMountedOnce(t *testing.T) {
 	pod.Spec.Volumes = []corev1.Volume{{Name: "mem", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &limit}}}}
 	podDir := filepath.Join(t.TempDir(), "pod")
 	for range 2 {
-		if err := PreparePod(pod, podDir, "", "127.0.0.1", manifests.Objects{}); err != nil {
+		if err := PreparePod(pod, podDir, "", manifests.Objects{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -73,6 +73,9 @@ func New(cfg Config, log *slog.Logger) *Network {
 	return &Network{cfg: cfg, log: log}
 }
 
+// BinDirs are the directories the plugins are run from.
+func (n *Network) BinDirs() []string { return n.cfg.BinDirs }
+
 // Read reads the configuration directory now rather than when a sandbox first needs
 // it, so that the log says at start how pods will be networked.
 func (n *Network) Read() { n.current() }

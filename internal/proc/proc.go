@@ -1,6 +1,6 @@
-// Package proc reads what Linux's /proc says of a process: its command line, its
-// parent, state, CPU time and start time (stat), its user IDs and resident size
-// (status), the file it runs (exe), its root directory (root), its children, the unix
+// Package proc reads what Linux's /proc says of a process: its command line and
+// environment, its parent, state, CPU time and start time (stat), its user IDs and
+// resident size (status), the file it runs (exe), its root directory (root), its children, the unix
 // sockets it listens on and its memory (smaps_rollup). Every function takes the /proc
 // directory to read, procRoot (Root, or a test's fake tree), and a PID; none follows a
 // path the process names. It is a leaf: it imports nothing of staticpod's, so that
@@ -46,6 +46,16 @@ func PIDs(procRoot string) ([]int, error) {
 // thread or a zombie, whose cmdline is empty.
 func Cmdline(procRoot string, pid int) ([]string, error) {
 	data, err := os.ReadFile(Path(procRoot, pid, "cmdline"))
+	if err != nil || len(data) == 0 {
+		return nil, err
+	}
+	return strings.Split(strings.TrimRight(string(data), "\x00"), "\x00"), nil
+}
+
+// Environ returns the environment process pid started with (what /proc's environ
+// holds; a process that changed its own environment since shows the start).
+func Environ(procRoot string, pid int) ([]string, error) {
+	data, err := os.ReadFile(Path(procRoot, pid, "environ"))
 	if err != nil || len(data) == 0 {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func (s *Store) observe(pod *corev1.Pod) (*Rollback, error) {
 	if rec != nil && rec.RolledBack != nil {
 		return nil, nil // not retried
 	}
-	if isReady(pod.Status) {
+	if manifests.ConditionTrue(pod.Status, corev1.PodReady) {
 		delete(s.started, pod.UID)
 		if rec != nil && rec.Ready.UID == pod.UID {
 			return nil, nil
@@ -97,15 +97,6 @@ func (s *Store) start(pod *corev1.Pod) time.Time {
 	return first
 }
 
-// isReady reports whether a status has the Ready condition true.
-func isReady(st corev1.PodStatus) bool {
-	for _, c := range st.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
 
 // asGiven is pod as its source gave it: without its status and what the runner adds
 // to the pods it serves.
