@@ -188,6 +188,9 @@ func prepareTerminationLog(in spec.Input) (string, error) {
 	if err := os.Chmod(path, terminationLogMode); err != nil {
 		return "", fmt.Errorf("chmod termination log: %w", err)
 	}
+	if err := rootOwner(in).lchown(path); err != nil {
+		return "", err
+	}
 	return path, nil
 }
 
@@ -208,6 +211,9 @@ func prepareShm(in spec.Input) (string, error) {
 		return "", fmt.Errorf("create %s: %w", dir, err)
 	}
 	if err := ensureTmpfs(dir, shmSource, shmFlags, shmData); err != nil {
+		return "", err
+	}
+	if err := rootOwner(in).lchown(dir); err != nil {
 		return "", err
 	}
 	return dir, nil
