@@ -68,13 +68,14 @@ var rules = map[string][]string{
 	"runner/action":                 nil,           // handlers of probes and hooks, against an interface of its own: never the runner
 	"runner/sysctl":                 {"manifests"}, // a sysctl's dotted name: pure rules, never the runner
 	"containerdrt":                  {"containerdrt/...", "manifests", "runner/...", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc", "internal/atomicfile"},
-	"containerdrt/images":           {"runner/...", "manifests", "api/wire"},                                                                                         // runner.Image, StoredImage, FSUsage and the pull errors; runner brings manifests and api/wire
-	"containerdrt/shims":            {"logs", "internal/proc"},                                                                                                       // /proc and the disk: it knows no runtime, runner or containerd client
-	"containerdrt/cgroups":          {"manifests", "internal/systemd"},                                                                                               // QoS classes and pod limits; pod slices under systemd
-	"containerdrt/stats":            {"containerdrt/cgroups", "manifests", "internal/systemd", "logs"},                                                               // usage from the cgroups: where they are, and the pods' log dirs
-	"containerdrt/podnet":           {"internal/atomicfile"},                                                                                                         // the default network's configuration, written whole
-	"containerdrt/spec":             {"containerdrt/cgroups", "manifests", "runner/...", "api/wire", "internal/systemd"},                                             // pure builders: the types and error classes of what they build from, the CPU conversions
-	"containerdrt/poddir":           {"containerdrt/spec", "containerdrt/cgroups", "manifests", "runner/...", "api/wire", "internal/systemd", "internal/atomicfile"}, // spec's input and downward API values
+	"containerdrt/images":           {"runner/...", "manifests", "api/wire"},                                                                                                                // runner.Image, StoredImage, FSUsage and the pull errors; runner brings manifests and api/wire
+	"containerdrt/shims":            {"logs", "internal/proc"},                                                                                                                              // /proc and the disk: it knows no runtime, runner or containerd client
+	"containerdrt/cgroups":          {"manifests", "internal/systemd"},                                                                                                                      // QoS classes and pod limits; pod slices under systemd
+	"containerdrt/stats":            {"containerdrt/cgroups", "manifests", "internal/systemd", "logs"},                                                                                      // usage from the cgroups: where they are, and the pods' log dirs
+	"containerdrt/podnet":           {"internal/atomicfile"},                                                                                                                                // the default network's configuration, written whole
+	"containerdrt/userns":           {"internal/atomicfile"},                                                                                                                                // a leaf: user namespace mappings of pods, kept in their directories
+	"containerdrt/spec":             {"containerdrt/cgroups", "manifests", "runner/...", "api/wire", "internal/systemd"},                                                                    // pure builders: the types and error classes of what they build from, the CPU conversions
+	"containerdrt/poddir":           {"containerdrt/spec", "containerdrt/userns", "containerdrt/cgroups", "manifests", "runner/...", "api/wire", "internal/systemd", "internal/atomicfile"}, // spec's input and downward API values
 	"api":                           {"manifests", "runner/...", "api/wire", "logs", "httpsource"},
 	"api/apitest":                   {"api/wire"},
 	"api/client":                    {"api/wire", "manifests"},

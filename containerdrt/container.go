@@ -66,6 +66,14 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	if req.Sandbox != nil {
 		in.SandboxNS, in.SandboxID = r.sandboxNamespaces(req.Sandbox), req.Sandbox.ID
 	}
+	if in.UserNSHostID, err = r.userNamespace(pod); err != nil {
+		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
+	}
+	if in.UserNSHostID != 0 {
+		if err := checkOwnUserNamespace(in.SandboxNS); err != nil {
+			return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
+		}
+	}
 	if in.AppArmorProfile, err = appArmorProfile(pod, c); err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
@@ -101,7 +109,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	if r.cfg.Images.Snapshotter != "" {
 		newOpts = append(newOpts, client.WithSnapshotter(r.cfg.Images.Snapshotter))
 	}
-	newOpts = append(newOpts, client.WithNewSnapshot(id, img), client.WithNewSpec(opts...), client.WithContainerLabels(labels))
+	rootfs := client.WithNewSnapshot(id, img)
+	if in.UserNSHostID != 0 {
+		rootfs = client.WithRemappedSnapshot(id, img, in.UserNSHostID, in.UserNSHostID)
+	}
+	newOpts = append(newOpts, rootfs, client.WithNewSpec(opts...), client.WithContainerLabels(labels))
 	created, err := r.client.NewContainer(ctx, id, newOpts...)
 	if errdefs.IsAlreadyExists(err) {
 		// A staticpod that stopped while creating this attempt left its snapshot, or
@@ -363,6 +375,9 @@ func (r *Runtime) RemovePodData(ctx context.Context, uid types.UID) error {
 		return fmt.Errorf("remove pod data: %w", err)
 	}
 	if err := poddir.Remove(dir); err != nil {
+		return fmt.Errorf("remove pod data %s: %w", uid, err)
+	}
+	if err := r.users.Release(string(uid)); err != nil {
 		return fmt.Errorf("remove pod data %s: %w", uid, err)
 	}
 	cctx, cancel := r.call(ctx)

@@ -52,6 +52,10 @@ var (
 type pinSpec struct {
 	namespaces []pinnedNamespace
 	hostname   string // set in the new UTS namespace
+	// userNS, when not 0, is the first host ID of a new user namespace that holds the
+	// others (pinInUserNamespace), made by self (the helper) as a child process.
+	userNS uint32
+	self   string
 }
 
 // pinDir is the directory of the pins of sandbox id.
@@ -69,6 +73,12 @@ func (r *Runtime) pinDir(id string) string {
 func pinNamespaces(dir string, spec pinSpec) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("pin namespaces: %w", err)
+	}
+	if spec.userNS != 0 {
+		if err := pinInUserNamespace(dir, spec); err != nil {
+			return errors.Join(fmt.Errorf("pin namespaces: %w", err), unpinNamespaces(dir))
+		}
+		return nil
 	}
 	done := make(chan error, 1)
 	go func() {

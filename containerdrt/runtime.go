@@ -20,6 +20,7 @@ import (
 	"github.com/staticpod/staticpod/containerdrt/images"
 	"github.com/staticpod/staticpod/containerdrt/podnet"
 	"github.com/staticpod/staticpod/containerdrt/shims"
+	"github.com/staticpod/staticpod/containerdrt/userns"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -77,6 +78,8 @@ type Runtime struct {
 
 	records *records // the container records of the last List
 
+	users *userns.Allocator // the user namespaces of pods with hostUsers: false
+
 	repairs *repairer // mends what List saw (Repair)
 
 	forged forgedUIDs // containers whose UID label List ignores, warned about once
@@ -104,7 +107,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		c.Close()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: podnet.New(cfg.CNI, cfg.Logger), images: imgs, records: recs, started: time.Now()}
+	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: podnet.New(cfg.CNI, cfg.Logger), images: imgs, records: recs, started: time.Now(),
+		users: userns.New(filepath.Join(cfg.RootDir, podsDir))}
 	r.repairs = newRepairer(r)
 	// An observer's: it makes none, and takes the layout New gives even where it
 	// refuses the root (a namespace named like a slice).

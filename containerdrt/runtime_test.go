@@ -92,6 +92,15 @@ func loadPod(t testing.TB, manifest string) *corev1.Pod {
 // the containers by name.
 func (r *testRuntime) mustRunPod(t *testing.T, pod *corev1.Pod) map[string]runner.Container {
 	t.Helper()
+	return r.mustRunPodWith(t, pod, manifests.Objects{})
+}
+
+// mustRunPodWith is mustRunPod with the ConfigMaps and Secrets of the pod's source.
+func (r *testRuntime) mustRunPodWith(t *testing.T, pod *corev1.Pod, objs manifests.Objects) map[string]runner.Container {
+	t.Helper()
+	if err := r.PreparePod(r.ctx, pod, objs); err != nil { // before the sandbox, as a worker
+		t.Fatalf("PreparePod: %v", err)
+	}
 	var sandbox *runner.Container
 	if runner.NeedsSandbox(pod) {
 		sb, err := r.StartSandbox(r.ctx, pod, 0)
@@ -119,7 +128,7 @@ func (r *testRuntime) mustRunPod(t *testing.T, pod *corev1.Pod) map[string]runne
 		if err != nil {
 			t.Fatalf("EnsureImage %s: %v", c.Image, err)
 		}
-		req := runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Sandbox: sandbox, Image: img, ImageVolumes: vols}
+		req := runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Sandbox: sandbox, Image: img, ImageVolumes: vols, Objects: objs}
 		created, err := r.create(req)
 		if err != nil {
 			t.Fatalf("CreateContainer %s: %v", c.Name, err)

@@ -147,6 +147,12 @@ func (r *Runtime) startPinnedSandbox(ctx context.Context, pod *corev1.Pod, attem
 	if !pod.Spec.HostIPC {
 		spec.namespaces = append(spec.namespaces, pinIPC)
 	}
+	if spec.userNS, err = r.userNamespace(pod); err != nil {
+		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
+	}
+	if spec.userNS != 0 {
+		spec.namespaces, spec.self = append([]pinnedNamespace{pinUser}, spec.namespaces...), r.cfg.Self
+	}
 	dir := r.pinDir(id)
 	labels := sandboxLabels(pod, attempt)
 	labels[labelPinned] = dir
@@ -215,6 +221,7 @@ func pinnedSpec(dir string, spec pinSpec) []oci.SpecOpts {
 // specNamespace is the OCI type of each namespace file.
 var specNamespace = map[string]specs.LinuxNamespaceType{
 	"net": specs.NetworkNamespace, "uts": specs.UTSNamespace, "ipc": specs.IPCNamespace, "pid": specs.PIDNamespace,
+	"user": specs.UserNamespace,
 }
 
 // startPauseSandbox creates and starts the sandbox process of pod: staticpod's "pause"
@@ -238,8 +245,21 @@ func (r *Runtime) startPauseSandbox(ctx context.Context, pod *corev1.Pod, attemp
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
+	hostID, err := r.userNamespace(pod)
+	if err != nil {
+		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
 	cgroupSpec, cgroupOpts := r.cgroup.Opts(pod, id)
 	specOpts := append(append(sandboxSpec(pod, rootfs, own), spec.ShimGroup(id)), cgroupSpec...)
+	if hostID != 0 {
+		if err := checkSearchable(rootfs); err != nil {
+			return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
+		}
+		// runc makes the user namespace from the mapping, and the sandbox's other new
+		// namespaces inside it.
+		m := spec.UserNSMapping(hostID)
+		specOpts = append(specOpts, oci.WithUserNamespace(m, m))
+	}
 	c, err := r.client.NewContainer(ctx, id,
 		append(cgroupOpts, client.WithContainerLabels(labels), client.WithNewSpec(specOpts...))...,
 	)

@@ -93,6 +93,9 @@ func (rp *repairer) sweepPodData(infos []containers.Container) {
 			rp.rt.log.Warn("remove the data of a pod that is gone", "uid", e.Name(), "err", err)
 			continue
 		}
+		if err := rp.rt.users.Release(e.Name()); err != nil { // its user namespace's block, if it had one
+			rp.rt.log.Warn("release the user namespace of a pod that is gone", "uid", e.Name(), "err", err)
+		}
 		rp.rt.log.Info("removed the data of a pod that is gone", "uid", e.Name())
 	}
 	if rp.rt.cfg.PodLogDir == "" {

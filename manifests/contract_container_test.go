@@ -140,7 +140,7 @@ var securityRules = map[string]map[string]rule{
 		"runAsNonRoot":             honoured("containerdrt/spec.TestSecurityRunAsNonRoot"),
 		"readOnlyRootFilesystem":   honoured("containerdrt.TestSpecReadOnlyRootInContainer"),
 		"allowPrivilegeEscalation": honoured("containerdrt.TestSpecNoNewPrivsInContainer"),
-		"procMount":                refusedWhen("`Unmasked`", msgProcMountUnmasked),
+		"procMount":                honoured("containerdrt.TestProcMountUnmaskedHasNoMasks"),
 		"seccompProfile":           honoured("containerdrt.TestSpecSeccompInContainer"),
 		"appArmorProfile":          honouredNote("e2e.TestAppArmorRefusedWithoutAppArmor", noteAppArmor),
 	},

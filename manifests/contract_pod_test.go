@@ -4,6 +4,8 @@ package manifests
 
 // Reasons shared by several fields of no effect.
 const (
+	noteHostUsers = "a user namespace of the pod's own, 65536 IDs allocated per pod above the host's first 65536 and kept in the pod's directory across restarts; the image's files and the volumes staticpod writes are owned by the mapped IDs; " +
+		"hostPath and image volumes are refused: " + msgUserNSVolume
 	reasonScheduling = "a scheduling field: a static pod runs on the node whose staticpod reads it, and is never scheduled"
 	reasonAPIServer  = "set and read by an apiserver, which static pods do not have"
 	reasonWindows    = "Windows only: a Linux node ignores it, as the kubelet does"
@@ -74,7 +76,7 @@ var specRules = map[string]map[string]rule{
 		"topologySpreadConstraints":     noEffect(reasonScheduling),
 		"setHostnameAsFQDN":             refusedWhen("`true`", msgHostnameFQDN),
 		"os":                            refusedWhen("`name: windows`", msgWindows),
-		"hostUsers":                     refusedWhen("`false`", msgHostUsers),
+		"hostUsers":                     honouredNote("containerdrt.TestUserNamespacePodMapsItsIDs", noteHostUsers),
 		"schedulingGates":               refused(msgSchedulingGates),
 		"resourceClaims":                refused(msgResourceClaims),
 		"resources":                     honouredNote("containerdrt.TestPodCgroupLimitsFromPodResources", "cpu and memory size the pod's cgroup, and cap a container without a limit of its own; huge pages are refused: "+msgPodHugePages),

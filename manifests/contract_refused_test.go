@@ -89,12 +89,10 @@ var refusalBases = map[string]func(*corev1.Pod) (reflect.Value, *field.Path){
 // refusingValues are the values of refused fields that are refused only for some
 // values; every other refused field is set to a non-zero value (see nonZero).
 var refusingValues = map[string]any{
-	"PodSpec.hostUsers":         new(false),
-	"PodSpec.os":                &corev1.PodOS{Name: corev1.Windows},
-	"PodSpec.resources":         &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
-	"SecurityContext.procMount": new(corev1.UnmaskedProcMount),
-	"HTTPGetAction.protocol":    new(corev1.HTTPProtocolHTTP2),
-	"GRPCAction.mode":           new(corev1.GRPCProbeModeTLS),
+	"PodSpec.os":             &corev1.PodOS{Name: corev1.Windows},
+	"PodSpec.resources":      &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+	"HTTPGetAction.protocol": new(corev1.HTTPProtocolHTTP2),
+	"GRPCAction.mode":        new(corev1.GRPCProbeModeTLS),
 }
 
 // TestFieldContractRefusalsReachUsers sets each refused field on a valid pod and checks

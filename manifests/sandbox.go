@@ -33,6 +33,10 @@ type sandboxFields struct {
 	// changed needs new ones. Omitted when empty, so that the hash of a pod without
 	// sysctls is what it was before they were honoured.
 	Sysctls []corev1.Sysctl `json:",omitempty"`
+
+	// UserNamespace is set for hostUsers: false, whose pod's namespaces all belong to
+	// a user namespace of its own. Omitted when false, for the same reason.
+	UserNamespace bool `json:",omitempty"`
 }
 
 // SharesPIDNamespace reports whether the containers of pod share a PID namespace of
@@ -55,7 +59,7 @@ func SandboxHash(pod *corev1.Pod) string {
 		HostNetwork: spec.HostNetwork, HostIPC: spec.HostIPC, HostPID: spec.HostPID,
 		ShareProcessNamespace: SharesPIDNamespace(pod),
 		HostAliases:           spec.HostAliases, DNSPolicy: spec.DNSPolicy, DNSConfig: spec.DNSConfig,
-		QOSClass: QOSClass(pod),
+		QOSClass: QOSClass(pod), UserNamespace: !hostUsers(spec),
 	}
 	if sc := spec.SecurityContext; sc != nil {
 		f.Sysctls = sc.Sysctls

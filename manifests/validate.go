@@ -85,6 +85,7 @@ func validateSpec(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	vols, errs := validateVolumes(spec.Volumes, fld.Child("volumes"))
 	errs = append(errs, validateContainers(spec, vols, fld)...)
 	errs = append(errs, validatePodSecurity(spec, fld)...)
+	errs = append(errs, validateUserNamespace(spec, fld)...)
 	errs = append(errs, validatePolicies(spec, fld)...)
 	errs = append(errs, validateDNS(spec, fld)...)
 	errs = append(errs, validateHostNames(spec, fld)...)

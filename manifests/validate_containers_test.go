@@ -297,7 +297,7 @@ func TestValidateContainerSecurity(t *testing.T) {
 			errAt(tInvalid, "spec.containers[0].securityContext.allowPrivilegeEscalation"),
 		}},
 		{"procMount", func(p *corev1.Pod) { sc(p).ProcMount = new(corev1.UnmaskedProcMount) },
-			[]fieldErr{errAt(tInvalid, "spec.containers[0].securityContext.procMount"), errAt(tForbidden, "spec.containers[0].securityContext.procMount")}},
+			[]fieldErr{errAt(tInvalid, "spec.containers[0].securityContext.procMount")}},
 		{"profiles", func(p *corev1.Pod) {
 			s := sc(p)
 			s.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: new("../escape.json")}

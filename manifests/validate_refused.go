@@ -13,10 +13,6 @@ import (
 // what to do instead; the field contract (contract*.go) lists them all.
 
 const (
-	msgHostUsers = "user namespaces are not implemented by staticpod, and running the pod in the host's user namespace instead would give it less isolation than it asks for; " +
-		"remove hostUsers (or set it to true) instead"
-	msgProcMountUnmasked = "an unmasked /proc needs a user namespace (hostUsers: false), which staticpod does not implement; " +
-		"remove procMount (or set it to Default) instead"
 	msgReadinessGates = "readiness gates are set by controllers through an apiserver, which static pods do not have, so the pod would never be Ready; " +
 		"remove readinessGates and let a readinessProbe decide instead"
 	msgSchedulingGates = "scheduling gates are removed by controllers through an apiserver, which static pods do not have, and a static pod is never scheduled; " +
@@ -58,7 +54,6 @@ func validateRefused(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 			errs = append(errs, field.Forbidden(p, msg))
 		}
 	}
-	forbid(spec.HostUsers != nil && !*spec.HostUsers, fld.Child("hostUsers"), msgHostUsers)
 	forbid(len(spec.ReadinessGates) > 0, fld.Child("readinessGates"), msgReadinessGates)
 	forbid(len(spec.SchedulingGates) > 0, fld.Child("schedulingGates"), msgSchedulingGates)
 	forbid(len(spec.Overhead) > 0, fld.Child("overhead"), msgOverhead)
@@ -80,12 +75,6 @@ func refusedInContainer(c *corev1.Container, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if c.Stdin {
 		errs = append(errs, field.Forbidden(fld.Child("stdin"), msgStdin))
-	}
-	if sc := c.SecurityContext; sc != nil {
-		p := fld.Child("securityContext")
-		if sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount {
-			errs = append(errs, field.Forbidden(p.Child("procMount"), msgProcMountUnmasked))
-		}
 	}
 	for i, m := range c.VolumeMounts {
 		if len(m.BindMountOptions) > 0 {

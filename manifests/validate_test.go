@@ -300,7 +300,14 @@ func TestValidatePodSecurity(t *testing.T) {
 			[]fieldErr{errAt(tInvalid, "spec.shareProcessNamespace")}},
 		{"user namespace with host namespaces", func(p *corev1.Pod) {
 			p.Spec.HostUsers, p.Spec.HostPID, p.Spec.HostIPC = new(false), true, true
-		}, []fieldErr{errAt(tForbidden, "spec.hostPID"), errAt(tForbidden, "spec.hostIPC"), errAt(tForbidden, "spec.hostUsers")}},
+		}, []fieldErr{errAt(tForbidden, "spec.hostPID"), errAt(tForbidden, "spec.hostIPC")}},
+		{"user namespace with volumes staticpod cannot map", func(p *corev1.Pod) {
+			p.Spec.HostUsers = new(false)
+			p.Spec.Volumes = append(p.Spec.Volumes,
+				corev1.Volume{Name: "mine", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/srv"}}},
+				corev1.Volume{Name: "img", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "busybox:1.36", PullPolicy: corev1.PullIfNotPresent}}})
+		}, []fieldErr{errAt(tForbidden, "spec.volumes[2].hostPath"), errAt(tForbidden, "spec.volumes[3].image")}},
 		{"IDs out of range", func(p *corev1.Pod) {
 			p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: new(int64(-1)), RunAsGroup: new(int64(-1)),
 				FSGroup: new(int64(1 << 40)), SupplementalGroups: []int64{10, -3}}

@@ -44,6 +44,9 @@ func PrepareContainer(in spec.Input) (spec.Prepared, error) {
 	if err := writeHosts(in.Pod, in.PodDir, in.PodIP); err != nil {
 		return spec.Prepared{}, fmt.Errorf("container %q: %w", in.Container.Name, err)
 	}
+	if err := rootOwner(in).lchown(filepath.Join(in.PodDir, etcHostsFile)); err != nil {
+		return spec.Prepared{}, fmt.Errorf("container %q: %w", in.Container.Name, err)
+	}
 	for i, vm := range in.Container.VolumeMounts {
 		src, err := volumeMount(in, i, vm)
 		if err != nil {
@@ -192,6 +195,9 @@ func prepareTerminationLog(in spec.Input) (string, error) {
 	if err := os.Chmod(path, terminationLogMode); err != nil {
 		return "", fmt.Errorf("chmod termination log: %w", err)
 	}
+	if err := rootOwner(in).lchown(path); err != nil {
+		return "", err
+	}
 	return path, nil
 }
 
@@ -212,6 +218,9 @@ func prepareShm(in spec.Input) (string, error) {
 		return "", fmt.Errorf("create %s: %w", dir, err)
 	}
 	if err := ensureTmpfs(dir, shmSource, shmFlags, shmData); err != nil {
+		return "", err
+	}
+	if err := rootOwner(in).lchown(dir); err != nil {
 		return "", err
 	}
 	return dir, nil

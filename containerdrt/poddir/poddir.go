@@ -55,6 +55,15 @@ func PreparePod(pod *corev1.Pod, podDir, hostIP string, objs manifests.Objects) 
 	// Downward API values come from the pod as a container of it would see them; a
 	// volume's resourceFieldRef always names its container.
 	in := spec.Input{Pod: pod, Container: &corev1.Container{}, PodDir: podDir, HostIP: hostIP, Objects: objs}
+	var err error
+	if in.UserNSHostID, err = userNamespace(pod, podDir); err != nil {
+		return fmt.Errorf("prepare pod dir %s: %w", podDir, err)
+	}
+	for _, f := range []string{hostnameFile, resolvConfFile} {
+		if err := rootOwner(in).lchown(filepath.Join(podDir, f)); err != nil {
+			return err
+		}
+	}
 	for i := range pod.Spec.Volumes {
 		if err := prepareVolume(in, &pod.Spec.Volumes[i]); err != nil {
 			return fmt.Errorf("prepare volume %s: %w", pod.Spec.Volumes[i].Name, err)

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -36,9 +35,10 @@ type projectedFile struct {
 
 // writeProjected makes dir (which must exist) hold exactly files, keyed by their path
 // in the volume, and reports whether it changed anything. It is idempotent: a volume
-// that already holds the same files is left alone. gid, when not -1, owns every file
-// (a pod's fsGroup), as the kubelet sets the ownership of such volumes.
-func writeProjected(dir string, files map[string]projectedFile, gid int) (bool, error) {
+// that already holds the same files is left alone. o owns every file (the group a pod's
+// fsGroup, as the kubelet sets the ownership of such volumes; both mapped in a user
+// namespace of the pod's own), and, in a user namespace, the directories and links too.
+func writeProjected(dir string, files map[string]projectedFile, o owner) (bool, error) {
 	for path := range files {
 		if err := checkProjectedPath(path); err != nil {
 			return false, err
@@ -49,7 +49,7 @@ func writeProjected(dir string, files map[string]projectedFile, gid int) (bool, 
 		return false, fmt.Errorf("read %s: %w", dataLink, err)
 	}
 	if old != "" {
-		same, err := holds(filepath.Join(dir, old), files, gid)
+		same, err := holds(filepath.Join(dir, old), files, o)
 		if err != nil {
 			return false, err
 		}
@@ -61,11 +61,11 @@ func writeProjected(dir string, files map[string]projectedFile, gid int) (bool, 
 	if err != nil {
 		return false, fmt.Errorf("create data dir: %w", err)
 	}
-	if err := writeFiles(ts, files, gid); err != nil {
+	if err := writeFiles(ts, files, o); err != nil {
 		os.RemoveAll(ts)
 		return false, err
 	}
-	if err := linkTopNames(dir, files); err != nil {
+	if err := linkTopNames(dir, files, o); err != nil {
 		os.RemoveAll(ts)
 		return false, err
 	}
@@ -74,6 +74,11 @@ func writeProjected(dir string, files map[string]projectedFile, gid int) (bool, 
 	if err := os.Symlink(filepath.Base(ts), tmp); err != nil {
 		os.RemoveAll(ts)
 		return false, fmt.Errorf("link new data dir: %w", err)
+	}
+	if err := o.dirOwner().lchown(tmp); err != nil {
+		os.Remove(tmp)
+		os.RemoveAll(ts)
+		return false, err
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, dataLink)); err != nil {
 		os.Remove(tmp)
@@ -98,8 +103,8 @@ func checkProjectedPath(path string) error {
 }
 
 // holds reports whether the data dir ts holds exactly files, with their content,
-// modes and group.
-func holds(ts string, files map[string]projectedFile, gid int) (bool, error) {
+// modes and owners.
+func holds(ts string, files map[string]projectedFile, o owner) (bool, error) {
 	found, differs := 0, false
 	err := filepath.WalkDir(ts, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -119,7 +124,7 @@ func holds(ts string, files map[string]projectedFile, gid int) (bool, error) {
 		if err != nil {
 			return err
 		}
-		if info.Mode().Perm() != want.mode.Perm() || !bytes.Equal(data, want.data) || !ownedBy(info, gid) {
+		if info.Mode().Perm() != want.mode.Perm() || !bytes.Equal(data, want.data) || !o.owns(info) {
 			differs = true
 			return fs.SkipAll
 		}
@@ -136,7 +141,7 @@ func holds(ts string, files map[string]projectedFile, gid int) (bool, error) {
 }
 
 // writeFiles writes files into the new data dir ts.
-func writeFiles(ts string, files map[string]projectedFile, gid int) error {
+func writeFiles(ts string, files map[string]projectedFile, o owner) error {
 	if err := os.Chmod(ts, projectedDirMod); err != nil {
 		return fmt.Errorf("chmod %s: %w", ts, err)
 	}
@@ -148,8 +153,8 @@ func writeFiles(ts string, files map[string]projectedFile, gid int) error {
 		if err := os.WriteFile(full, f.data, f.mode); err != nil {
 			return fmt.Errorf("write %s: %w", path, err)
 		}
-		if gid >= 0 {
-			if err := os.Chown(full, -1, gid); err != nil {
+		if !o.none() {
+			if err := os.Chown(full, o.uid, o.gid); err != nil {
 				return fmt.Errorf("chown %s: %w", path, err)
 			}
 		}
@@ -157,11 +162,19 @@ func writeFiles(ts string, files map[string]projectedFile, gid int) error {
 			return fmt.Errorf("chmod %s: %w", path, err)
 		}
 	}
+	if dirs := o.dirOwner(); !dirs.none() {
+		return filepath.WalkDir(ts, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return err
+			}
+			return dirs.lchown(path)
+		})
+	}
 	return nil
 }
 
 // linkTopNames makes each name at the top of the volume a symlink through ..data.
-func linkTopNames(dir string, files map[string]projectedFile) error {
+func linkTopNames(dir string, files map[string]projectedFile, o owner) error {
 	for _, top := range topNames(files) {
 		link := filepath.Join(dir, top)
 		if _, err := os.Lstat(link); err == nil {
@@ -169,6 +182,9 @@ func linkTopNames(dir string, files map[string]projectedFile) error {
 		}
 		if err := os.Symlink(filepath.Join(dataLink, top), link); err != nil {
 			return fmt.Errorf("link %s: %w", top, err)
+		}
+		if err := o.dirOwner().lchown(link); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -204,13 +220,4 @@ func topNames(files map[string]projectedFile) []string {
 		tops[top] = true
 	}
 	return slices.Sorted(maps.Keys(tops))
-}
-
-// ownedBy reports whether a file belongs to group gid; any group will do for -1.
-func ownedBy(info fs.FileInfo, gid int) bool {
-	if gid < 0 {
-		return true
-	}
-	st, ok := info.Sys().(*syscall.Stat_t)
-	return ok && int(st.Gid) == gid
 }

@@ -29,9 +29,16 @@ import (
 func prepareVolume(in spec.Input, vol *corev1.Volume) error {
 	switch {
 	case vol.EmptyDir != nil:
-		return prepareEmptyDir(in.Pod, volumeDir(in.PodDir, vol.Name), vol.EmptyDir)
+		dir := volumeDir(in.PodDir, vol.Name)
+		if err := prepareEmptyDir(in.Pod, dir, vol.EmptyDir); err != nil {
+			return err
+		}
+		return rootOwner(in).lchown(dir) // its content is the containers'
 	case vol.DownwardAPI != nil:
-		return writeDownwardAPI(in, vol.DownwardAPI, volumeDir(in.PodDir, vol.Name))
+		if err := writeDownwardAPI(in, vol.DownwardAPI, volumeDir(in.PodDir, vol.Name)); err != nil {
+			return err
+		}
+		return rootOwner(in).lchownTree(volumeDir(in.PodDir, vol.Name))
 	case readsObjects(vol):
 		return prepareObjectVolume(in, vol, volumeDir(in.PodDir, vol.Name))
 	}
@@ -120,6 +127,9 @@ func prepareObjectVolume(in spec.Input, vol *corev1.Volume, dir string) error {
 			return err
 		}
 	}
+	if err := volumeOwner(in).dirOwner().lchown(dir); err != nil {
+		return err
+	}
 	return fillObjectVolume(in, vol, dir)
 }
 
@@ -129,7 +139,7 @@ func fillObjectVolume(in spec.Input, vol *corev1.Volume, dir string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", runner.ErrCreateConfig, err)
 	}
-	_, err = writeProjected(dir, files, fsGroup(in.Pod))
+	_, err = writeProjected(dir, files, volumeOwner(in))
 	return err
 }
 
@@ -242,6 +252,10 @@ func fileMode(mode, defaultMode *int32, group int) fs.FileMode {
 // still sees what it had.
 func SyncVolumes(pod *corev1.Pod, podDir, hostIP string, objs manifests.Objects) (changed []string, _ error) {
 	in := spec.Input{Pod: pod, Container: &corev1.Container{}, PodDir: podDir, HostIP: hostIP, Objects: objs}
+	var err error
+	if in.UserNSHostID, err = userNamespace(pod, podDir); err != nil {
+		return nil, fmt.Errorf("sync volumes: %w", err)
+	}
 	var errs []error
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
@@ -262,7 +276,7 @@ func SyncVolumes(pod *corev1.Pod, podDir, hostIP string, objs manifests.Objects)
 			errs = append(errs, fmt.Errorf("volume %q: %w", vol.Name, err))
 			continue
 		}
-		written, err := writeProjected(dir, files, fsGroup(pod))
+		written, err := writeProjected(dir, files, volumeOwner(in))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("volume %q: %w", vol.Name, err))
 			continue

@@ -113,7 +113,7 @@ func TestVolumeFiles(t *testing.T) {
 func TestWriteProjectedSwapsAtomically(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]projectedFile{"mode": {[]byte("fast"), 0o644}, "conf/app.conf": {[]byte("x"), 0o600}}
-	if changed, err := writeProjected(dir, files, -1); err != nil || !changed {
+	if changed, err := writeProjected(dir, files, owner{-1, -1}); err != nil || !changed {
 		t.Fatalf("first write = %v, %v; want a change", changed, err)
 	}
 	first, err := os.Readlink(filepath.Join(dir, dataLink))
@@ -128,11 +128,11 @@ func TestWriteProjectedSwapsAtomically(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"mode": "-rw-r--r-- fast", "conf/app.conf": "-rw------- x"}, tree(t, dir)); diff != "" {
 		t.Errorf("volume (-want +got):\n%s", diff)
 	}
-	if changed, err := writeProjected(dir, files, -1); err != nil || changed {
+	if changed, err := writeProjected(dir, files, owner{-1, -1}); err != nil || changed {
 		t.Errorf("same files again = %v, %v; want no change", changed, err)
 	}
 
-	if changed, err := writeProjected(dir, map[string]projectedFile{"mode": {[]byte("slow"), 0o644}}, -1); err != nil || !changed {
+	if changed, err := writeProjected(dir, map[string]projectedFile{"mode": {[]byte("slow"), 0o644}}, owner{-1, -1}); err != nil || !changed {
 		t.Fatalf("update = %v, %v; want a change", changed, err)
 	}
 	second, _ := os.Readlink(filepath.Join(dir, dataLink))
@@ -150,7 +150,7 @@ func TestWriteProjectedSwapsAtomically(t *testing.T) {
 	if diff := cmp.Diff([]string{second, dataLink, "mode"}, names); diff != "" {
 		t.Errorf("volume dir entries (-want +got):\n%s", diff)
 	}
-	if _, err := writeProjected(dir, map[string]projectedFile{"../escape": {nil, 0o644}}, -1); err == nil {
+	if _, err := writeProjected(dir, map[string]projectedFile{"../escape": {nil, 0o644}}, owner{-1, -1}); err == nil {
 		t.Error("a path leaving the volume was written")
 	}
 }

@@ -12,16 +12,20 @@ import (
 // where the sandbox's namespaces are) and from what the pod directory's preparation
 // made (Prepared). The builders read it and write nothing.
 type Input struct {
-	Pod        *corev1.Pod
-	Container  *corev1.Container
-	Attempt    int                 // restart count of the container: names its termination log
-	Image      ocispec.ImageConfig // the image's config: Env, Entrypoint, Cmd, WorkingDir, User, StopSignal
-	SandboxNS  string              // directory of the sandbox's namespace files to join; "" for no sandbox
-	SandboxID  string              // its container ID: the shim group of the pod's containers
-	PodDir     string              // <root-dir>/pods/<uid>: its file system is the pod's ephemeral storage
-	PodIP      string              // the pod's IP as containers see it (127.0.0.1 on its own netns)
-	HostIP     string              // the node's primary IP
-	SeccompDir string              // directory of Localhost seccomp profiles
+	Pod       *corev1.Pod
+	Container *corev1.Container
+	Attempt   int                 // restart count of the container: names its termination log
+	Image     ocispec.ImageConfig // the image's config: Env, Entrypoint, Cmd, WorkingDir, User, StopSignal
+	SandboxNS string              // directory of the sandbox's namespace files to join; "" for no sandbox
+	SandboxID string              // its container ID: the shim group of the pod's containers
+	// UserNSHostID is the host's first ID of the pod's user namespace (hostUsers:
+	// false), whose 65536 IDs from 0 it maps; 0 for the host's user namespace. The
+	// sandbox holds the namespace, as the file "user" in SandboxNS.
+	UserNSHostID uint32
+	PodDir       string // <root-dir>/pods/<uid>: its file system is the pod's ephemeral storage
+	PodIP        string // the pod's IP as containers see it (127.0.0.1 on its own netns)
+	HostIP       string // the node's primary IP
+	SeccompDir   string // directory of Localhost seccomp profiles
 	// AppArmorProfile is the loaded AppArmor profile the process runs under, "" for
 	// none: AppArmorProfile decides it, the runtime loads it before the spec is built.
 	AppArmorProfile string

@@ -47,6 +47,11 @@ func Security(in Input) ([]oci.SpecOpts, error) {
 		// cgroupfs, mounted later, is writable too: Cgroups.)
 		opts = append(opts, oci.WithPrivileged, oci.WithHostDevices, oci.WithAllDevicesAllowed)
 	}
+	if sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount {
+		// As the kubelet: an unmasked /proc, which validation allows only in a user
+		// namespace of the pod's own (hostUsers: false), has no masked or read-only paths.
+		opts = append(opts, oci.WithMaskedPaths(nil), oci.WithReadonlyPaths(nil))
+	}
 	// containerd's default spec sets no_new_privs; the kubelet sets it only when
 	// allowPrivilegeEscalation is false (securitycontext.AddNoNewPrivileges), so a nil
 	// means setuid binaries work, as on a cluster.

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"path/filepath"
 
 	"github.com/containerd/containerd/v2/pkg/oci"
@@ -32,7 +33,32 @@ func Container(in Input) ([]oci.SpecOpts, error) {
 		opts = append(opts, ShimGroup(in.SandboxID))
 	}
 	opts = append(opts, Sysctls(in))
+	if in.UserNSHostID != 0 && in.SandboxNS == "" {
+		return nil, fmt.Errorf("container %s: a user namespace of the pod's own needs its sandbox", in.Container.Name)
+	}
 	return append(opts, namespaceOpts(in)...), nil
+}
+
+// UserNSLength is the number of IDs of a pod's user namespace.
+const UserNSLength = 1 << 16
+
+// UserNSMapping is the mapping of a pod's user namespace whose first host ID is hostID:
+// container IDs 0..65535, users and groups alike.
+func UserNSMapping(hostID uint32) []specs.LinuxIDMapping {
+	return []specs.LinuxIDMapping{{ContainerID: 0, HostID: hostID, Size: UserNSLength}}
+}
+
+// userNamespace puts a container in its pod's user namespace, the sandbox's, with its
+// mapping written in the spec too: runc maps the rootfs's and the mounts' owners by it.
+func userNamespace(in Input) []oci.SpecOpts {
+	if in.UserNSHostID == 0 {
+		return nil
+	}
+	m := UserNSMapping(in.UserNSHostID)
+	return []oci.SpecOpts{
+		oci.WithUserNamespace(m, m),
+		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.UserNamespace, Path: filepath.Join(in.SandboxNS, "user")}),
+	}
 }
 
 // ShimGroup puts a container in its sandbox's shim: containerd's runc shim serves
@@ -58,7 +84,7 @@ func namespaceOpts(in Input) []oci.SpecOpts {
 	join := func(t specs.LinuxNamespaceType, file string) oci.SpecOpts {
 		return oci.WithLinuxNamespace(specs.LinuxNamespace{Type: t, Path: filepath.Join(in.SandboxNS, file)})
 	}
-	var opts []oci.SpecOpts
+	opts := userNamespace(in)
 	switch {
 	case spec.HostNetwork:
 		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))

@@ -118,6 +118,12 @@ func newDaemon() (*Daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create containerd directory: %w", err)
 	}
+	// Searchable by all, as containerd's own /run/containerd is (0711): runc mounts a
+	// container's root file system from its bundle there after it entered the
+	// container's user namespace, whose root is no owner of this directory.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return nil, fmt.Errorf("create containerd directory: %w", err)
+	}
 	return &Daemon{
 		Address: filepath.Join(dir, "containerd.sock"),
 		LogPath: filepath.Join(dir, "containerd.log"),
