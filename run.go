@@ -213,7 +213,8 @@ func (d *daemon) setup(ctx context.Context) error {
 	if err != nil {
 		return errors.Join(err, rt.Close())
 	}
-	d.stats = stats.New(stats.Config{Pods: d.r.Pods, Cgroups: podCgroups, Node: d.node, PodLogDir: c.String("pod-log-dir"), Log: d.log})
+	d.stats = stats.New(stats.Config{Pods: d.r.Pods, Cgroups: podCgroups, Node: d.node, PodLogDir: c.String("pod-log-dir"),
+		Disks: rt, RootDir: d.root, Log: d.log})
 	d.api, err = api.New(api.Config{
 		Backend: d.r, Store: d.push, Sources: d.sources(), PodLogDir: c.String("pod-log-dir"),
 		RuntimeHealthy: rt.Healthy, Images: d.r, Objects: d.r, Exec: rt, Stats: d.stats,

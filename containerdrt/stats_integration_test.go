@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/staticpod/staticpod/api"
 	spcli "github.com/staticpod/staticpod/cli"
@@ -132,5 +133,79 @@ spec:
 	}
 	if mi, err := strconv.Atoi(strings.TrimSuffix(fields[3], "Mi")); err != nil || mi < 16 {
 		t.Errorf("top shows %s, want at least 16Mi:\n%s", fields[3], out.String())
+	}
+}
+
+// A pod's disks as the kubelet reports them: an emptyDir holding a 4 MiB file shows at
+// least that used, a memory-backed one its tmpfs (its size is the capacity, what is in
+// it the usage), the container's writable layer what was written in it, and the pod's
+// ephemeral storage the emptyDir on disk, the writable layer and the logs together,
+// without the tmpfs.
+func TestStatsShowAPodsVolumesWritableLayerAndEphemeralStorage(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: disks}
+spec:
+  containers:
+  - name: app
+    image: `+testImage+`
+    command: ["sh", "-c", "echo started; sleep 3600"]
+    volumeMounts:
+    - {name: scratch, mountPath: /scratch}
+    - {name: ram, mountPath: /ram}
+  volumes:
+  - {name: scratch, emptyDir: {}}
+  - {name: ram, emptyDir: {medium: Memory, sizeLimit: 8Mi}}
+`)
+	cs := r.mustRunPod(t, pod)
+	c := r.awaitState(t, cs["app"].ID, runner.StateRunning)
+	const scratch, ram, layer = 4 << 20, 2 << 20, 1 << 20
+	fill := "head -c 4194304 /dev/zero > /scratch/f && head -c 2097152 /dev/zero > /ram/f && head -c 1048576 /dev/zero > /layer"
+	if code, err := r.Exec(r.ctx, c.ID, runner.ExecRequest{Command: []string{"sh", "-c", fill}}); err != nil || code != 0 {
+		t.Fatalf("fill the volumes: %d, %v", code, err)
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &metav1.Time{Time: c.StartedAt},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "app", ContainerID: "containerd://" + c.ID,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(c.StartedAt)}}}}}
+	driver, root := r.Cgroups()
+	podCgroups, err := cgroups.New(cgroups.Config{Driver: driver, Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sampler := stats.New(stats.Config{Pods: func() []*corev1.Pod { return []*corev1.Pod{pod} }, Cgroups: podCgroups,
+		Node: "node1", PodLogDir: r.cfg.PodLogDir, Disks: r.Runtime, RootDir: r.cfg.RootDir})
+	sampler.Sample()
+	sampler.SampleDisks(r.ctx)
+	sum := sampler.Summary()
+	if len(sum.Pods) != 1 || len(sum.Pods[0].Containers) != 1 {
+		t.Fatalf("summary pods = %+v", sum.Pods)
+	}
+	ps, ctr := sum.Pods[0], sum.Pods[0].Containers[0]
+	vols := map[string]statsapi.VolumeStats{}
+	for _, v := range ps.VolumeStats {
+		vols[v.Name] = v
+	}
+	if v, ok := vols["scratch"]; !ok || *v.UsedBytes < scratch || *v.InodesUsed < 2 || *v.CapacityBytes == 0 {
+		t.Errorf("emptyDir scratch = %+v, want at least %d bytes used", v, scratch)
+	}
+	if v, ok := vols["ram"]; !ok || *v.UsedBytes < ram || *v.CapacityBytes != 8<<20 || *v.AvailableBytes > 8<<20-ram {
+		t.Errorf("emptyDir ram = %+v, want its 8 MiB tmpfs holding at least %d", v, ram)
+	}
+	if ctr.Rootfs == nil || *ctr.Rootfs.UsedBytes < layer || ctr.Rootfs.CapacityBytes == nil {
+		t.Fatalf("rootfs = %+v, want at least %d bytes", ctr.Rootfs, layer)
+	}
+	if ctr.Logs == nil || *ctr.Logs.InodesUsed < 1 {
+		t.Fatalf("logs = %+v", ctr.Logs)
+	}
+	e := ps.EphemeralStorage
+	want := *vols["scratch"].UsedBytes + *ctr.Rootfs.UsedBytes + *ctr.Logs.UsedBytes
+	if e == nil || *e.UsedBytes < want || *e.UsedBytes >= want+ram || *e.CapacityBytes != *sum.Node.Fs.CapacityBytes {
+		t.Errorf("ephemeral storage = %+v, want the emptyDir, writable layer and logs (%d bytes) without the tmpfs", e, want)
+	}
+	if sum.Node.Runtime == nil || sum.Node.Runtime.ImageFs == nil || *sum.Node.Runtime.ImageFs.UsedBytes < layer ||
+		sum.Node.Runtime.ImageFs.CapacityBytes == nil {
+		t.Errorf("node runtime = %+v, want the image filesystem", sum.Node.Runtime)
 	}
 }

@@ -132,6 +132,14 @@ func ImageVolumeDir(podDir, id string) (string, error) {
 	return filepath.Join(podDir, imageVolumeDir, id), nil
 }
 
+// EtcHostsFile is the pod's /etc/hosts in its directory.
+const EtcHostsFile = etcHostsFile
+
+// VolumeDir is the directory of a volume made in the pod's directory: an emptyDir
+// (a tmpfs mounted there for medium Memory), downwardAPI, configMap, secret or
+// projected volume.
+func VolumeDir(podDir, volume string) string { return volumeDir(podDir, volume) }
+
 // volumeDir is the directory of an emptyDir or downwardAPI volume.
 func volumeDir(podDir, volume string) string {
 	return filepath.Join(podDir, volumesDir, volume)

@@ -6,6 +6,12 @@
 // s) and keeps the last two samples, so that a read of the figures costs no file read
 // and a CPU rate comes from the difference.
 //
+// The disks are measured apart and more slowly (disk.go, du.go): each pod's volumes,
+// log directories, /etc/hosts and its containers' writable layers (through Disks,
+// which the runtime implements), every DiskPeriod (the kubelet's volume stats period,
+// a minute) and when a pod appears or a container of it restarts, walked as the
+// kubelet's du walks them; the node's filesystem and the images' from statfs.
+//
 // It imports containerdrt/cgroups (where a pod's cgroups are) and manifests; the API
 // reads its Summary, in the kubelet's stats/v1alpha1 shape, through an interface.
 package stats

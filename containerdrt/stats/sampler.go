@@ -26,10 +26,18 @@ type Config struct {
 	Node    string       // the node's name in the summary
 
 	// PodLogDir is the root of the pods' log directories (logs.DefaultPodsDir when
-	// empty); a pod's is its ephemeral storage's usage.
+	// empty): a container's log directory is its Logs, counted in the pod's ephemeral
+	// storage.
 	PodLogDir string
-	Period    time.Duration // DefaultPeriod when 0
-	Log       *slog.Logger
+	// Disks are the pods' volumes and the containers' writable layers (nil: neither is
+	// measured); RootDir is staticpod's root directory, whose filesystem is the node's.
+	Disks   Disks
+	RootDir string
+	Period  time.Duration // DefaultPeriod when 0
+	// DiskPeriod is how often a pod's disk use is measured again (DefaultDiskPeriod
+	// when 0): a walk of its volumes and log directories.
+	DiskPeriod time.Duration
+	Log        *slog.Logger
 
 	// For tests: the cgroup mount point (cgroups.MountPoint), whether it is cgroup v2
 	// (cgroups.Unified), /proc/meminfo, the clock.
@@ -52,6 +60,10 @@ type Sampler struct {
 	prev    map[string]cpuSample // the CPU time of each cgroup dir at the sample before
 	samples int                  // samples taken; tests wait on it
 	changed chan struct{}        // closed and renewed at each sample
+
+	disks       disks  // the last measure of the disks
+	diskSamples int    // SampleDisks calls, measuring or not
+	imageRoot   string // the snapshotter's root, as last reported; SampleDisks' own
 }
 
 // sample is one reading of the node and the pods.
@@ -74,13 +86,11 @@ type podReading struct {
 	pod        *corev1.Pod
 	reading    reading
 	containers []containerReading
-	logBytes   uint64
-	logInodes  uint64
-	logErr     error
 }
 
 type containerReading struct {
 	name    string
+	id      string
 	started time.Time
 	reading reading
 }
@@ -94,6 +104,9 @@ type cpuSample struct {
 func New(cfg Config) *Sampler {
 	if cfg.Period <= 0 {
 		cfg.Period = DefaultPeriod
+	}
+	if cfg.DiskPeriod <= 0 {
+		cfg.DiskPeriod = DefaultDiskPeriod
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -122,17 +135,27 @@ func New(cfg Config) *Sampler {
 	return s
 }
 
-// Run samples at once and then on the period until ctx is done. With no pods wanted
-// nothing is read: the figures stay those of the last sample, and the summary is
-// empty.
+// Run samples at once and then on the period until ctx is done; the disks are looked
+// at on the same period, apart, so that a slow walk delays no CPU figure, but each pod
+// is measured only every DiskPeriod (and when it appears or its containers change).
+// With no pods wanted nothing is read, and the summary is empty.
 func (s *Sampler) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { s.every(ctx, func() { s.SampleDisks(ctx) }) })
+	s.every(ctx, s.Sample)
+	return nil
+}
+
+// every calls f at once and then on the period until ctx is done.
+func (s *Sampler) every(ctx context.Context, f func()) {
 	t := time.NewTicker(s.cfg.Period)
 	defer t.Stop()
 	for {
-		s.Sample()
+		f()
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-t.C:
 		}
 	}
@@ -167,9 +190,8 @@ func (s *Sampler) Sample() {
 			if r.err != nil {
 				continue
 			}
-			pr.containers = append(pr.containers, containerReading{name: cs.Name, started: cs.State.Running.StartedAt.Time, reading: r})
+			pr.containers = append(pr.containers, containerReading{name: cs.Name, id: id, started: cs.State.Running.StartedAt.Time, reading: r})
 		}
-		pr.logBytes, pr.logInodes, pr.logErr = dirUsage(podLogDir(s.cfg.PodLogDir, p))
 		smp.pods = append(smp.pods, pr)
 	}
 	s.store(smp, next)
@@ -219,4 +241,11 @@ func (s *Sampler) Samples() (int, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.samples, s.changed
+}
+
+// DiskSamples is how many times the disks were looked at, measured or not.
+func (s *Sampler) DiskSamples() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.diskSamples
 }

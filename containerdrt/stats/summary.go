@@ -1,8 +1,7 @@
 package stats
 
 import (
-	"io/fs"
-	"path/filepath"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,12 +12,14 @@ import (
 
 // Summary is the last sample in the kubelet's /stats/summary shape: the node, and each
 // pod with its running containers, CPU (cumulative and the rate since the sample
-// before), memory and, on cgroup v2, pressure; a pod's ephemeral storage is its log
-// directory. Pods whose cgroup could not be read are left out, as the kubelet leaves
-// out pods cAdvisor does not know yet.
+// before), memory and, on cgroup v2, pressure; with the last measure of the disks
+// (SampleDisks): the node's and the images' filesystems, each pod's volumes and
+// ephemeral storage, each container's writable layer (rootfs) and logs. Pods whose
+// cgroup could not be read are left out, as the kubelet leaves out pods cAdvisor does
+// not know yet.
 func (s *Sampler) Summary() *statsapi.Summary {
 	s.mu.Lock()
-	smp := s.last
+	smp, dk := s.last, s.disks
 	s.mu.Unlock()
 	sum := &statsapi.Summary{Node: statsapi.NodeStats{NodeName: s.cfg.Node}, Pods: []statsapi.PodStats{}}
 	if smp.at.IsZero() {
@@ -30,6 +31,10 @@ func (s *Sampler) Summary() *statsapi.Summary {
 	if smp.node.err == nil {
 		sum.Node.CPU, sum.Node.Memory = cpuStats(smp.node), memoryStats(smp.node)
 	}
+	sum.Node.Fs = dk.node
+	if dk.image != nil {
+		sum.Node.Runtime = &statsapi.RuntimeStats{ImageFs: dk.image}
+	}
 	for _, pr := range smp.pods {
 		ps := statsapi.PodStats{
 			PodRef:     statsapi.PodReference{Name: pr.pod.Name, Namespace: pr.pod.Namespace, UID: string(pr.ref)},
@@ -40,15 +45,23 @@ func (s *Sampler) Summary() *statsapi.Summary {
 		if st := pr.pod.Status.StartTime; st != nil {
 			ps.StartTime = *st
 		}
+		d := dk.pods[pr.ref]
+		if d != nil && d.at.IsZero() {
+			d = nil // being measured for the first time
+		}
 		for _, c := range pr.containers {
-			ps.Containers = append(ps.Containers, statsapi.ContainerStats{
+			cs := statsapi.ContainerStats{
 				Name: c.name, StartTime: metav1.NewTime(c.started),
 				CPU: cpuStats(c.reading), Memory: memoryStats(c.reading),
-			})
+			}
+			if d != nil && d.ids[c.name] == c.id {
+				cs.Rootfs, cs.Logs = d.containers[c.name].rootfs, d.containers[c.name].logs
+			}
+			ps.Containers = append(ps.Containers, cs)
 		}
-		if pr.logErr == nil {
-			used, inodes := pr.logBytes, pr.logInodes
-			ps.EphemeralStorage = &statsapi.FsStats{Time: metav1.NewTime(smp.at), UsedBytes: &used, InodesUsed: &inodes}
+		if d != nil {
+			ps.VolumeStats = d.volumes
+			ps.EphemeralStorage = ephemeralStorage(d, dk.node)
 		}
 		sum.Pods = append(sum.Pods, ps)
 	}
@@ -83,28 +96,43 @@ func psiStats(p PSI) *statsapi.PSIStats {
 	}
 }
 
+// defaultLogRoot is where the pods' log directories are unless configured.
+const defaultLogRoot = logs.DefaultPodsDir
+
 // podLogDir is the pod's log directory under root (logs.DefaultPodsDir when empty).
 func podLogDir(root string, p *corev1.Pod) string {
 	if root == "" {
-		root = logs.DefaultPodsDir
+		root = defaultLogRoot
 	}
 	return logs.PodDir(root, p.Namespace, p.Name, string(p.UID))
 }
 
-// dirUsage is the bytes and inodes of the files below dir, as the kubelet's du of a
-// pod's log directory counts them.
-func dirUsage(dir string) (bytes, inodes uint64, err error) {
-	err = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+// ephemeralStorage is the kubelet's calcEphemeralStorage: on the node's filesystem,
+// what the pod's running containers' writable layers and logs, its local ephemeral
+// volumes (emptyDirs on disk, configMaps), the files right in its log directory and
+// its /etc/hosts hold together. The kubelet counts a container's logs only along with
+// its writable layer; here they count whether or not the runtime could tell the layer.
+func ephemeralStorage(d *podDisk, node *statsapi.FsStats) *statsapi.FsStats {
+	var used, inodes uint64
+	add := func(f *statsapi.FsStats) {
+		if f != nil && f.UsedBytes != nil && f.InodesUsed != nil {
+			used, inodes = used+*f.UsedBytes, inodes+*f.InodesUsed
 		}
-		inodes++
-		if d.Type().IsRegular() {
-			if info, err := d.Info(); err == nil {
-				bytes += uint64(info.Size())
-			}
+	}
+	for _, c := range d.containers {
+		add(c.rootfs)
+		add(c.logs)
+	}
+	for _, v := range d.volumes {
+		if slices.Contains(d.ephemeral, v.Name) {
+			add(&v.FsStats)
 		}
-		return nil
-	})
-	return bytes, inodes, err
+	}
+	used += d.podLogs.Bytes + d.etcHosts.Bytes
+	inodes += d.podLogs.Inodes + d.etcHosts.Inodes
+	e := &statsapi.FsStats{Time: metav1.NewTime(d.at), UsedBytes: &used, InodesUsed: &inodes}
+	if node != nil {
+		e.AvailableBytes, e.CapacityBytes, e.Inodes, e.InodesFree = node.AvailableBytes, node.CapacityBytes, node.Inodes, node.InodesFree
+	}
+	return e
 }

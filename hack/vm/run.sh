@@ -143,9 +143,49 @@ check_cgroups() {
 top_mi() { staticpod top --containers --no-headers "burstable-$node" | awk '$2 == "app" {sub(/Mi$/, "", $4); print $4}'; }
 holds_16mi() { [ "$(top_mi)" -ge 16 ]; }
 
+# The API over the loopback TCP listener with the token (test.sh's
+# /etc/default/staticpod): busybox's wget is the guest's only HTTP client (no curl, and
+# busybox's nc cannot reach the unix socket), and it sends the token as a header.
+api_get() { busybox wget -q -O - --header "Authorization: Bearer $(cat /etc/staticpod/api-token)" "http://127.0.0.1:10250$1"; }
+
+# summary_ws WHOSE: the working set of the burstable pod (WHOSE=pod) or of its app
+# container (WHOSE=app) in /stats/summary. The JSON is one line and the guest has no
+# jq: the pod's part runs from its podRef to the next; a container's memory follows its
+# name, the pod's own follows its containers' list.
+summary_ws() {
+	local part
+	part=$(api_get /stats/summary | sed 's/"podRef":/\n&/g' | grep "^\"podRef\":{\"name\":\"burstable-$node\"")
+	case $1 in
+	app) part=$(echo "$part" | sed 's/.*{"name":"app",//') ;;
+	pod) part=$(echo "$part" | sed 's/.*\],"cpu"/"cpu"/') ;;
+	esac
+	echo "$part" | grep -o '"workingSetBytes":[0-9]*' | head -1 | cut -d: -f2
+}
+
+# resource_ws METRIC: METRIC's sample for the burstable pod (its app container for the
+# container_ metric) in /metrics/resource, in bytes.
+resource_ws() {
+	api_get /metrics/resource | awk -v m="$1" -v p="pod=\"burstable-$node\"" \
+		'index($1, m "{") == 1 && index($1, p) && (m !~ /^container/ || index($1, "container=\"app\"")) {printf "%d\n", $2}'
+}
+summary_holds_16mi() { [ "$(summary_ws app)" -ge 16777216 ] && [ "$(summary_ws pod)" -ge 16777216 ]; }
+
+# within NAME BYTES CGROUP: BYTES is at least 16 MiB and no more than CGROUP's
+# memory.current (read after, give or take 1 MiB the container did since the sample).
+within() {
+	local current
+	current=$(cat "/sys/fs/cgroup$3/memory.current")
+	if [ -n "$2" ] && [ "$2" -ge 16777216 ] && [ "$2" -le $((current + (1 << 20))) ]; then
+		pass "$1 ($2) holds the 16 MiB, within memory.current of $3 ($current)"
+	else
+		fail "$1" "working set '$2', memory.current of $3 $current"
+	fi
+}
+
 # What pods use, on cgroup v2 with the systemd driver: the burstable pod's app holds 16
-# MiB in /dev/shm (charged to its scope); within two sampling periods (10 s each) top
-# shows a working set of at least that, no more than the scope's memory.current.
+# MiB in /dev/shm (charged to its scope); within two sampling periods (10 s each) top,
+# /stats/summary and /metrics/resource show a working set of at least that for the
+# container and the pod, no more than the scope's (the pod slice's) memory.current.
 check_stats() {
 	local pid cg current mi
 	staticpod exec "burstable-$node" -- sh -c 'head -c 16777216 /dev/zero >/dev/shm/vmtest' ||
@@ -166,6 +206,16 @@ check_stats() {
 		fail "working set vs memory.current" "top ${mi}Mi, memory.current $current"
 	fi
 	show sh -c "staticpod describe burstable-$node | grep -A2 '^Usage:'"
+	if await 30 summary_holds_16mi; then
+		pass "/stats/summary over TCP with the token shows the 16 MiB in the container and the pod"
+	else
+		fail "/stats/summary" "$(api_get /stats/summary 2>&1 | head -c 2000)"
+	fi
+	within "/stats/summary's container workingSetBytes" "$(summary_ws app)" "$cg"
+	within "/stats/summary's pod workingSetBytes" "$(summary_ws pod)" "$(dirname "$cg")"
+	within "/metrics/resource's container_memory_working_set_bytes" "$(resource_ws container_memory_working_set_bytes)" "$cg"
+	within "/metrics/resource's pod_memory_working_set_bytes" "$(resource_ws pod_memory_working_set_bytes)" "$(dirname "$cg")"
+	show sh -c "busybox wget -q -O - --header \"Authorization: Bearer \$(cat /etc/staticpod/api-token)\" http://127.0.0.1:10250/metrics/resource | grep burstable"
 	staticpod exec "burstable-$node" -- rm -f /dev/shm/vmtest
 }
 

@@ -40,7 +40,13 @@ STATICPOD_IMAGE_DIR=/var/lib/staticpod/images
 STATICPOD_SHUTDOWN_GRACE_PERIOD=30s
 STATICPOD_SHUTDOWN_GRACE_PERIOD_CRITICAL_PODS=10s
 STATICPOD_POD_MAX_PIDS=256
+STATICPOD_LISTEN=127.0.0.1:10250
+STATICPOD_API_TOKEN_FILE=/etc/staticpod/api-token
 EOF
+# The API's token over the loopback listener: run.sh reads /stats/summary and
+# /metrics/resource with busybox's wget, the guest's one HTTP client.
+install -d -m 0700 "$root/etc/staticpod"
+(umask 077 && od -An -tx1 -N16 /dev/urandom | tr -d ' \n' >"$root/etc/staticpod/api-token")
 disk=$work/disk.img
 mkfs.ext4 -q -F -L root -d "$root" "$disk" 3G >/dev/null
 rm -rf "$root"
