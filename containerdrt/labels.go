@@ -1,5 +1,19 @@
 package containerdrt
 
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/containerdrt/podnet"
+	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner"
+)
+
 // Labels every staticpod container and sandbox carries in containerd, so that the whole
 // picture can be rebuilt from containerd alone after staticpod restarts.
 const (
@@ -61,3 +75,106 @@ const (
 
 // maxLabelSize is the most containerd keeps in one label, key and value together.
 const maxLabelSize = 4096
+
+// podLabels are the labels of everything that belongs to pod. The pod's location (its
+// staticpod.io/config.location, a URL already without credentials or query values)
+// tells a restarted staticpod which definition runs under the UID; one that is not
+// valid UTF-8 or too long for a label is left out, and the pod is then told by its name
+// and source alone (runner.RunningPod). The pod's status.startTime, when the runner
+// gives one, is recorded too (runner.Container.PodStart).
+func podLabels(pod *corev1.Pod, kind runner.Kind, name string, attempt int) map[string]string {
+	labels := map[string]string{
+		LabelKind:         string(kind),
+		LabelPodUID:       string(pod.UID),
+		LabelPodName:      pod.Name,
+		LabelPodNamespace: pod.Namespace,
+		LabelContainer:    name,
+		LabelAttempt:      strconv.Itoa(attempt),
+		LabelSource:       pod.Annotations[manifests.AnnotationSource],
+	}
+	if loc := pod.Annotations[manifests.AnnotationLocation]; utf8.ValidString(loc) && len(LabelPodLocation)+len(loc) <= maxLabelSize {
+		labels[LabelPodLocation] = loc
+	}
+	if st := pod.Status.StartTime; st != nil && !st.IsZero() {
+		labels[LabelPodStartTime] = string(runner.TimestampOf(st.Time))
+	}
+	return labels
+}
+
+// fromLabels fills the identity of c from its labels. It fails for containers that are
+// not staticpod's (no kind label).
+func fromLabels(c *runner.Container, labels map[string]string) error {
+	kind := runner.Kind(labels[LabelKind])
+	if kind != runner.KindSandbox && kind != runner.KindContainer {
+		return fmt.Errorf("container %s has no %s label", c.ID, LabelKind)
+	}
+	c.Kind = kind
+	uid, err := podUIDOf(labels)
+	if err != nil {
+		return fmt.Errorf("container %s: %w", c.ID, err)
+	}
+	c.PodUID = uid
+	c.PodName = labels[LabelPodName]
+	c.PodNamespace = labels[LabelPodNamespace]
+	c.Name = labels[LabelContainer]
+	if n, err := strconv.Atoi(labels[LabelAttempt]); err == nil && n >= 0 {
+		c.Attempt = n // a restart count; anything else reads as a first attempt
+	}
+	c.Hash = labels[LabelHash]
+	c.Source = labels[LabelSource]
+	c.Location = labels[LabelPodLocation]
+	if secs, err := strconv.ParseInt(labels[LabelPodGrace], 10, 64); err == nil && secs >= 0 && secs <= maxGraceSeconds {
+		grace := time.Duration(secs) * time.Second
+		c.PodGrace = &grace
+	}
+	if data := labels[LabelPreStop]; data != "" {
+		var spec corev1.Container
+		if json.Unmarshal([]byte(data), &spec) == nil {
+			c.PreStop = &spec
+		}
+	}
+	c.StopDeadline = parseTime(labels[labelStopDeadline])
+	c.PodStart = runner.Timestamp(labels[LabelPodStartTime]) // read when needed (podStart): a List parses no time for it
+	if kind == runner.KindSandbox {
+		networkFromLabels(c, labels)
+	}
+	return nil
+}
+
+// stopLabels records in labels what stopping container c needs once its pod's spec
+// is gone: the pod's grace period and, where it has one, the preStop hook with the
+// ports it may name. A hook too large for a label is left out, with the effect that
+// an orphan of it stops without its hook.
+func stopLabels(labels map[string]string, pod *corev1.Pod, c *corev1.Container) {
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		labels[LabelPodGrace] = strconv.FormatInt(*g, 10)
+	}
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+		return
+	}
+	data, err := json.Marshal(corev1.Container{
+		Name: c.Name, Ports: c.Ports, Lifecycle: &corev1.Lifecycle{PreStop: c.Lifecycle.PreStop},
+	})
+	if err == nil && len(LabelPreStop)+len(data) <= maxLabelSize {
+		labels[LabelPreStop] = string(data)
+	}
+}
+
+// sandboxLabels are the labels of pod's sandbox: the pod's, and the hash of the pod's
+// fields it is made from (manifests.SandboxHash), by which the runner tells when an
+// edit of the pod needs a new sandbox.
+func sandboxLabels(pod *corev1.Pod, attempt int) map[string]string {
+	labels := podLabels(pod, runner.KindSandbox, pod.Name, attempt)
+	labels[LabelHash] = manifests.SandboxHash(pod)
+	return labels
+}
+
+// networkLabels records in labels how the sandbox's pod is networked: what tears down
+// its pod network, or why it has none.
+func networkLabels(labels map[string]string, a *podnet.Attachment, note string) {
+	if a != nil {
+		labels[labelNetwork] = a.Record.Label(maxLabelSize - len(labelNetwork))
+	} else if note != "" {
+		labels[labelNetworkNote] = note
+	}
+}

@@ -181,15 +181,6 @@ func (r *Runtime) startPinnedSandbox(ctx context.Context, pod *corev1.Pod, attem
 	return r.inspect(ctx, id)
 }
 
-// sandboxLabels are the labels of pod's sandbox: the pod's, and the hash of the pod's
-// fields it is made from (manifests.SandboxHash), by which the runner tells when an
-// edit of the pod needs a new sandbox.
-func sandboxLabels(pod *corev1.Pod, attempt int) map[string]string {
-	labels := podLabels(pod, runner.KindSandbox, pod.Name, attempt)
-	labels[LabelHash] = manifests.SandboxHash(pod)
-	return labels
-}
-
 // abandonSandbox removes a sandbox that failed to start: its task, its record, its
 // pins. A sandbox that never ran holds nothing worth keeping.
 func (r *Runtime) abandonSandbox(ctx context.Context, c client.Container, pins string) {

@@ -116,16 +116,6 @@ func (r *Runtime) netRecordOf(id string, labels map[string]string) (rec podnet.R
 	return rec, labels[labelNetwork] != ""
 }
 
-// networkLabels records in labels how the sandbox's pod is networked: what tears down
-// its pod network, or why it has none.
-func networkLabels(labels map[string]string, a *podnet.Attachment, note string) {
-	if a != nil {
-		labels[labelNetwork] = a.Record.Label(maxLabelSize - len(labelNetwork))
-	} else if note != "" {
-		labels[labelNetworkNote] = note
-	}
-}
-
 // networkFromLabels reads a sandbox's pod network from its labels.
 func networkFromLabels(c *runner.Container, labels map[string]string) {
 	for _, ip := range strings.Split(labels[labelPodIPs], ",") {
