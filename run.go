@@ -224,7 +224,7 @@ func (d *daemon) setup(ctx context.Context) error {
 	d.stats = stats.New(stats.Config{Pods: d.r.Pods, Cgroups: podCgroups, Node: d.node, PodLogDir: c.String("pod-log-dir"), Log: d.log})
 	d.api, err = api.New(api.Config{
 		Backend: d.r, Store: d.push, Sources: d.sources(), PodLogDir: c.String("pod-log-dir"),
-		RuntimeHealthy: rt.Healthy, Images: d.r, Objects: d.r, Exec: rt, Stats: d.stats,
+		RuntimeHealthy: rt.Healthy, Images: d.r, Objects: d.r, Exec: rt, Stats: d.stats, Node: d.self,
 		Registry: reg, Log: d.log,
 		Socket: c.String("api-socket"), Listen: c.String("listen"), TokenFile: c.String("api-token-file"),
 		TLSCertFile: c.String("tls-cert-file"), TLSKeyFile: c.String("tls-private-key-file"),
