@@ -84,7 +84,7 @@ func describeNodePods(p prefixWriter, n *corev1.Node, pods []corev1.Pod, now tim
 		}
 	}
 	sort.Slice(active, func(i, j int) bool { return manifests.Key(&active[i]) < manifests.Key(&active[j]) })
-	p.write(0, "Non-terminated Pods:\t(%d in total)\n", len(active))
+	p.write(0, "Non-terminated Pods: (%d in total)\n", len(active))
 	p.write(1, "Namespace\tName\tCPU Requests\tMemory Requests\tAge\n")
 	p.write(1, "---------\t----\t------------\t---------------\t---\n")
 	total := corev1.ResourceList{corev1.ResourceCPU: resource.Quantity{}, corev1.ResourceMemory: resource.Quantity{}}

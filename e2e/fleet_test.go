@@ -92,7 +92,7 @@ func TestFleetFromOneURLRunsEachNodeItsPods(t *testing.T) {
 		t.Errorf("GET /node = %s", body)
 	}
 	out, exit := runStaticpod(t, "describe", "--api-socket", gate.path("staticpod.sock"), "node")
-	for _, want := range []string{"Name:", "gate-1", "device=gate", "dedicated=gate:NoExecute", "Ready", "KubeletReady", "Non-terminated Pods:  (1 in total)", "gate-gate-1"} {
+	for _, want := range []string{"Name:", "gate-1", "device=gate", "dedicated=gate:NoExecute", "Ready", "KubeletReady", "Non-terminated Pods: (1 in total)", "gate-gate-1"} {
 		if exit != 0 || !strings.Contains(out, want) {
 			t.Errorf("describe node: exit %d, output lacks %q:\n%s", exit, want, out)
 		}
