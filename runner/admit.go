@@ -137,9 +137,16 @@ func admitInOrder(desired map[types.UID]*corev1.Pod, n *corev1.Node, running fun
 	})
 	rejected := map[types.UID]Rejection{}
 	admitted := leaving
+	var used *node.Ledger // what the admitted pods request of n
+	if n != nil {
+		used = node.NewLedger(n)
+		for _, p := range leaving {
+			used.Add(p)
+		}
+	}
 	for _, pod := range order {
-		if n != nil {
-			if refusal := ledgerOf(n, admitted, pod).Check(pod); refusal != nil {
+		if used != nil {
+			if refusal := withoutPrevious(used, leaving, pod).Check(pod); refusal != nil {
 				rejected[pod.UID] = Rejection{Pod: pod, Node: refusal}
 				continue
 			}
@@ -157,18 +164,21 @@ func admitInOrder(desired map[types.UID]*corev1.Pod, n *corev1.Node, running fun
 		}
 		if !taken {
 			admitted = append(admitted, pod)
+			if used != nil {
+				used.Add(pod)
+			}
 		}
 	}
 	return rejected
 }
 
-// ledgerOf is what the admitted pods request of n, pod's previous instance aside.
-func ledgerOf(n *corev1.Node, admitted []*corev1.Pod, pod *corev1.Pod) *node.Ledger {
-	l := node.NewLedger(n)
-	for _, p := range admitted {
-		if manifests.Key(p) != manifests.Key(pod) {
-			l.Add(p)
+// withoutPrevious is used less the requests of pod's previous instance, when it is
+// among the pods leaving: an edited pod does not compete with itself.
+func withoutPrevious(used *node.Ledger, leaving []*corev1.Pod, pod *corev1.Pod) *node.Ledger {
+	for _, p := range leaving {
+		if manifests.Key(p) == manifests.Key(pod) {
+			used = used.Without(p)
 		}
 	}
-	return l
+	return used
 }

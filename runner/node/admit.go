@@ -108,6 +108,12 @@ func (l *Ledger) Add(pod *corev1.Pod) {
 	l.memory += mem
 }
 
+// Without is a copy of the ledger less the requests of pod, added before.
+func (l *Ledger) Without(pod *corev1.Pod) *Ledger {
+	cpu, mem := requests(pod)
+	return &Ledger{allocatable: l.allocatable, milliCPU: l.milliCPU - cpu, memory: l.memory - mem}
+}
+
 // Check reports why pod does not fit what is left of the node, nil when it does (or
 // when it is critical, which the kubelet admits anyway, preempting other pods where it
 // can; staticpod preempts nothing). A resource the pod does not request, or that the
