@@ -22,7 +22,8 @@ const module = "github.com/staticpod/staticpod"
 // probe's or hook's handler against an interface of its own and imports nothing of
 // ours; runner/sysctl, the kubelet's sysctl rules as pure functions, which imports
 // only manifests; runner/revisions, the pods' Ready revisions and rollbacks on disk,
-// which imports only manifests; runner/imagegc (image garbage collection) and
+// which imports only manifests; runner/node, the node's labels, taints and
+// allocatable and whether a pod fits them, which imports only manifests; runner/imagegc (image garbage collection) and
 // runner/pulling (a pull's progress in a pod's status), which import only api/wire;
 // and the leaves runner/results, runner/backoff and runner/prepull (none imports the
 // runner; whoever may import the runner may import them, "runner/..."); containerdrt
@@ -64,7 +65,8 @@ var rules = map[string][]string{
 	"runner/prepull":                nil,           // a leaf: pulls an edited pod's images before its running instance stops, against an interface of its own
 	"runner/pulling":                {"api/wire"},  // a pull's progress in a pod's status
 	"runner/revisions":              {"manifests"}, // the pods' Ready revisions and rollbacks on disk: never the runner
-	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results", "runner/backoff", "runner/prepull", "runner/imagegc", "runner/pulling", "runner/revisions"},
+	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results", "runner/backoff", "runner/prepull", "runner/imagegc", "runner/pulling", "runner/revisions", "runner/node"},
+	"runner/node":                   {"manifests"}, // the node (labels, taints, allocatable) and whether a pod fits it: pure rules, never the runner
 	"runner/action":                 nil,           // handlers of probes and hooks, against an interface of its own: never the runner
 	"runner/sysctl":                 {"manifests"}, // a sysctl's dotted name: pure rules, never the runner
 	"containerdrt":                  {"containerdrt/...", "manifests", "runner/...", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc", "internal/atomicfile"},

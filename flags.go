@@ -78,6 +78,8 @@ func runFlags() []cli.Flag {
 		str("log-level", "info", "debug, info, warn or error"),
 		str("log-format", "text", "text or json"),
 	}
+	flags = append(flags, validate.NodeFlags()...)
+	flags = append(flags, validate.ReservedFlags()...)
 	return append(flags, validate.RestrictionFlags()...)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/api"
 	spcli "github.com/staticpod/staticpod/cli"
@@ -52,6 +53,7 @@ type daemon struct {
 	c     *cli.Context
 	log   *slog.Logger
 	node  string
+	self  *corev1.Node // the node the pods are admitted on (--node-labels and the like); served on GET /node
 	root  string
 	rt    *containerdrt.Runtime
 	r     *runner.Runner
@@ -94,6 +96,10 @@ func runDaemon(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(err.Error(), spcli.ExitUsage)
 	}
+	self, err := validate.Node(c, node, true)
+	if err != nil {
+		return cli.Exit(err.Error(), spcli.ExitUsage)
+	}
 	if _, err := cgroups.ParseDriver(c.String("cgroup-driver")); err != nil {
 		return cli.Exit("--cgroup-driver: "+err.Error(), spcli.ExitUsage)
 	}
@@ -108,7 +114,7 @@ func runDaemon(c *cli.Context) error {
 	defer lock.Release()
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	d := &daemon{c: c, log: log, node: node, root: c.String("root-dir"), headers: headers, restrict: restrict, grace: grace}
+	d := &daemon{c: c, log: log, node: node, self: self, root: c.String("root-dir"), headers: headers, restrict: restrict, grace: grace}
 	if err := d.setup(ctx); err != nil {
 		return err
 	}
@@ -187,11 +193,13 @@ func (d *daemon) setup(ctx context.Context) error {
 	if err != nil {
 		return errors.Join(err, rt.Close())
 	}
+	host := runner.ProbeHost()
+	host.Node = d.self
 	d.r, err = runner.New(runner.Options{
 		Runtime: rt, Logger: d.log, RelistPeriod: c.Duration("pleg-relist-period"), HostIP: rt.HostIP(),
 		ResultsDir: filepath.Join(d.root, "results"), Revisions: revs, Registry: reg,
 		Images: rt, ImageGC: imageGCPolicy(c), Sources: d.sources(), Restrictions: d.restrict,
-		Host: runner.ProbeHost(), Heartbeat: d.svc.Heartbeat,
+		Host: host, Heartbeat: d.svc.Heartbeat,
 	})
 	if err != nil {
 		return errors.Join(err, rt.Close())
@@ -217,7 +225,7 @@ func (d *daemon) setup(ctx context.Context) error {
 		Disks: rt, RootDir: d.root, Log: d.log})
 	d.api, err = api.New(api.Config{
 		Backend: d.r, Store: d.push, Sources: d.sources(), PodLogDir: c.String("pod-log-dir"),
-		RuntimeHealthy: rt.Healthy, Images: d.r, Objects: d.r, Exec: rt, Stats: d.stats,
+		RuntimeHealthy: rt.Healthy, Images: d.r, Objects: d.r, Exec: rt, Stats: d.stats, Node: d.self,
 		Registry: reg, Log: d.log,
 		Socket: c.String("api-socket"), Listen: c.String("listen"), TokenFile: c.String("api-token-file"),
 		TLSCertFile: c.String("tls-cert-file"), TLSKeyFile: c.String("tls-private-key-file"),

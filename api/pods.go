@@ -14,9 +14,20 @@ import (
 // healthz answers 200 "ok" while the container runtime answers and the PLEG relists,
 // else 503 with every reason, one per line.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	if reasons := s.unhealthy(r.Context()); len(reasons) > 0 {
+		s.log.Debug("healthz: unhealthy", "reasons", reasons)
+		writeText(w, http.StatusServiceUnavailable, strings.Join(reasons, "\n"))
+		return
+	}
+	writeText(w, http.StatusOK, "ok")
+}
+
+// unhealthy says why staticpod is not healthy, nothing when it is: the container
+// runtime does not answer, or the PLEG has not relisted lately.
+func (s *Server) unhealthy(ctx context.Context) []string {
 	var reasons []string
 	if s.cfg.RuntimeHealthy != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), healthCheckTimeout)
+		ctx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
 		err := s.cfg.RuntimeHealthy(ctx)
 		cancel()
 		if err != nil {
@@ -31,12 +42,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 				time.Since(last).Round(time.Second), last.UTC().Format(time.RFC3339)))
 		}
 	}
-	if len(reasons) > 0 {
-		s.log.Debug("healthz: unhealthy", "reasons", reasons)
-		writeText(w, http.StatusServiceUnavailable, strings.Join(reasons, "\n"))
-		return
-	}
-	writeText(w, http.StatusOK, "ok")
+	return reasons
 }
 
 // readyz answers 200 "ok" once every configured source has delivered a snapshot, else

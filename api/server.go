@@ -97,6 +97,7 @@ type Config struct {
 	Objects        Objects                         // nil: /configmaps and /secrets answer 404
 	Exec           Execer                          // nil: /exec answers 404
 	Stats          Stats                           // nil: /stats/summary and /metrics/resource answer 404
+	Node           *corev1.Node                    // the node the pods are admitted on, served on /node; nil: /node answers 404
 	Registry       *prometheus.Registry            // served on /metrics; a new one when nil
 	Log            *slog.Logger
 
@@ -190,6 +191,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /containerLogs/{namespace}/{name}/{container}", s.containerLogs)
 	mux.HandleFunc("POST /exec/{namespace}/{name}/{container}", s.exec)
 	mux.HandleFunc("GET /events", s.events)
+	mux.HandleFunc("GET /node", s.node)
 	mux.HandleFunc("GET /images", s.listImages)
 	mux.HandleFunc("GET /configmaps", s.listConfigMaps)
 	mux.HandleFunc("GET /secrets", s.listSecrets)

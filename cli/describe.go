@@ -25,15 +25,18 @@ const describeTime = time.RFC1123Z
 func Describe() *cli.Command {
 	return &cli.Command{
 		Name:        "describe",
-		Usage:       "show a pod's source, containers, state and events",
-		ArgsUsage:   "POD",
-		Description: "POD is the pod's full static name (web-node1) or namespace/name.",
+		Usage:       "show a pod's source, containers, state and events, or the node's labels, taints and resources",
+		ArgsUsage:   "POD | node",
+		Description: "POD is the pod's full static name (web-node1) or namespace/name; node describes the node the daemon admits pods on.",
 		Flags:       clientFlags(),
 		Action:      runDescribe,
 	}
 }
 
 func runDescribe(c *cli.Context) error {
+	if c.NArg() == 1 && c.Args().First() == "node" {
+		return runDescribeNode(c)
+	}
 	req, err := lookupPod(c, "describe")
 	if err != nil {
 		return err

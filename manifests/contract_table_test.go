@@ -51,7 +51,7 @@ func refusedWhen(when, msg string) rule { return rule{verdict: verdictRefused, w
 func noEffect(reason string) rule { return rule{verdict: verdictNoEffect, text: reason} }
 
 // contract holds the rules of every area, by declaring type and then JSON field name.
-var contract = mergeRules(podRules, specRules, securityRules, containerRules, handlerRules, volumeRules)
+var contract = mergeRules(podRules, specRules, nodeRules, securityRules, containerRules, handlerRules, volumeRules)
 
 func mergeRules(areas ...map[string]map[string]rule) map[string]map[string]rule {
 	all := map[string]map[string]rule{}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/node"
 )
 
 // ReasonNodePorts is the kubelet's reason for a pod it rejects because a host port the
@@ -16,12 +17,14 @@ const ReasonNodePorts = "NodePorts"
 
 // Rejection is a wanted pod that may not run: it asks for something its source may
 // not have or sets a sysctl it may not (Forbidden), AppArmor confinement the host
-// cannot enforce (AppArmor), or a host port it asks for overlaps one of a pod admitted
-// before it (Port and Holder).
+// cannot enforce (AppArmor), a node it is not for or more than the node has left
+// (Node), or a host port it asks for overlaps one of a pod admitted before it (Port
+// and Holder).
 type Rejection struct {
 	Pod       *corev1.Pod
 	Forbidden *Forbidden         // set when Restrictions refuse the pod
 	AppArmor  error              // set when the pod asks for AppArmor and the host has none: why
+	Node      *node.Refusal      // set when the pod does not fit the node (node.Fits, node.Ledger)
 	Port      manifests.HostPort // the pod's
 	Holder    *corev1.Pod        // the pod that has it
 }
@@ -36,6 +39,8 @@ func (r Rejection) Reason() string {
 		return ReasonForbidden
 	case r.AppArmor != nil:
 		return ReasonAppArmor
+	case r.Node != nil:
+		return r.Node.Reason
 	}
 	return ReasonNodePorts
 }
@@ -48,6 +53,8 @@ func (r Rejection) Message() string {
 		return "Pod was rejected: " + r.Forbidden.Message(r.Pod)
 	case r.AppArmor != nil:
 		return "Cannot enforce AppArmor: " + r.AppArmor.Error()
+	case r.Node != nil:
+		return r.Node.Message
 	}
 	return fmt.Sprintf("Pod was rejected: %s: hostPort %s is taken by pod %s (%s:%s)",
 		r.Port.Field, r.Port, manifests.Key(r.Holder), sourceOf(r.Holder), locationOf(r.Holder))
@@ -59,8 +66,10 @@ func (r Rejection) Status() corev1.PodStatus {
 }
 
 // Admit decides which of the desired pods may run: first what each asks for against
-// the restrictions of its source and what the host can do, then, among the others,
-// their host ports (see AdmitHostPorts; a refused pod holds no port).
+// the restrictions of its source, what the host can do and the node's labels and
+// taints (decided once: the node's do not change while staticpod runs), then, among
+// the others, their requests and host ports (see AdmitHostPorts; a refused pod holds
+// no port and requests nothing).
 func Admit(desired map[types.UID]*corev1.Pod, restrict Restrictions, host Host, running func(types.UID) bool, leaving []*corev1.Pod) map[types.UID]Rejection {
 	rejected := map[types.UID]Rejection{}
 	allowed := desired
@@ -69,7 +78,10 @@ func Admit(desired map[types.UID]*corev1.Pod, restrict Restrictions, host Host, 
 		if rej.Forbidden == nil && host.AppArmor != nil && manifests.AppArmorRequired(pod) {
 			rej.AppArmor = host.AppArmor
 		}
-		if rej.Forbidden == nil && rej.AppArmor == nil {
+		if rej.Forbidden == nil && rej.AppArmor == nil && host.Node != nil {
+			rej.Node = node.Fits(pod, host.Node)
+		}
+		if rej.Forbidden == nil && rej.AppArmor == nil && rej.Node == nil {
 			continue
 		}
 		if len(rejected) == 0 {
@@ -81,7 +93,7 @@ func Admit(desired map[types.UID]*corev1.Pod, restrict Restrictions, host Host, 
 		rejected[uid] = rej
 		delete(allowed, uid)
 	}
-	for uid, rej := range AdmitHostPorts(allowed, running, leaving) {
+	for uid, rej := range admitInOrder(allowed, host.Node, running, leaving) {
 		rejected[uid] = rej
 	}
 	return rejected
@@ -95,9 +107,18 @@ func Admit(desired map[types.UID]*corev1.Pod, restrict Restrictions, host Host, 
 // running says whether a pod runs already; leaving are pods being stopped, which keep
 // their ports until they are gone.
 func AdmitHostPorts(desired map[types.UID]*corev1.Pod, running func(types.UID) bool, leaving []*corev1.Pod) map[types.UID]Rejection {
+	return admitInOrder(desired, nil, running, leaving)
+}
+
+// admitInOrder admits the desired pods one at a time in AdmitHostPorts's order, as the
+// kubelet does: each is refused if it requests more than n has left once the pods
+// admitted before it have theirs (node.Ledger; unchecked without a node), else if a
+// host port of it is taken. The pods being stopped keep what they request and their
+// ports until they are gone, except from a new instance of themselves.
+func admitInOrder(desired map[types.UID]*corev1.Pod, n *corev1.Node, running func(types.UID) bool, leaving []*corev1.Pod) map[types.UID]Rejection {
 	var order []*corev1.Pod
 	for _, pod := range desired {
-		if len(manifests.HostPorts(pod)) > 0 {
+		if n != nil || len(manifests.HostPorts(pod)) > 0 {
 			order = append(order, pod)
 		}
 	}
@@ -116,7 +137,20 @@ func AdmitHostPorts(desired map[types.UID]*corev1.Pod, running func(types.UID) b
 	})
 	rejected := map[types.UID]Rejection{}
 	admitted := leaving
+	var used *node.Ledger // what the admitted pods request of n
+	if n != nil {
+		used = node.NewLedger(n)
+		for _, p := range leaving {
+			used.Add(p)
+		}
+	}
 	for _, pod := range order {
+		if used != nil {
+			if refusal := withoutPrevious(used, leaving, pod).Check(pod); refusal != nil {
+				rejected[pod.UID] = Rejection{Pod: pod, Node: refusal}
+				continue
+			}
+		}
 		taken := false
 		for _, holder := range admitted {
 			if manifests.Key(holder) == manifests.Key(pod) {
@@ -130,7 +164,21 @@ func AdmitHostPorts(desired map[types.UID]*corev1.Pod, running func(types.UID) b
 		}
 		if !taken {
 			admitted = append(admitted, pod)
+			if used != nil {
+				used.Add(pod)
+			}
 		}
 	}
 	return rejected
+}
+
+// withoutPrevious is used less the requests of pod's previous instance, when it is
+// among the pods leaving: an edited pod does not compete with itself.
+func withoutPrevious(used *node.Ledger, leaving []*corev1.Pod, pod *corev1.Pod) *node.Ledger {
+	for _, p := range leaving {
+		if manifests.Key(p) == manifests.Key(pod) {
+			used = used.Without(p)
+		}
+	}
+	return used
 }

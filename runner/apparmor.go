@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // ReasonAppArmor is the kubelet's reason for a pod it refuses because the pod asks for
@@ -17,6 +19,9 @@ type Host struct {
 	// AppArmor is nil when the host can enforce AppArmor profiles, else why not. The
 	// zero Host checks nothing.
 	AppArmor error
+	// Node is the node the pods run on, for their admission by its labels, taints and
+	// allocatable resources (runner/node); nil checks none of them.
+	Node *corev1.Node
 }
 
 // ProbeHost looks at the machine staticpod runs on.

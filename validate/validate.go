@@ -33,8 +33,8 @@ func Command() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "strict", Usage: "treat unknown and duplicate fields as errors"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "text or json"},
-			spcli.NodeNameFlag(),
-		}, RestrictionFlags()...),
+			nodeNameFlag(),
+		}, append(NodeFlags(), RestrictionFlags()...)...),
 		Action: runValidate,
 	}
 }
@@ -52,6 +52,10 @@ type FileValidation struct {
 	Objects  []string  `json:"objects,omitempty"` // "ConfigMap namespace/name", "Secret namespace/name"
 	Errors   []Problem `json:"errors"`
 	Warnings []Problem `json:"warnings"`
+	// Refused are the pods of the file that are not for the node: their nodeSelector,
+	// node affinity or tolerations do not fit its labels and taints. Not an error: a
+	// fleet's URL serves pods for other nodes too.
+	Refused []Problem `json:"refused,omitempty"`
 }
 
 // Problem is one error or warning, located by document and field path.
@@ -78,6 +82,10 @@ func runValidate(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(err.Error(), spcli.ExitUsage)
 	}
+	self, err := Node(c, node, false)
+	if err != nil {
+		return cli.Exit(err.Error(), spcli.ExitUsage)
+	}
 	// The paths load as the files of one directory of the daemon would (watcher.Scan):
 	// their pods may read the ConfigMaps and Secrets of every path, and a pod or object
 	// defined twice is an error in the later file.
@@ -97,11 +105,11 @@ func runValidate(c *cli.Context) error {
 		pods = append(pods, f.Result.Pods...)
 	}
 	pods = report.merge(pods)
-	report.admit(pods, restrict)
+	report.admit(pods, restrict, self)
 	if format == "json" {
 		err = writeJSONReport(c.App.Writer, report)
 	} else {
-		err = writeTextReport(c.App.Writer, report)
+		err = writeTextReport(c.App.Writer, report, forNode(c, self))
 	}
 	if err != nil {
 		return err
@@ -174,16 +182,24 @@ func (v *Validation) merge(pods []*corev1.Pod) []*corev1.Pod {
 
 // admit reports the pods the daemon would refuse (runner.Admit): those the restriction
 // flags forbid to the file source, and those whose host port is another pod's, across
-// files; each on the file of the refused pod.
-func (v *Validation) admit(pods []*corev1.Pod, restrict runner.Restrictions) {
+// files, as errors; those not for the node as refused; each on the file of the pod.
+func (v *Validation) admit(pods []*corev1.Pod, restrict runner.Restrictions, self *corev1.Node) {
 	desired := map[types.UID]*corev1.Pod{}
 	for _, p := range pods {
 		desired[p.UID] = p
 	}
-	rejected := runner.Admit(desired, restrict, runner.Host{}, func(types.UID) bool { return false }, nil)
+	rejected := runner.Admit(desired, restrict, runner.Host{Node: self}, func(types.UID) bool { return false }, nil)
 	for _, pod := range pods {
 		rej, ok := rejected[pod.UID]
 		if !ok {
+			continue
+		}
+		path := pod.Annotations[manifests.AnnotationLocation]
+		if rej.Node != nil {
+			msg := manifests.Key(pod) + ": " + rej.Node.Reason + ": " + rej.Node.Message
+			v.addTo(path, func(f *FileValidation) {
+				f.Refused = append(f.Refused, Problem{Message: msg, Text: path + ": " + msg})
+			})
 			continue
 		}
 		var field, msg string
@@ -193,12 +209,18 @@ func (v *Validation) admit(pods []*corev1.Pod, restrict runner.Restrictions) {
 			field = rej.Port.Field.String()
 			msg = fmt.Sprintf("hostPort %s is already used by pod %s in %s", rej.Port, manifests.Key(rej.Holder), rej.Holder.Annotations[manifests.AnnotationLocation])
 		}
-		path := pod.Annotations[manifests.AnnotationLocation]
-		for i := range v.Files {
-			if v.Files[i].Path == path {
-				v.Files[i].Errors = append(v.Files[i].Errors, Problem{Field: field, Message: msg, Text: path + ": " + field + ": " + msg})
-				v.Valid = false
-			}
+		v.addTo(path, func(f *FileValidation) {
+			f.Errors = append(f.Errors, Problem{Field: field, Message: msg, Text: path + ": " + field + ": " + msg})
+			v.Valid = false
+		})
+	}
+}
+
+// addTo applies add to the report of the file at path.
+func (v *Validation) addTo(path string, add func(*FileValidation)) {
+	for i := range v.Files {
+		if v.Files[i].Path == path {
+			add(&v.Files[i])
 		}
 	}
 }
@@ -217,9 +239,10 @@ func writeJSONReport(w io.Writer, v Validation) error {
 	return enc.Encode(v)
 }
 
-// writeTextReport prints one line per problem, then a summary line.
-func writeTextReport(w io.Writer, v Validation) error {
-	var pods, objs, bad, errs, warns int
+// writeTextReport prints one line per problem, then a summary line. For a node
+// (forNode) it also prints the pods that node refuses, and a line of what it runs.
+func writeTextReport(w io.Writer, v Validation, self *corev1.Node) error {
+	var pods, objs, bad, errs, warns, refused int
 	for _, f := range v.Files {
 		objs += len(f.Objects)
 		for _, p := range f.Errors {
@@ -228,6 +251,10 @@ func writeTextReport(w io.Writer, v Validation) error {
 		for _, p := range f.Warnings {
 			fmt.Fprintf(w, "warning: %s\n", p.Text)
 		}
+		for _, p := range f.Refused {
+			fmt.Fprintf(w, "refused: %s\n", p.Text)
+		}
+		refused += len(f.Refused)
 		pods += len(f.Pods)
 		errs += len(f.Errors)
 		warns += len(f.Warnings)
@@ -241,5 +268,8 @@ func writeTextReport(w io.Writer, v Validation) error {
 	}
 	_, err := fmt.Fprintf(w, "checked %s: %s valid, %s invalid; %s, %s\n", spcli.Count(len(v.Files), "file"),
 		loaded, spcli.Count(bad, "file"), spcli.Count(errs, "error"), spcli.Count(warns, "warning"))
+	if err == nil && self != nil {
+		_, err = fmt.Fprintf(w, "node %s refuses %s of %s\n", self.Name, spcli.Count(refused, "pod"), spcli.Count(pods, "pod"))
+	}
 	return err
 }

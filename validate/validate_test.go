@@ -80,3 +80,39 @@ func TestValidateReportsForbiddenSysctls(t *testing.T) {
 		t.Errorf("validate output, want one error %q:\n%s", want, out.String())
 	}
 }
+
+// TestValidateTellsWhichPodsANodeRuns checks that `validate --node-labels --node-name`
+// reports the pods whose nodeSelector or required node affinity the node's labels do
+// not match as refused, with the kubelet's reason, and that they leave the files valid.
+func TestValidateTellsWhichPodsANodeRuns(t *testing.T) {
+	dir := t.TempDir()
+	pod := func(name, spec string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + "}\nspec:\n" + spec + "  containers: [{name: c, image: busybox:1.36}]\n"
+	}
+	files := map[string]string{
+		"camera.yaml": pod("camera", "  nodeSelector: {device: camera}\n"),
+		"gate.yaml":   pod("gate", "  nodeSelector: {device: gate}\n"),
+		"north.yaml": pod("north", "  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "+
+			"[{matchExpressions: [{key: site, operator: In, values: [north]}]}]}}}\n"),
+		"here.yaml": pod("here", "  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "+
+			"[{matchFields: [{key: metadata.name, operator: In, values: [cam-7]}]}]}}}\n"),
+		"all.yaml": pod("all", ""),
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	app := &cli.App{Name: "staticpod", Writer: &out, ErrWriter: &out, Commands: []*cli.Command{Command()}}
+	if err := app.Run([]string{"staticpod", "validate", "--node-name", "cam-7", "--node-labels", "device=camera,site=south", dir}); err != nil {
+		t.Fatalf("validate: %v\n%s", err, out.String())
+	}
+	want := "refused: " + dir + "/gate.yaml: default/gate-cam-7: NodeAffinity: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector\n" +
+		"refused: " + dir + "/north.yaml: default/north-cam-7: NodeAffinity: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector\n" +
+		"checked 5 files: 5 pods valid, 0 files invalid; 0 errors, 0 warnings\n" +
+		"node cam-7 refuses 2 pods of 5 pods\n"
+	if out.String() != want {
+		t.Errorf("validate output:\n%s\nwant:\n%s", out.String(), want)
+	}
+}

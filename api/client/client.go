@@ -110,6 +110,16 @@ func (c *Client) Pods(ctx context.Context) (*corev1.PodList, error) {
 	return &list, nil
 }
 
+// Node returns the node the daemon admits pods on (GET /node): its labels, taints,
+// capacity, allocatable and Ready condition.
+func (c *Client) Node(ctx context.Context) (*corev1.Node, error) {
+	var n corev1.Node
+	if err := c.getJSON(ctx, "/node", nil, &n); err != nil {
+		return nil, err
+	}
+	return &n, nil
+}
+
 // Pod returns one pod with its status; a pod the daemon does not run is a
 // *NotFoundError.
 func (c *Client) Pod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
