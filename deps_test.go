@@ -65,10 +65,11 @@ var rules = map[string][]string{
 	"runner/prepull":                nil,           // a leaf: pulls an edited pod's images before its running instance stops, against an interface of its own
 	"runner/pulling":                {"api/wire"},  // a pull's progress in a pod's status
 	"runner/revisions":              {"manifests"}, // the pods' Ready revisions and rollbacks on disk: never the runner
-	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results", "runner/backoff", "runner/prepull", "runner/imagegc", "runner/pulling", "runner/revisions", "runner/node"},
-	"runner/node":                   {"manifests"}, // the node (labels, taints, allocatable) and whether a pod fits it: pure rules, never the runner
-	"runner/action":                 nil,           // handlers of probes and hooks, against an interface of its own: never the runner
-	"runner/sysctl":                 {"manifests"}, // a sysctl's dotted name: pure rules, never the runner
+	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results", "runner/backoff", "runner/prepull", "runner/imagegc", "runner/pulling", "runner/revisions", "runner/node", "runner/restrict"},
+	"runner/node":                   {"manifests"},                  // the node (labels, taints, allocatable) and whether a pod fits it: pure rules, never the runner
+	"runner/restrict":               {"manifests", "runner/sysctl"}, // what each source's pods may ask for, and which sysctls: pure rules, never the runner
+	"runner/action":                 nil,                            // handlers of probes and hooks, against an interface of its own: never the runner
+	"runner/sysctl":                 {"manifests"},                  // a sysctl's dotted name: pure rules, never the runner
 	"containerdrt":                  {"containerdrt/...", "manifests", "runner/...", "api/wire", "logs", "internal/pause", "internal/systemd", "internal/proc", "internal/atomicfile"},
 	"containerdrt/images":           {"runner/...", "manifests", "api/wire"},                                                                                                                // runner.Image, StoredImage, FSUsage and the pull errors; runner brings manifests and api/wire
 	"containerdrt/shims":            {"logs", "internal/proc"},                                                                                                                              // /proc and the disk: it knows no runtime, runner or containerd client

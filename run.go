@@ -32,6 +32,7 @@ import (
 	"github.com/staticpod/staticpod/internal/nodeshutdown"
 	"github.com/staticpod/staticpod/internal/service"
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/restrict"
 	"github.com/staticpod/staticpod/runner/revisions"
 	"github.com/staticpod/staticpod/validate"
 	"github.com/staticpod/staticpod/watcher"
@@ -67,8 +68,8 @@ type daemon struct {
 
 	grace runner.ShutdownGrace // --shutdown-grace-period and its critical part
 
-	headers  http.Header         // --manifest-url-header
-	restrict runner.Restrictions // --privileged-sources and the like
+	headers  http.Header           // --manifest-url-header
+	restrict restrict.Restrictions // --privileged-sources and the like
 }
 
 // runDaemon wires flags -> logger -> containerd -> runtime -> runner -> API -> sources,

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/restrict"
 )
 
 // With restrictions by source, the file source's pod gets the host's PID namespace and
@@ -40,8 +41,8 @@ func TestRestrictedSources(t *testing.T) {
 		"etc-node1":       "Pod was rejected: spec.volumes[0].hostPath.path: host path /etc is outside --allowed-host-paths",
 	} {
 		p := n.awaitPhase(name, corev1.PodFailed)
-		if p.Status.Reason != runner.ReasonForbidden || p.Status.Message != want {
-			t.Errorf("%s: reason %q, message %q; want %s, %q", name, p.Status.Reason, p.Status.Message, runner.ReasonForbidden, want)
+		if p.Status.Reason != restrict.ReasonForbidden || p.Status.Message != want {
+			t.Errorf("%s: reason %q, message %q; want %s, %q", name, p.Status.Reason, p.Status.Message, restrict.ReasonForbidden, want)
 		}
 		api := []string{"--api-socket", n.path("staticpod.sock")}
 		awaitPS(t, api, name+" ", "Forbidden")
@@ -57,8 +58,8 @@ func TestRestrictedSources(t *testing.T) {
 	sp.stop()
 	n.start("--host-pid-sources", "api")
 	p := n.awaitPhase("hostpid-node1", corev1.PodFailed)
-	if p.Status.Reason != runner.ReasonForbidden {
-		t.Errorf("hostpid-node1 after the restart: reason %q, want %s", p.Status.Reason, runner.ReasonForbidden)
+	if p.Status.Reason != restrict.ReasonForbidden {
+		t.Errorf("hostpid-node1 after the restart: reason %q, want %s", p.Status.Reason, restrict.ReasonForbidden)
 	}
 	n.await("the forbidden pod stopped", time.Minute, func(cs map[string]runner.Container) bool {
 		c, ok := cs["hostpid-node1/main/0"]

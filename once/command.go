@@ -20,6 +20,7 @@ import (
 	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/containerdrt/images"
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/restrict"
 	"github.com/staticpod/staticpod/runner/sysctl"
 )
 
@@ -96,7 +97,7 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("node name: %v", err), spcli.ExitUsage)
 	}
-	restrict := runner.Restrictions{Sysctls: runner.Sysctls{Kernel: sysctl.HostKernel(), AllowedUnsafe: spcli.AllowedUnsafeSysctls(c)}}
+	restrict := restrict.Restrictions{Sysctls: restrict.Sysctls{Kernel: sysctl.HostKernel(), AllowedUnsafe: spcli.AllowedUnsafeSysctls(c)}}
 	if err := restrict.Validate(); err != nil {
 		return cli.Exit(err.Error(), spcli.ExitUsage)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/staticpod/staticpod/internal/helper"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/restrict"
 )
 
 // job is one run of once: what it set up, to use and then remove.
@@ -38,9 +39,9 @@ type job struct {
 	ctrd     *ctrd.Process // the containerd once started; nil if it started none
 	rt       *containerdrt.Runtime
 	r        *runner.Runner
-	pods     []*corev1.Pod       // as the manifests list them
-	objects  manifests.Objects   // the ConfigMaps and Secrets they read
-	restrict runner.Restrictions // the sysctls the pods may set
+	pods     []*corev1.Pod         // as the manifests list them
+	objects  manifests.Objects     // the ConfigMaps and Secrets they read
+	restrict restrict.Restrictions // the sysctls the pods may set
 	errOut   io.Writer
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner/node"
+	"github.com/staticpod/staticpod/runner/restrict"
 )
 
 // ReasonNodePorts is the kubelet's reason for a pod it rejects because a host port the
@@ -22,11 +23,11 @@ const ReasonNodePorts = "NodePorts"
 // and Holder).
 type Rejection struct {
 	Pod       *corev1.Pod
-	Forbidden *Forbidden         // set when Restrictions refuse the pod
-	AppArmor  error              // set when the pod asks for AppArmor and the host has none: why
-	Node      *node.Refusal      // set when the pod does not fit the node (node.Fits, node.Ledger)
-	Port      manifests.HostPort // the pod's
-	Holder    *corev1.Pod        // the pod that has it
+	Forbidden *restrict.Forbidden // set when Restrictions refuse the pod
+	AppArmor  error               // set when the pod asks for AppArmor and the host has none: why
+	Node      *node.Refusal       // set when the pod does not fit the node (node.Fits, node.Ledger)
+	Port      manifests.HostPort  // the pod's
+	Holder    *corev1.Pod         // the pod that has it
 }
 
 // Reason is the kubelet's reason for the rejection: Forbidden, SysctlForbidden,
@@ -36,7 +37,7 @@ func (r Rejection) Reason() string {
 	case r.Forbidden != nil && r.Forbidden.Reason != "":
 		return r.Forbidden.Reason
 	case r.Forbidden != nil:
-		return ReasonForbidden
+		return restrict.ReasonForbidden
 	case r.AppArmor != nil:
 		return ReasonAppArmor
 	case r.Node != nil:
@@ -57,7 +58,7 @@ func (r Rejection) Message() string {
 		return r.Node.Message
 	}
 	return fmt.Sprintf("Pod was rejected: %s: hostPort %s is taken by pod %s (%s:%s)",
-		r.Port.Field, r.Port, manifests.Key(r.Holder), sourceOf(r.Holder), locationOf(r.Holder))
+		r.Port.Field, r.Port, manifests.Key(r.Holder), manifests.SourceOf(r.Holder), manifests.LocationOf(r.Holder))
 }
 
 // Status is the rejected pod's status, as the kubelet reports a pod it rejected.
@@ -70,11 +71,11 @@ func (r Rejection) Status() corev1.PodStatus {
 // taints (decided once: the node's do not change while staticpod runs), then, among
 // the others, their requests and host ports (see AdmitHostPorts; a refused pod holds
 // no port and requests nothing).
-func Admit(desired map[types.UID]*corev1.Pod, restrict Restrictions, host Host, running func(types.UID) bool, leaving []*corev1.Pod) map[types.UID]Rejection {
+func Admit(desired map[types.UID]*corev1.Pod, rules restrict.Restrictions, host Host, running func(types.UID) bool, leaving []*corev1.Pod) map[types.UID]Rejection {
 	rejected := map[types.UID]Rejection{}
 	allowed := desired
 	for uid, pod := range desired {
-		rej := Rejection{Pod: pod, Forbidden: restrict.Check(pod)}
+		rej := Rejection{Pod: pod, Forbidden: rules.Check(pod)}
 		if rej.Forbidden == nil && host.AppArmor != nil && manifests.AppArmorRequired(pod) {
 			rej.AppArmor = host.AppArmor
 		}
@@ -127,10 +128,10 @@ func admitInOrder(desired map[types.UID]*corev1.Pod, n *corev1.Node, running fun
 		if ra, rb := running(a.UID), running(b.UID); ra != rb {
 			return ra
 		}
-		if sa, sb := sourceOrder[sourceOf(a)], sourceOrder[sourceOf(b)]; sa != sb {
+		if sa, sb := sourceOrder[manifests.SourceOf(a)], sourceOrder[manifests.SourceOf(b)]; sa != sb {
 			return sa < sb
 		}
-		if la, lb := locationOf(a), locationOf(b); la != lb {
+		if la, lb := manifests.LocationOf(a), manifests.LocationOf(b); la != lb {
 			return la < lb
 		}
 		return manifests.Key(a) < manifests.Key(b)

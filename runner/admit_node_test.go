@@ -13,6 +13,7 @@ import (
 
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner/node"
+	"github.com/staticpod/staticpod/runner/restrict"
 )
 
 // testNode is a node labelled disktype=ssd, tainted dedicated=camera:NoExecute, with
@@ -101,7 +102,7 @@ func TestAdmitKeepsTheRequestsOfRunningPods(t *testing.T) {
 		{running: "", leaving: []*corev1.Pod{requesting(sourcePod("c", "c", "file"), "600Mi")}, want: []string{"a", "b"}},
 		{running: "", leaving: []*corev1.Pod{requesting(sourcePod("a0", "a", "file"), "600Mi")}, want: []string{"b"}}, // a's previous instance
 	} {
-		rejected := Admit(desired, Restrictions{}, Host{Node: n}, func(uid types.UID) bool { return string(uid) == tc.running }, tc.leaving)
+		rejected := Admit(desired, restrict.Restrictions{}, Host{Node: n}, func(uid types.UID) bool { return string(uid) == tc.running }, tc.leaving)
 		var got []string
 		for uid, rej := range rejected {
 			if rej.Reason() != node.ReasonOutOfMemory {

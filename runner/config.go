@@ -85,8 +85,8 @@ func runningPod(pr PodRuntime) (RunningPod, bool) {
 // source and, where its containers recorded it, the same location. Anything else is
 // another pod, even under the same UID.
 func (rp RunningPod) Is(pod *corev1.Pod) bool {
-	return rp.Namespace == pod.Namespace && rp.Name == pod.Name && rp.Source != "" && rp.Source == sourceOf(pod) &&
-		(rp.Location == "" || rp.Location == locationOf(pod))
+	return rp.Namespace == pod.Namespace && rp.Name == pod.Name && rp.Source != "" && rp.Source == manifests.SourceOf(pod) &&
+		(rp.Location == "" || rp.Location == manifests.LocationOf(pod))
 }
 
 // Origin names the pod that runs and where it comes from, for a message.
@@ -151,7 +151,7 @@ func (c *Config) merge() (map[types.UID]*corev1.Pod, []Conflict) {
 		pod, key := cand.pod, manifests.Key(cand.pod)
 		refuse := func(kept types.UID, holder string, err *field.Error) {
 			conflicts = append(conflicts, Conflict{
-				Pod: key, Kept: kept, Dropped: pod.UID, Source: sourceOf(pod), Location: locationOf(pod),
+				Pod: key, Kept: kept, Dropped: pod.UID, Source: manifests.SourceOf(pod), Location: manifests.LocationOf(pod),
 				Holder: holder, Err: err,
 			})
 		}
@@ -207,11 +207,8 @@ func (c *Config) running(uid types.UID) (RunningPod, bool) {
 // sameDefinition reports whether two pods of one UID are one definition: from the same
 // source and location (the same file, URL or pushed manifest), perhaps edited.
 func sameDefinition(a, b *corev1.Pod) bool {
-	return sourceOf(a) == sourceOf(b) && locationOf(a) == locationOf(b)
+	return manifests.SourceOf(a) == manifests.SourceOf(b) && manifests.LocationOf(a) == manifests.LocationOf(b)
 }
-
-func sourceOf(pod *corev1.Pod) string   { return pod.Annotations[manifests.AnnotationSource] }
-func locationOf(pod *corev1.Pod) string { return pod.Annotations[manifests.AnnotationLocation] }
 
 // conflictKey identifies a conflict for reporting it once: the refused pod, where it
 // comes from, and what it shares.

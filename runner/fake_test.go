@@ -106,7 +106,7 @@ func (f *fakeRuntime) StartSandbox(_ context.Context, pod *corev1.Pod, attempt i
 	}
 	c := Container{ID: fmt.Sprintf("%s-sandbox-%d", pod.UID, attempt), Kind: KindSandbox, PodUID: pod.UID, PodName: pod.Name,
 		PodNamespace: pod.Namespace, Name: pod.Name, Attempt: attempt, State: StateRunning, PID: 100, CreatedAt: f.now(), StartedAt: f.now(),
-		Source: sourceOf(pod), Location: locationOf(pod), PodStart: TimestampOf(podStartOf(pod))}
+		Source: manifests.SourceOf(pod), Location: manifests.LocationOf(pod), PodStart: TimestampOf(podStartOf(pod))}
 	f.mu.Lock()
 	c.NetworkNote = f.networkNote
 	f.mu.Unlock()
@@ -120,7 +120,7 @@ func (f *fakeRuntime) CreateContainer(_ context.Context, req CreateRequest) (Con
 	}
 	c := Container{ID: fmt.Sprintf("%s-%s-%d", req.Pod.UID, req.Container.Name, req.Attempt), Kind: KindContainer, PodUID: req.Pod.UID,
 		PodName: req.Pod.Name, PodNamespace: req.Pod.Namespace, Name: req.Container.Name, Attempt: req.Attempt, Hash: req.Hash,
-		State: StateCreated, CreatedAt: f.now(), Source: sourceOf(req.Pod), Location: locationOf(req.Pod), PodStart: TimestampOf(podStartOf(req.Pod))}
+		State: StateCreated, CreatedAt: f.now(), Source: manifests.SourceOf(req.Pod), Location: manifests.LocationOf(req.Pod), PodStart: TimestampOf(podStartOf(req.Pod))}
 	f.put(c)
 	f.mu.Lock()
 	f.volumes[req.Pod.UID] = req.Objects

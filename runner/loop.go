@@ -12,6 +12,7 @@ import (
 
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner/prepull"
+	"github.com/staticpod/staticpod/runner/restrict"
 	"github.com/staticpod/staticpod/runner/revisions"
 )
 
@@ -24,10 +25,10 @@ type loop struct {
 	events       *Events
 	log          *slog.Logger
 	now          func() time.Time
-	rt           Runtime      // removes garbage, in a goroutine of its own
-	restrictions Restrictions // what pods of each source may ask for
-	host         Host         // what the machine can enforce
-	deps         workerDeps   // what a new worker gets
+	rt           Runtime               // removes garbage, in a goroutine of its own
+	restrictions restrict.Restrictions // what pods of each source may ask for
+	host         Host                  // what the machine can enforce
+	deps         workerDeps            // what a new worker gets
 	revs         *revisions.Store
 
 	config   *Config

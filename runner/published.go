@@ -206,7 +206,7 @@ func (p *published) objectsOf(pod *corev1.Pod) manifests.Objects {
 func (p *published) objectsWithGen(pod *corev1.Pod) (manifests.Objects, uint64) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	if objs, ok := p.objects[sourceOf(pod)]; ok {
+	if objs, ok := p.objects[manifests.SourceOf(pod)]; ok {
 		return objs, p.objectsGen
 	}
 	return manifests.NewObjects(), p.objectsGen

@@ -17,6 +17,7 @@ import (
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner/backoff"
 	"github.com/staticpod/staticpod/runner/imagegc"
+	"github.com/staticpod/staticpod/runner/restrict"
 	"github.com/staticpod/staticpod/runner/results"
 	"github.com/staticpod/staticpod/runner/revisions"
 )
@@ -38,7 +39,7 @@ type Options struct {
 	ResultsDir   string                // where finished pods are remembered; "" = memory only
 	Revisions    *revisions.Store      // keeps Ready revisions and rolls back what is not Ready in time; nil: none
 	Registry     prometheus.Registerer // where the runner's metrics go; nil for none
-	Restrictions Restrictions          // what pods of each source may ask for; none when zero
+	Restrictions restrict.Restrictions // what pods of each source may ask for; none when zero
 	Host         Host                  // what the machine can enforce (ProbeHost); no checks when zero
 
 	// Images, when set, has unused images removed per ImageGC once every source in

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/restrict"
 )
 
 // sysctlPod is a pod from file a.yaml that sets sysctls (each to "1").
@@ -37,39 +38,39 @@ func TestSysctlsAllowTheSafeAndTheAllowedOnly(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		sysctls Sysctls
+		sysctls restrict.Sysctls
 		pod     *corev1.Pod
 		want    string // the message; "" when allowed
 	}{
-		{"no sysctls", Sysctls{}, sysctlPod(nil), ""},
-		{"safe", Sysctls{Kernel: kernel}, sysctlPod(nil, "net.ipv4.ip_unprivileged_port_start", "kernel.shm_rmid_forced"), ""},
-		{"safe, written with slashes", Sysctls{Kernel: kernel}, sysctlPod(nil, "net/ipv4/ip_unprivileged_port_start"), ""},
-		{"unsafe", Sysctls{Kernel: kernel}, sysctlPod(nil, "net.ipv4.tcp_syncookies", "kernel.msgmax"), notListed("1", "kernel.msgmax")},
-		{"unsafe, allowed by name", Sysctls{Kernel: kernel, AllowedUnsafe: []string{"kernel.msgmax"}}, sysctlPod(nil, "kernel.msgmax"), ""},
-		{"unsafe, another name allowed", Sysctls{Kernel: kernel, AllowedUnsafe: []string{"kernel.msgmax"}}, sysctlPod(nil, "kernel.msgmnb"), notListed("0", "kernel.msgmnb")},
-		{"unsafe, allowed by prefix", Sysctls{Kernel: kernel, AllowedUnsafe: []string{"net.core.*", "kernel.shm*"}}, sysctlPod(nil, "net.core.somaxconn", "kernel.shmmax"), ""},
-		{"prefix of whole segments", Sysctls{Kernel: kernel, AllowedUnsafe: []string{"net.core.*"}}, sysctlPod(nil, "net.ipv6.conf.all.forwarding"), notListed("0", "net.ipv6.conf.all.forwarding")},
-		{"prefix written with slashes", Sysctls{Kernel: kernel, AllowedUnsafe: []string{"net/ipv4/conf/*"}}, sysctlPod(nil, "net/ipv4/conf/eth0.100/rp_filter"), ""},
-		{"safe from a later kernel", Sysctls{Kernel: "4.14.1"}, sysctlPod(nil, "net.ipv4.tcp_rmem"), notListed("0", "net.ipv4.tcp_rmem")},
-		{"kernel unknown", Sysctls{}, sysctlPod(nil, "net.ipv4.tcp_keepalive_time"), notListed("0", "net.ipv4.tcp_keepalive_time")},
-		{"safe net sysctl on the host network", Sysctls{Kernel: kernel}, sysctlPod(hostNet, "net.ipv4.tcp_syncookies"),
+		{"no sysctls", restrict.Sysctls{}, sysctlPod(nil), ""},
+		{"safe", restrict.Sysctls{Kernel: kernel}, sysctlPod(nil, "net.ipv4.ip_unprivileged_port_start", "kernel.shm_rmid_forced"), ""},
+		{"safe, written with slashes", restrict.Sysctls{Kernel: kernel}, sysctlPod(nil, "net/ipv4/ip_unprivileged_port_start"), ""},
+		{"unsafe", restrict.Sysctls{Kernel: kernel}, sysctlPod(nil, "net.ipv4.tcp_syncookies", "kernel.msgmax"), notListed("1", "kernel.msgmax")},
+		{"unsafe, allowed by name", restrict.Sysctls{Kernel: kernel, AllowedUnsafe: []string{"kernel.msgmax"}}, sysctlPod(nil, "kernel.msgmax"), ""},
+		{"unsafe, another name allowed", restrict.Sysctls{Kernel: kernel, AllowedUnsafe: []string{"kernel.msgmax"}}, sysctlPod(nil, "kernel.msgmnb"), notListed("0", "kernel.msgmnb")},
+		{"unsafe, allowed by prefix", restrict.Sysctls{Kernel: kernel, AllowedUnsafe: []string{"net.core.*", "kernel.shm*"}}, sysctlPod(nil, "net.core.somaxconn", "kernel.shmmax"), ""},
+		{"prefix of whole segments", restrict.Sysctls{Kernel: kernel, AllowedUnsafe: []string{"net.core.*"}}, sysctlPod(nil, "net.ipv6.conf.all.forwarding"), notListed("0", "net.ipv6.conf.all.forwarding")},
+		{"prefix written with slashes", restrict.Sysctls{Kernel: kernel, AllowedUnsafe: []string{"net/ipv4/conf/*"}}, sysctlPod(nil, "net/ipv4/conf/eth0.100/rp_filter"), ""},
+		{"safe from a later kernel", restrict.Sysctls{Kernel: "4.14.1"}, sysctlPod(nil, "net.ipv4.tcp_rmem"), notListed("0", "net.ipv4.tcp_rmem")},
+		{"kernel unknown", restrict.Sysctls{}, sysctlPod(nil, "net.ipv4.tcp_keepalive_time"), notListed("0", "net.ipv4.tcp_keepalive_time")},
+		{"safe net sysctl on the host network", restrict.Sysctls{Kernel: kernel}, sysctlPod(hostNet, "net.ipv4.tcp_syncookies"),
 			`spec.securityContext.sysctls[0]: forbidden sysctl: "net.ipv4.tcp_syncookies" not allowed with host net enabled; pod default/a from file /m/a.yaml`},
-		{"IPC sysctl on the host network", Sysctls{Kernel: kernel}, sysctlPod(hostNet, "kernel.shm_rmid_forced"), ""},
-		{"allowed IPC sysctl in the host's IPC", Sysctls{Kernel: kernel, AllowedUnsafe: []string{"fs.mqueue.*"}}, sysctlPod(hostIPC, "fs.mqueue.msg_max"),
+		{"IPC sysctl on the host network", restrict.Sysctls{Kernel: kernel}, sysctlPod(hostNet, "kernel.shm_rmid_forced"), ""},
+		{"allowed IPC sysctl in the host's IPC", restrict.Sysctls{Kernel: kernel, AllowedUnsafe: []string{"fs.mqueue.*"}}, sysctlPod(hostIPC, "fs.mqueue.msg_max"),
 			`spec.securityContext.sysctls[0]: forbidden sysctl: "fs.mqueue.msg_max" not allowed with host ipc enabled; pod default/a from file /m/a.yaml`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := ""
-			f := Restrictions{Sysctls: tt.sysctls}.Check(tt.pod)
+			f := restrict.Restrictions{Sysctls: tt.sysctls}.Check(tt.pod)
 			if f != nil {
 				got = f.Message(tt.pod)
 			}
 			if got != tt.want {
 				t.Errorf("Check = %q, want %q", got, tt.want)
 			}
-			if rej := (Rejection{Pod: tt.pod, Forbidden: f}); f != nil && (rej.Reason() != ReasonSysctlForbidden || rej.Status().Phase != corev1.PodFailed) {
-				t.Errorf("rejection: %s %s, want Failed %s", rej.Status().Phase, rej.Reason(), ReasonSysctlForbidden)
+			if rej := (Rejection{Pod: tt.pod, Forbidden: f}); f != nil && (rej.Reason() != restrict.ReasonSysctlForbidden || rej.Status().Phase != corev1.PodFailed) {
+				t.Errorf("rejection: %s %s, want Failed %s", rej.Status().Phase, rej.Reason(), restrict.ReasonSysctlForbidden)
 			}
 		})
 	}
@@ -80,7 +81,7 @@ func TestSysctlsAllowTheSafeAndTheAllowedOnly(t *testing.T) {
 // file; a pod of allowed sysctls beside it runs.
 func TestForbiddenSysctlFailsThePod(t *testing.T) {
 	h := newHarness(t)
-	h.r.opts.Restrictions = Restrictions{Sysctls: Sysctls{Kernel: "6.1.0", AllowedUnsafe: []string{"kernel.msg*"}}}
+	h.r.opts.Restrictions = restrict.Restrictions{Sysctls: restrict.Sysctls{Kernel: "6.1.0", AllowedUnsafe: []string{"kernel.msg*"}}}
 	l := newLoop(h.r, &sync.WaitGroup{})
 	var spawned []*worker
 	l.spawn = func(_ context.Context, w *worker) { spawned = append(spawned, w) }
@@ -108,11 +109,11 @@ func TestForbiddenSysctlFailsThePod(t *testing.T) {
 		}
 	}
 	want := `Pod was rejected: spec.securityContext.sysctls[1]: forbidden sysctl: "net.core.somaxconn" not allowlisted (--allowed-unsafe-sysctls); pod default/tuned-n from file tuned.yaml`
-	if st.Phase != corev1.PodFailed || st.Reason != ReasonSysctlForbidden || st.Message != want {
-		t.Errorf("status of the pod: %s %q %q; want Failed %q %q", st.Phase, st.Reason, st.Message, ReasonSysctlForbidden, want)
+	if st.Phase != corev1.PodFailed || st.Reason != restrict.ReasonSysctlForbidden || st.Message != want {
+		t.Errorf("status of the pod: %s %q %q; want Failed %q %q", st.Phase, st.Reason, st.Message, restrict.ReasonSysctlForbidden, want)
 	}
 	evs := h.r.events.Pod(forbidden.UID)
-	if len(evs) != 1 || evs[0].Reason != ReasonSysctlForbidden || evs[0].Type != EventWarning || evs[0].Message != want {
-		t.Errorf("events of the pod: %+v, want one warning %s: %s", evs, ReasonSysctlForbidden, want)
+	if len(evs) != 1 || evs[0].Reason != restrict.ReasonSysctlForbidden || evs[0].Type != EventWarning || evs[0].Message != want {
+		t.Errorf("events of the pod: %+v, want one warning %s: %s", evs, restrict.ReasonSysctlForbidden, want)
 	}
 }

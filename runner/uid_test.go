@@ -30,7 +30,7 @@ func uidPod(uid, name, source, location string) *corev1.Pod {
 func kept(desired map[types.UID]*corev1.Pod) map[types.UID]string {
 	out := map[types.UID]string{}
 	for uid, p := range desired {
-		out[uid] = manifests.Key(p) + " from " + locationOf(p)
+		out[uid] = manifests.Key(p) + " from " + manifests.LocationOf(p)
 	}
 	return out
 }

@@ -111,7 +111,7 @@ func runningFilePod(t *testing.T, f *fakeRuntime) *corev1.Pod {
 	pod.UID, pod.Spec.HostNetwork = sharedUID, true // no sandbox to adopt
 	f.put(Container{ID: "old", Kind: KindContainer, PodUID: sharedUID, PodName: pod.Name, PodNamespace: pod.Namespace,
 		Name: "c", Hash: manifests.ContainerHash(&pod.Spec.Containers[0]), State: StateRunning, PID: 42,
-		Source: "file", Location: locationOf(pod)})
+		Source: "file", Location: manifests.LocationOf(pod)})
 	return pod
 }
 
@@ -139,7 +139,7 @@ func TestLoopAfterARestartKeepsAUIDForThePodThatRuns(t *testing.T) {
 				}
 			}
 			for _, w := range spawned {
-				if w.pod == nil || sourceOf(w.pod) != "file" {
+				if w.pod == nil || manifests.SourceOf(w.pod) != "file" {
 					t.Fatalf("a worker for %s runs under the file pod's UID; want the file pod's alone", describe(w))
 				}
 			}
@@ -167,7 +167,7 @@ func describe(w *worker) string {
 	if w.pod == nil {
 		return "no pod (a removal)"
 	}
-	return manifests.Key(w.pod) + " from " + locationOf(w.pod)
+	return manifests.Key(w.pod) + " from " + manifests.LocationOf(w.pod)
 }
 
 // When the pod that had a UID is no longer wanted and another pod (another source)
@@ -201,7 +201,7 @@ func TestLoopHandsAUIDOverOnlyOnceTheOldPodAndItsDataAreGone(t *testing.T) {
 				l.apply(h.ctx, manifests.Update{Source: "api", Pods: []*corev1.Pod{evil}})
 				l.apply(h.ctx, manifests.Update{Source: "file"}) // the manifest moved out
 			}
-			if len(spawned) != 1 || !spawned[0].killed() || spawned[0].pod != nil && sourceOf(spawned[0].pod) != "file" {
+			if len(spawned) != 1 || !spawned[0].killed() || spawned[0].pod != nil && manifests.SourceOf(spawned[0].pod) != "file" {
 				t.Fatalf("workers %d, the first for %s (killed %v); want one, removing the file pod", len(spawned), describe(spawned[0]), spawned[0].killed())
 			}
 			for i := 0; !h.sync(spawned[0]); i++ {
@@ -214,7 +214,7 @@ func TestLoopHandsAUIDOverOnlyOnceTheOldPodAndItsDataAreGone(t *testing.T) {
 			}
 			l.workerGone(h.ctx, sharedUID)
 			relist()
-			if len(spawned) != 2 || spawned[1].pod == nil || locationOf(spawned[1].pod) != "evil" {
+			if len(spawned) != 2 || spawned[1].pod == nil || manifests.LocationOf(spawned[1].pod) != "evil" {
 				t.Fatalf("workers %d after the old pod went; want the pushed pod's to start", len(spawned))
 			}
 			h.sync(spawned[1])

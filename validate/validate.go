@@ -21,6 +21,7 @@ import (
 	spcli "github.com/staticpod/staticpod/cli"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/restrict"
 	"github.com/staticpod/staticpod/watcher"
 )
 
@@ -183,7 +184,7 @@ func (v *Validation) merge(pods []*corev1.Pod) []*corev1.Pod {
 // admit reports the pods the daemon would refuse (runner.Admit): those the restriction
 // flags forbid to the file source, and those whose host port is another pod's, across
 // files, as errors; those not for the node as refused; each on the file of the pod.
-func (v *Validation) admit(pods []*corev1.Pod, restrict runner.Restrictions, self *corev1.Node) {
+func (v *Validation) admit(pods []*corev1.Pod, restrict restrict.Restrictions, self *corev1.Node) {
 	desired := map[types.UID]*corev1.Pod{}
 	for _, p := range pods {
 		desired[p.UID] = p

@@ -97,7 +97,6 @@ func (s *Store) start(pod *corev1.Pod) time.Time {
 	return first
 }
 
-
 // asGiven is pod as its source gave it: without its status and what the runner adds
 // to the pods it serves.
 func asGiven(pod *corev1.Pod) *corev1.Pod {

@@ -1,4 +1,4 @@
-package runner
+package restrict
 
 import (
 	corev1 "k8s.io/api/core/v1"

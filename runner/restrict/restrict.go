@@ -1,4 +1,4 @@
-package runner
+package restrict
 
 import (
 	"fmt"
@@ -93,7 +93,7 @@ func (r Restrictions) Check(pod *corev1.Pod) *Forbidden {
 	if f := r.Sysctls.checkSysctls(pod); f != nil {
 		return f
 	}
-	src := sourceOf(pod)
+	src := manifests.SourceOf(pod)
 	spec := field.NewPath("spec")
 	if !allows(r.PrivilegedSources, src) {
 		for _, list := range []struct {
@@ -142,7 +142,7 @@ func (r Restrictions) Check(pod *corev1.Pod) *Forbidden {
 // file /m/a.yaml".
 func (f *Forbidden) Message(pod *corev1.Pod) string {
 	msg := f.Field.String() + ": " + f.Detail(pod)
-	if f.Reason == ReasonSysctlForbidden && locationOf(pod) != "" {
+	if f.Reason == ReasonSysctlForbidden && manifests.LocationOf(pod) != "" {
 		msg += "; " + manifests.Origin(pod)
 	}
 	return msg
@@ -159,7 +159,7 @@ func (f *Forbidden) Detail(pod *corev1.Pod) string {
 	if f.Flag == FlagAllowedHostPaths {
 		return fmt.Sprintf("%s is outside %s", f.What, FlagAllowedHostPaths)
 	}
-	src := sourceOf(pod)
+	src := manifests.SourceOf(pod)
 	if src == "" {
 		src = "unknown"
 	}
