@@ -117,6 +117,11 @@ func TestDocsNameOnlyCommandsAndFlagsThatExist(t *testing.T) {
 	app := newApp()
 	commands := map[string]map[string]bool{}
 	anyFlag := flagNames(app.Flags)
+	if app.EnableBashCompletion {
+		for _, n := range cli.BashCompletionFlag.Names() {
+			anyFlag[n] = true
+		}
+	}
 	for _, c := range app.Commands {
 		commands[c.Name] = flagNames(c.Flags)
 		for n := range commands[c.Name] {

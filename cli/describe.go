@@ -24,12 +24,13 @@ const describeTime = time.RFC1123Z
 // Describe is the describe command: a pod's source, containers, state and events.
 func Describe() *cli.Command {
 	return &cli.Command{
-		Name:        "describe",
-		Usage:       "show a pod's source, containers, state and events",
-		ArgsUsage:   "POD",
-		Description: "POD is the pod's full static name (web-node1) or namespace/name.",
-		Flags:       clientFlags(),
-		Action:      runDescribe,
+		Name:         "describe",
+		BashComplete: completePods(false),
+		Usage:        "show a pod's source, containers, state and events",
+		ArgsUsage:    "POD",
+		Description:  "POD is the pod's full static name (web-node1) or namespace/name.",
+		Flags:        clientFlags(),
+		Action:       runDescribe,
 	}
 }
 
