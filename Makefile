@@ -9,7 +9,7 @@ FUZZFLAGS ?=
 # endpoint, the CRI log reader, and the labels state is rebuilt from after a restart.
 FUZZ_TARGETS := manifests:FuzzLoad api:FuzzAPI logs:FuzzRead containerdrt:FuzzLabels
 
-.PHONY: all build deps test-deps test unit fuzz-quick fuzz chaos soak lint run run-clean bench bench-quick bench-compare bench-go clean install vm-test
+.PHONY: all build deps test-deps test unit fuzz-quick fuzz chaos soak lint run run-clean bench bench-quick bench-compare bench-go clean man install vm-test
 
 all: build
 
@@ -125,15 +125,26 @@ run-clean:
 clean:
 	rm -rf bin internal/helper/bin/staticpod-helper-*
 
+# man writes the man pages, staticpod(8) and staticpod-COMMAND(8) for each command,
+# into MAN_DIR, rendered from the CLI's own definitions (`staticpod man`).
+MAN_DIR ?= bin/man
+man: build
+	rm -rf $(MAN_DIR)
+	$(BIN) man $(MAN_DIR)
+
 # install puts staticpod on this machine as a systemd service: the binary in
-# $(PREFIX)/bin, the unit (contrib/systemd, its ExecStart pointed there) in
-# $(UNITDIR), and the default directories. DESTDIR installs into another root (the VM
+# $(PREFIX)/bin, the man pages in $(PREFIX)/share/man/man8, the bash completion in
+# $(PREFIX)/share/bash-completion/completions, the unit (contrib/systemd, its
+# ExecStart pointed there) in $(UNITDIR), and the default directories. DESTDIR installs into another root (the VM
 # test's guest, a package). It neither enables nor starts the service:
 # `systemctl enable --now staticpod` does. See docs/operating.md.
 PREFIX  ?= /usr/local
 UNITDIR ?= /etc/systemd/system
-install: build
+install: build man
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/staticpod
+	install -d -m 0755 $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 0644 $(MAN_DIR)/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	$(BIN) completion bash >$(DESTDIR)$(PREFIX)/share/bash-completion/completions/staticpod
 	install -d -m 0755 $(DESTDIR)$(UNITDIR)
 	sed 's|@BINDIR@|$(PREFIX)/bin|' contrib/systemd/staticpod.service >$(DESTDIR)$(UNITDIR)/staticpod.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/staticpod.service

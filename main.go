@@ -36,6 +36,8 @@ func newApp() *cli.App {
 		Usage:        "run Kubernetes static pods on containerd, without an apiserver",
 		Version:      version,
 		OnUsageError: spcli.UsageError,
+		// --generate-bash-completion, which the scripts of staticpod completion call.
+		EnableBashCompletion: true,
 		Commands: []*cli.Command{
 			runCommand(),
 			once.Command(),
@@ -48,6 +50,8 @@ func newApp() *cli.App {
 			spcli.Exec(),
 			spcli.Wait(),
 			versionCommand(),
+			spcli.Completion(),
+			spcli.Man(),
 			{
 				Name:   "pause",
 				Usage:  "hold a pod's namespaces (the sandbox process; run by staticpod itself)",

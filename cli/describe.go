@@ -24,12 +24,13 @@ const describeTime = time.RFC1123Z
 // Describe is the describe command: a pod's source, containers, state and events.
 func Describe() *cli.Command {
 	return &cli.Command{
-		Name:        "describe",
-		Usage:       "show a pod's source, containers, state and events, or the node's labels, taints and resources",
-		ArgsUsage:   "POD | node",
-		Description: "POD is the pod's full static name (web-node1) or namespace/name; node describes the node the daemon admits pods on.",
-		Flags:       clientFlags(),
-		Action:      runDescribe,
+		Name:         "describe",
+		BashComplete: completePods(false),
+		Usage:        "show a pod's source, containers, state and events, or the node's labels, taints and resources",
+		ArgsUsage:    "POD | node",
+		Description:  "POD is the pod's full static name (web-node1) or namespace/name; node describes the node the daemon admits pods on.",
+		Flags:        clientFlags(),
+		Action:       runDescribe,
 	}
 }
 

@@ -19,9 +19,10 @@ import (
 // Exec is the exec command: a command run in a pod's container, through the daemon.
 func Exec() *cli.Command {
 	return &cli.Command{
-		Name:      "exec",
-		Usage:     "run a command in a container",
-		ArgsUsage: "POD -- CMD...",
+		Name:         "exec",
+		BashComplete: completePods(false),
+		Usage:        "run a command in a container",
+		ArgsUsage:    "POD -- CMD...",
 		Description: "The daemon runs the command in the container's namespaces and with its user and environment,\n" +
 			"over its API: the socket, or --server with the token. exec exits with the command's exit code.",
 		UseShortOptionHandling: true,

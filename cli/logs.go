@@ -16,9 +16,10 @@ import (
 // Logs is the logs command: a container's log, read through the daemon.
 func Logs() *cli.Command {
 	return &cli.Command{
-		Name:      "logs",
-		Usage:     "print a container's logs",
-		ArgsUsage: "POD",
+		Name:         "logs",
+		BashComplete: completePods(false),
+		Usage:        "print a container's logs",
+		ArgsUsage:    "POD",
 		Description: "POD is the pod's full static name (web-node1) or namespace/name. -c may be left out when\n" +
 			"the pod has one container. Flags may follow POD, as with kubectl.",
 		Flags: append(clientFlags(),

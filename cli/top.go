@@ -18,9 +18,10 @@ import (
 // it from the daemon's /stats/summary.
 func Top() *cli.Command {
 	return &cli.Command{
-		Name:      "top",
-		Usage:     "show the CPU and memory each pod uses, as kubectl top pod does",
-		ArgsUsage: "[POD...]",
+		Name:         "top",
+		BashComplete: completePods(true),
+		Usage:        "show the CPU and memory each pod uses, as kubectl top pod does",
+		ArgsUsage:    "[POD...]",
 		Description: "NAME CPU(cores) MEMORY(bytes): CPU is the rate over the last sampling period (10 s) in\n" +
 			"millicores, memory the working set (usage less inactive file pages, what the kubelet evicts on)\n" +
 			"in MiB, both read from the pods' cgroups. A pod started less than a period ago has no CPU rate yet.",

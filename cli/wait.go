@@ -34,9 +34,10 @@ var waitPeriod = 500 * time.Millisecond
 // wait does, for scripts and health checks.
 func Wait() *cli.Command {
 	return &cli.Command{
-		Name:      "wait",
-		Usage:     "wait until pods meet a condition (Ready) or are gone",
-		ArgsUsage: "POD... | --all",
+		Name:         "wait",
+		BashComplete: completePods(true),
+		Usage:        "wait until pods meet a condition (Ready) or are gone",
+		ArgsUsage:    "POD... | --all",
 		Description: "As kubectl wait: --for=condition=Ready waits until each POD's Ready condition is True\n" +
 			"(condition=Ready=false until it is False), --for=delete until each POD is gone. It prints\n" +
 			"\"pod/NAME condition met\" for each as it gets there and exits 0 once all have; after --timeout\n" +
