@@ -49,7 +49,7 @@ task_pid() { ctr -n staticpod tasks ls | awk -v p="^$1-${node}_$2_" '$1 ~ p && $
 pod_status() { staticpod ps | awk -v p="$1-$node" '$1 == p {print $3}'; }
 
 all_running() {
-	for p in guaranteed burstable besteffort prestop podlevel; do
+	for p in guaranteed burstable besteffort prestop podlevel userns; do
 		[ "$(pod_status $p)" = Running ] || return 1
 	done
 }
@@ -79,6 +79,7 @@ first_boot() {
 	check_oom_scores
 	check_oom_kill
 	check_stats
+	check_userns
 	check_apparmor
 	check_mismatch
 	show ctr -n staticpod tasks ls
@@ -217,6 +218,35 @@ check_stats() {
 	within "/metrics/resource's pod_memory_working_set_bytes" "$(resource_ws pod_memory_working_set_bytes)" "$(dirname "$cg")"
 	show sh -c "busybox wget -q -O - --header \"Authorization: Bearer \$(cat /etc/staticpod/api-token)\" http://127.0.0.1:10250/metrics/resource | grep burstable"
 	staticpod exec "burstable-$node" -- rm -f /dev/shm/vmtest
+}
+
+# A pod with hostUsers: false on cgroup v2 and systemd: its container's root is mapped
+# to a block of 65536 host IDs above the host's own (uid_map "0 <base> 65536"), its
+# process runs as that base on the host, it is root inside and owns the emptyDir it
+# wrote, and its scope sits in the BestEffort slice like any pod's.
+check_userns() {
+	local map base pid uid cg
+	map=$(staticpod exec "userns-$node" -- cat /proc/self/uid_map | awk '{print $1, $2, $3}')
+	base=${map#0 }
+	base=${base% 65536}
+	if [[ $map =~ ^0\ [0-9]+\ 65536$ ]] && [ "$base" -ge 65536 ]; then
+		pass "hostUsers: false maps the pod's root to host ID $base (uid_map '$map')"
+	else
+		fail "hostUsers: false uid_map" "'$map'"
+		return
+	fi
+	check "root inside the user namespace" 0 "$(staticpod exec "userns-$node" -- id -u)"
+	check "the emptyDir the pod wrote is root's inside" "0 hello" "$(staticpod exec "userns-$node" -- sh -c 'echo $(stat -c %u /scratch/file) $(cat /scratch/file)')"
+	pid=$(task_pid userns app)
+	uid=$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")
+	check "the pod's process runs as the mapped base on the host" "$base" "$uid"
+	cg=$(sed -n 's/^0:://p' "/proc/$pid/cgroup")
+	if [[ $cg =~ ^/staticpod\.slice/staticpod-besteffort\.slice/ ]]; then
+		pass "the user-namespaced pod's scope is in staticpod-besteffort.slice"
+	else
+		fail "user-namespaced pod cgroup" "$cg"
+	fi
+	show staticpod exec "userns-$node" -- cat /proc/self/uid_map
 }
 
 # The pod slice of a pod with spec.resources has the pod-level limits (64Mi, 300m), not
