@@ -79,10 +79,10 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 
 # bench measures staticpod against containerd's floor on this machine (a private
-# containerd, images built from busybox-static: no registry) and writes BENCH.md and
-# BENCH.json, and the README's table from it; about 9 minutes. bench-compare shows what got worse in BENCH.json since
-# an earlier run's file: make bench-compare BASE=old.json. bench-go runs the Go
-# benchmarks of single functions.
+# containerd, images built from busybox-static: no registry) and writes BENCH.md,
+# BENCH.json and the README's table from it; about 9 minutes. bench-compare shows
+# what got worse in BENCH.json since an earlier run's file: make bench-compare
+# BASE=old.json. bench-go runs the Go benchmarks of single functions.
 bench: deps build
 	$(GO) run ./internal/bench/cmd/staticpod-bench -staticpod $(BIN) -md BENCH.md -json BENCH.json
 	$(GO) test -count=1 -run TestREADMENumbersAreBENCHJSONs . -update-readme
