@@ -31,6 +31,7 @@ import (
 	"github.com/staticpod/staticpod/internal/helper"
 	"github.com/staticpod/staticpod/internal/nodeshutdown"
 	"github.com/staticpod/staticpod/internal/service"
+	"github.com/staticpod/staticpod/internal/systemd"
 	"github.com/staticpod/staticpod/runner"
 	"github.com/staticpod/staticpod/runner/restrict"
 	"github.com/staticpod/staticpod/runner/revisions"
@@ -396,37 +397,14 @@ func newLogger(level, format string) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: l}
 	switch format {
 	case "text":
-		if toJournal(os.Stderr, os.Getenv("JOURNAL_STREAM")) {
-			opts.ReplaceAttr = dropTime
+		if systemd.ToJournal(os.Stderr, os.Getenv("JOURNAL_STREAM")) {
+			opts.ReplaceAttr = systemd.DropTime
 		}
 		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: use text or json", format)
-}
-
-// toJournal reports whether f is the journal's stream that systemd names in
-// JOURNAL_STREAM ("<device>:<inode>"): a child whose stderr was redirected
-// elsewhere inherits the variable, but not the stream.
-func toJournal(f *os.File, stream string) bool {
-	var dev, ino uint64
-	if _, err := fmt.Sscanf(stream, "%d:%d", &dev, &ino); err != nil {
-		return false
-	}
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-		return false
-	}
-	return uint64(st.Dev) == dev && st.Ino == ino
-}
-
-// dropTime removes the time of a record.
-func dropTime(groups []string, a slog.Attr) slog.Attr {
-	if len(groups) == 0 && a.Key == slog.TimeKey {
-		return slog.Attr{}
-	}
-	return a
 }
 
 // daemonGCPercent is the daemon's GOGC unless its environment sets one. Idle, the

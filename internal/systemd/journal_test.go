@@ -1,4 +1,4 @@
-package main
+package systemd
 
 import (
 	"bytes"
@@ -24,14 +24,14 @@ func TestJournalLinesCarryNoTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	stream := fmt.Sprintf("%d:%d", st.Dev, st.Ino)
-	if !toJournal(f, stream) {
-		t.Errorf("toJournal(%s) = false for the stream itself", stream)
+	if !ToJournal(f, stream) {
+		t.Errorf("ToJournal(%s) = false for the stream itself", stream)
 	}
-	if toJournal(os.Stdin, stream) || toJournal(f, "") || toJournal(f, "1:2") {
-		t.Error("toJournal = true for another file or no JOURNAL_STREAM")
+	if ToJournal(os.Stdin, stream) || ToJournal(f, "") || ToJournal(f, "1:2") {
+		t.Error("ToJournal = true for another file or no JOURNAL_STREAM")
 	}
 	var b bytes.Buffer
-	slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{ReplaceAttr: dropTime})).Info("staticpod started", "at", time.Unix(0, 0).UTC())
+	slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{ReplaceAttr: DropTime})).Info("staticpod started", "at", time.Unix(0, 0).UTC())
 	if got := b.String(); strings.HasPrefix(got, "time=") || !strings.Contains(got, "at=1970-01-01") {
 		t.Errorf("line = %q: want no record time, attributes kept", got)
 	}
