@@ -69,11 +69,17 @@ main() {
 	[ "${1:-}" != test ] || test_tools
 }
 
-# test_tools puts promtool in .cache/bin (which make test puts first on PATH) unless one
-# is on PATH: taken out of Debian's prometheus package rather than installing it, whose
-# service would start a Prometheus server on port 9090 of the machine.
+# test_tools installs man-db when the machine has neither man nor groff (the man page
+# test reads the pages through man), and puts promtool in .cache/bin (which make test
+# puts first on PATH) unless one is on PATH: taken out of Debian's prometheus package
+# rather than installing it, whose service would start a Prometheus server on port 9090
+# of the machine.
 test_tools() {
 	local bin tmp
+	if ! command -v man >/dev/null && ! command -v groff >/dev/null; then
+		echo "installing man-db with apt-get, for the man page test"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq man-db || return 1
+	fi
 	bin="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.cache/bin"
 	if command -v promtool >/dev/null || [ -x "$bin/promtool" ]; then
 		return 0
