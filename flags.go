@@ -52,6 +52,7 @@ func runFlags() []cli.Flag {
 		str("cni-conf-dir", podnet.DefaultConfDir, "directory of CNI network configurations: the first in sorted order is the pod network (\"\" for none: loopback only)"),
 		&cli.StringSliceFlag{Name: "cni-bin-dir", Value: cli.NewStringSlice(podnet.DefaultBinDirs...), Usage: "directory of CNI plugins (repeatable)", EnvVars: spcli.Env("cni-bin-dir")},
 		&cli.BoolFlag{Name: "cni-default-bridge", Usage: "write a bridge network configuration into --cni-conf-dir when it holds none", EnvVars: spcli.Env("cni-default-bridge")},
+		&cli.StringSliceFlag{Name: "cdi-spec-dirs", Value: cli.NewStringSlice(containerdrt.DefaultCDISpecDirs...), Usage: "directories of CDI specs, by rising priority, for the devices pods ask for with cdi.k8s.io/ annotations (repeatable)", EnvVars: spcli.Env("cdi-spec-dirs")},
 		str("image-dir", "", "directory of image tarballs imported at start and when added"),
 		str("registry-config", "", "docker config.json with registry credentials, searched before the usual places"),
 		&cli.StringSliceFlag{Name: "insecure-registry", Usage: "registry `host[:port]` or CIDR reached over plain HTTP (repeatable)", EnvVars: spcli.Env("insecure-registry")},

@@ -357,8 +357,9 @@ func runtimeConfig(c *cli.Context, root, self string, log *slog.Logger) containe
 			CredentialProviderConfig: c.String("image-credential-provider-config"),
 			CredentialProviderBinDir: c.String("image-credential-provider-bin-dir"),
 		},
-		SeccompDir: filepath.Join(root, "seccomp"),
-		Cgroups:    cgroupConfig(c),
+		SeccompDir:  filepath.Join(root, "seccomp"),
+		CDISpecDirs: c.StringSlice("cdi-spec-dirs"),
+		Cgroups:     cgroupConfig(c),
 		CNI: podnet.Config{
 			ConfDir: c.String("cni-conf-dir"), BinDirs: c.StringSlice("cni-bin-dir"),
 			CacheDir: filepath.Join(root, "cni", "cache"),

@@ -40,7 +40,8 @@ const (
 // can rebuild it, in the pod directory and cgroup PreparePod made: its AppArmor profile
 // (loaded if containerd's default), the images of the image volumes it mounts
 // (mountImageVolumes) and the host side of the container's own mounts are prepared
-// first (package poddir), then its spec is built from them (package spec).
+// first (package poddir), its CDI devices resolved (resolveCDI), then its spec is built
+// from them (package spec).
 func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest) (runner.Container, error) {
 	ctx, cancel := r.call(ctx)
 	defer cancel()
@@ -81,6 +82,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
 	if in.Prepared, err = poddir.PrepareContainer(in); err != nil {
+		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
+	}
+	if err := r.resolveCDI(&in); err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
 	opts, err := spec.Container(in)

@@ -15,6 +15,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"google.golang.org/grpc"
 	"k8s.io/apimachinery/pkg/types"
+	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/staticpod/staticpod/containerdrt/cgroups"
 	"github.com/staticpod/staticpod/containerdrt/images"
@@ -56,6 +57,7 @@ type Config struct {
 	Observe     bool
 	HostIP      string        // the node's IP; "" = the first global unicast address
 	CallTimeout time.Duration // bound of every containerd call; 0 = DefaultCallTimeout
+	CDISpecDirs []string      // directories of CDI specs, by rising priority; nil = DefaultCDISpecDirs
 	Logger      *slog.Logger
 }
 
@@ -84,6 +86,8 @@ type Runtime struct {
 
 	forged forgedUIDs // containers whose UID label List ignores, warned about once
 
+	cdi *cdi.Cache // the CDI specs of cfg.CDISpecDirs, read anew for each container that asks for a device (readCDISpecs)
+
 	started time.Time // when New ran: leases older than this are not this Runtime's
 }
 
@@ -108,7 +112,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: podnet.New(cfg.CNI, cfg.Logger), images: imgs, records: recs, started: time.Now(),
-		users: userns.New(filepath.Join(cfg.RootDir, podsDir))}
+		users: userns.New(filepath.Join(cfg.RootDir, podsDir)), cdi: newCDIRegistry(cfg.CDISpecDirs)}
 	r.repairs = newRepairer(r)
 	// An observer's: it makes none, and takes the layout New gives even where it
 	// refuses the root (a namespace named like a slice).
@@ -155,6 +159,9 @@ func (cfg *Config) complete() error {
 	}
 	if cfg.HostIP == "" {
 		cfg.HostIP = primaryIP()
+	}
+	if cfg.CDISpecDirs == nil {
+		cfg.CDISpecDirs = DefaultCDISpecDirs
 	}
 	if cfg.Images.RootDir == "" {
 		cfg.Images.RootDir = cfg.RootDir

@@ -31,6 +31,7 @@ func TestValidateLocatesEveryError(t *testing.T) {
 	}
 	for _, want := range []string{
 		`error: testdata/manifests/invalid/etcd-missing-volume.yaml: spec.containers[0].volumeMounts[1].name: Not found: "certs"`,
+		`error: testdata/manifests/invalid/cdi-annotation.yaml: metadata.annotations[cdi.k8s.io/serial]: Invalid value: "/dev/ttyUSB0": want CDI device names, vendor.com/class=device`,
 		`warning: testdata/manifests/invalid/etcd-missing-volume.yaml: spec.containers[0].imagePullPolcy: Unsupported value: unknown field`,
 		`error: testdata/manifests/invalid/many-errors.yaml (document 2): spec.containers[0].ports[0].containerPort: Invalid value: 70000`,
 		`error: testdata/manifests/invalid/many-errors.yaml (document 2): spec.restartPolicy: Unsupported value: "Sometimes"`,

@@ -52,6 +52,7 @@ func Validate(pod *corev1.Pod) field.ErrorList {
 	errs := validateMeta(&pod.ObjectMeta, field.NewPath("metadata"))
 	errs = append(errs, validateSpec(&pod.Spec, spec)...)
 	errs = append(errs, validateAppArmorAnnotations(pod, field.NewPath("metadata", "annotations"))...)
+	errs = append(errs, validateCDIAnnotations(pod, field.NewPath("metadata", "annotations"))...)
 	errs = append(errs, validateStatic(&pod.Spec, spec)...)
 	errs = append(errs, validateRefused(&pod.Spec, spec)...)
 	return errs

@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	spcli "github.com/staticpod/staticpod/cli"
+	"github.com/staticpod/staticpod/containerdrt"
 	"github.com/staticpod/staticpod/containerdrt/images"
 	"github.com/staticpod/staticpod/runner"
 	"github.com/staticpod/staticpod/runner/restrict"
@@ -77,6 +78,7 @@ func flags() []cli.Flag {
 		str("registry-config-dir", images.DefaultRegistryConfigDir, "containerd's registry host configuration, <dir>/<host>/hosts.toml: mirrors, CAs, client certificates, plain-HTTP hosts (\"\" for none)"),
 		str("image-credential-provider-config", "", "the kubelet's CredentialProviderConfig file (or directory): credential provider plugins for pulls"),
 		str("image-credential-provider-bin-dir", "", "directory of the credential provider plugins' binaries"),
+		&cli.StringSliceFlag{Name: "cdi-spec-dirs", Value: cli.NewStringSlice(containerdrt.DefaultCDISpecDirs...), Usage: "directories of CDI specs, by rising priority, for the devices pods ask for with cdi.k8s.io/ annotations (repeatable)", EnvVars: spcli.Env("cdi-spec-dirs")},
 		str("log-level", "error", "level of staticpod's own log lines: debug, info, warn or error"),
 		namespace,
 		&cli.DurationFlag{Name: "pleg-relist-period", Value: runner.DefaultRelistPeriod, Hidden: true},

@@ -109,8 +109,9 @@ func (j *job) setup(ctx context.Context) error {
 			CredentialProviderConfig: c.String("image-credential-provider-config"),
 			CredentialProviderBinDir: c.String("image-credential-provider-bin-dir"),
 		},
-		SeccompDir: filepath.Join(j.root, "seccomp"),
-		Logger:     j.log,
+		SeccompDir:  filepath.Join(j.root, "seccomp"),
+		CDISpecDirs: c.StringSlice("cdi-spec-dirs"),
+		Logger:      j.log,
 	}
 	if j.rt, err = containerdrt.New(ctx, cfg); errors.Is(err, containerdrt.ErrConfig) {
 		return cli.Exit(err.Error(), spcli.ExitUsage)

@@ -3,6 +3,7 @@ package spec
 import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	corev1 "k8s.io/api/core/v1"
+	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/staticpod/staticpod/manifests"
 )
@@ -34,6 +35,11 @@ type Input struct {
 	// container mounts are mounted read-only, by volume name.
 	ImageVolumes map[string]string
 	Prepared     Prepared // the host side of the container's mounts
+	// CDIDevices are the fully-qualified CDI devices the container gets (the pod's
+	// cdi.k8s.io/ annotations', see manifests.CDIDevices), applied from CDI, the
+	// registry of CDI specs as the runtime last read it.
+	CDIDevices []string
+	CDI        *cdi.Cache
 }
 
 // Prepared is the host side of one container's mounts, as the pod directory's

@@ -36,7 +36,14 @@ func Container(in Input) ([]oci.SpecOpts, error) {
 	if in.UserNSHostID != 0 && in.SandboxNS == "" {
 		return nil, fmt.Errorf("container %s: a user namespace of the pod's own needs its sandbox", in.Container.Name)
 	}
-	return append(opts, namespaceOpts(in)...), nil
+	opts = append(opts, namespaceOpts(in)...)
+	// CDI devices last, as containerd's CRI applies them: their environment, mounts and
+	// device nodes add to what the options before set, which nothing after resets.
+	devices, err := cdiOpts(in)
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, devices...), nil
 }
 
 // UserNSLength is the number of IDs of a pod's user namespace.
