@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/devices"
 	"github.com/staticpod/staticpod/runner/prepull"
 	"github.com/staticpod/staticpod/runner/restrict"
 	"github.com/staticpod/staticpod/runner/revisions"
@@ -30,6 +31,7 @@ type loop struct {
 	host         Host                  // what the machine can enforce
 	deps         workerDeps            // what a new worker gets
 	revs         *revisions.Store
+	devices      *devices.Manager // nil: no device plugins
 
 	config   *Config
 	workers  map[types.UID]*worker
@@ -67,7 +69,7 @@ type loop struct {
 func newLoop(r *Runner, wg *sync.WaitGroup) *loop {
 	l := &loop{
 		pub: r.pub, pleg: r.pleg, asks: r.asks, events: r.events, log: r.log, now: r.now, rt: r.rt,
-		restrictions: r.opts.Restrictions, host: r.opts.Host, deps: r.workerDeps(), revs: r.opts.Revisions,
+		restrictions: r.opts.Restrictions, host: r.opts.Host, deps: r.workerDeps(), revs: r.opts.Revisions, devices: r.opts.Devices,
 		config: NewConfig(), wg: wg, done: make(chan types.UID),
 		workers: map[types.UID]*worker{}, names: map[string]types.UID{}, pending: map[string]*corev1.Pod{},
 		gone: map[types.UID]uint64{}, removed: map[types.UID]uint64{}, gcDone: make(chan struct{}, 1),
@@ -127,6 +129,8 @@ func (r *Runner) Run(ctx context.Context) error {
 			l.gcBusy = false
 		case res := <-l.prepulls.Results():
 			l.prepulled(ctx, res)
+		case <-r.opts.Devices.Changed():
+			l.readmit(ctx) // devices registered or came back: refused pods may have them now
 		}
 	}
 }
@@ -234,7 +238,10 @@ func (l *loop) admit(desired map[types.UID]*corev1.Pod) map[types.UID]Rejection 
 		}
 		w.mu.Unlock()
 	}
-	return Admit(desired, l.restrictions, l.host, func(uid types.UID) bool { w := l.workers[uid]; return w != nil && !w.killed() }, leaving)
+	running := func(uid types.UID) bool { w := l.workers[uid]; return w != nil && !w.killed() }
+	rejected := Admit(desired, l.restrictions, l.host, running, leaving)
+	l.admitDevices(desired, rejected, running)
+	return rejected
 }
 
 // readmit decides again on the pods refused for their host ports, once a pod that

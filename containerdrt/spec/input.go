@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/devices"
 )
 
 // Input is everything building one container's OCI spec needs. The runtime fills it
@@ -34,6 +35,10 @@ type Input struct {
 	// container mounts are mounted read-only, by volume name.
 	ImageVolumes map[string]string
 	Prepared     Prepared // the host side of the container's mounts
+	// Devices are what device plugins allocated to the container; DeviceNodes its
+	// device nodes as the runtime found them on the host (PluginDevices).
+	Devices     devices.Allocation
+	DeviceNodes []DeviceNode
 }
 
 // Prepared is the host side of one container's mounts, as the pod directory's

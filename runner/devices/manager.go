@@ -42,8 +42,8 @@ type Manager struct {
 	mu        sync.Mutex // guards resources, assigned and runCtx
 	resources map[string]*resource
 	assigned  map[types.UID]map[string]map[string]*Assignment // pod -> container -> resource
-	runCtx    context.Context                                  // Run's: the endpoints live in it; nil before Run
-	endpoints sync.WaitGroup                                   // the endpoints' goroutines
+	runCtx    context.Context                                 // Run's: the endpoints live in it; nil before Run
+	endpoints sync.WaitGroup                                  // the endpoints' goroutines
 }
 
 // resource is one plugin's resource: its endpoint while registered and its devices.
@@ -52,8 +52,12 @@ type resource struct {
 	devices map[string]bool // device ID -> healthy, as its last ListAndWatch said
 }
 
-// New returns a manager with the assignments of the checkpoint; Run serves it.
+// New returns a manager with the assignments of the checkpoint; Run serves it. It
+// returns nil, a manager of no devices, when cfg names no directory.
 func New(cfg Config) (*Manager, error) {
+	if cfg.Dir == "" {
+		return nil, nil
+	}
 	as, err := readCheckpoint(cfg.Checkpoint)
 	if err != nil {
 		return nil, err
@@ -70,8 +74,13 @@ func New(cfg Config) (*Manager, error) {
 
 // Run serves the Registration API on kubelet.sock in the directory until ctx is done,
 // then closes every plugin's connection. A kubelet.sock left by an earlier run is
-// replaced: plugins that watch it register again, as with a restarted kubelet.
+// replaced: plugins that watch it register again, as with a restarted kubelet. A nil
+// Manager waits for ctx.
 func (m *Manager) Run(ctx context.Context) error {
+	if m == nil {
+		<-ctx.Done()
+		return nil
+	}
 	if err := os.MkdirAll(m.cfg.Dir, 0o755); err != nil {
 		return fmt.Errorf("device plugin dir: %w", err)
 	}
