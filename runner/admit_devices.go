@@ -22,12 +22,7 @@ func (l *loop) admitDevices(desired map[types.UID]*corev1.Pod, rejected map[type
 		return
 	}
 	if l.pleg.Generation() > 0 {
-		l.devices.Release(func(uid types.UID) bool {
-			if _, runs := l.runningAs(uid); runs || l.workers[uid] != nil {
-				return true
-			}
-			return desired[uid] != nil && rejected[uid].Pod == nil
-		})
+		l.devices.Release(l.keepsDevices(desired, func(uid types.UID) bool { return rejected[uid].Pod != nil }))
 	}
 	var order []*corev1.Pod
 	for uid, pod := range desired {
@@ -42,6 +37,29 @@ func (l *loop) admitDevices(desired map[types.UID]*corev1.Pod, rejected map[type
 		if r := l.devices.Admit(context.Background(), pod); r != nil {
 			rejected[pod.UID] = Rejection{Pod: pod, Node: &node.Refusal{Reason: r.Reason, Message: r.Message}}
 		}
+	}
+}
+
+// keepsDevices says which pods keep their devices: those the runtime still holds
+// something of, or a worker runs or stops, or that are wanted and not refused.
+func (l *loop) keepsDevices(desired map[types.UID]*corev1.Pod, refused func(types.UID) bool) func(types.UID) bool {
+	return func(uid types.UID) bool {
+		if _, runs := l.runningAs(uid); runs || l.workers[uid] != nil {
+			return true
+		}
+		return desired[uid] != nil && !refused(uid)
+	}
+}
+
+// releaseDevices frees, after a relist, the devices of pods that are gone (the
+// relist no longer shows them), and admits again the pods refused meanwhile.
+func (l *loop) releaseDevices(ctx context.Context) {
+	if l.devices == nil {
+		return
+	}
+	desired := l.revs.Substitute(l.config.desired)
+	if l.devices.Release(l.keepsDevices(desired, func(uid types.UID) bool { return l.rejected[uid] })) {
+		l.readmit(ctx)
 	}
 }
 

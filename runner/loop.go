@@ -442,6 +442,7 @@ func (l *loop) relisted(ctx context.Context, res relistDone) {
 		desired, conflicts := l.config.Merge()
 		l.enact(ctx, desired, conflicts)
 	}
+	l.releaseDevices(ctx)
 	wake := l.asks.awaited()
 	for _, ev := range res.events {
 		wake[ev.UID] = true

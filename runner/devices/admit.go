@@ -160,10 +160,11 @@ func (m *Manager) Container(ctx context.Context, uid types.UID, container string
 
 // Release frees the devices of every pod keep does not want kept: the kubelet's
 // devices of pods no longer active. The runner keeps those of the pods it wants,
-// runs or stops. Pods refused for want of devices may be admitted once it returns.
-func (m *Manager) Release(keep func(types.UID) bool) {
+// runs or stops. It reports whether it freed any: pods refused for want of devices
+// may be admitted now.
+func (m *Manager) Release(keep func(types.UID) bool) bool {
 	if m == nil {
-		return
+		return false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -175,7 +176,7 @@ func (m *Manager) Release(keep func(types.UID) bool) {
 		}
 	}
 	if len(freed) == 0 {
-		return
+		return false
 	}
 	if err := m.save(); err != nil {
 		m.log.Error("devices freed, checkpoint not written", "err", err)
@@ -183,6 +184,7 @@ func (m *Manager) Release(keep func(types.UID) bool) {
 	for _, uid := range freed {
 		m.log.Info("devices freed", "uid", uid)
 	}
+	return true
 }
 
 // Assigned are the devices given to the pod's containers: container -> resource ->
