@@ -65,7 +65,9 @@ var rules = map[string][]string{
 	"runner/prepull":                nil,           // a leaf: pulls an edited pod's images before its running instance stops, against an interface of its own
 	"runner/pulling":                {"api/wire"},  // a pull's progress in a pod's status
 	"runner/revisions":              {"manifests"}, // the pods' Ready revisions and rollbacks on disk: never the runner
-	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results", "runner/backoff", "runner/prepull", "runner/imagegc", "runner/pulling", "runner/revisions", "runner/node", "runner/restrict"},
+	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results", "runner/backoff", "runner/prepull", "runner/imagegc", "runner/pulling", "runner/revisions", "runner/node", "runner/restrict", "runner/devices"},
+	"runner/devices":                nil,                            // the device plugins' devices and their checkpoint: never the runner or containerd
+	"runner/devices/plugintest":     nil,                            // a device plugin for tests, on k8s.io/kubelet's API alone
 	"runner/node":                   {"manifests"},                  // the node (labels, taints, allocatable) and whether a pod fits it: pure rules, never the runner
 	"runner/restrict":               {"manifests", "runner/sysctl"}, // what each source's pods may ask for, and which sysctls: pure rules, never the runner
 	"runner/action":                 nil,                            // handlers of probes and hooks, against an interface of its own: never the runner

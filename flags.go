@@ -16,6 +16,7 @@ import (
 	"github.com/staticpod/staticpod/logs"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/devices"
 	"github.com/staticpod/staticpod/validate"
 	"github.com/staticpod/staticpod/watcher"
 )
@@ -41,6 +42,7 @@ func runFlags() []cli.Flag {
 		str("manifest-url-ca-file", "", "PEM file of CA certificates trusted for an https --manifest-url, beside the system's"),
 		spcli.NodeNameFlag(),
 		str("root-dir", spcli.DefaultRootDir, "directory for staticpod's state"),
+		str("device-plugin-dir", devices.DefaultDir, "directory of the device plugins' sockets: kubelet.sock, where they register, is served there (\"\" for none)"),
 		str("pod-log-dir", logs.DefaultPodsDir, "directory for the pods' CRI log files"),
 		str("container-log-dir", logs.DefaultContainersDir, "directory of the kubelet-style <pod>_<namespace>_<container>-<id>.log links (\"\" for none)"),
 		&cli.Int64Flag{Name: "container-log-max-size", Value: logs.DefaultMaxSize, Usage: "bytes a container log file grows to before it is rotated", EnvVars: spcli.Env("container-log-max-size")},

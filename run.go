@@ -33,6 +33,7 @@ import (
 	"github.com/staticpod/staticpod/internal/service"
 	"github.com/staticpod/staticpod/internal/systemd"
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/devices"
 	"github.com/staticpod/staticpod/runner/restrict"
 	"github.com/staticpod/staticpod/runner/revisions"
 	"github.com/staticpod/staticpod/validate"
@@ -66,6 +67,7 @@ type daemon struct {
 	svc   *service.Service       // systemd's notify protocol
 	down  *nodeshutdown.Shutdown // nil without --shutdown-grace-period or logind
 	disks *diskspace.Watch       // the log and root dirs' filesystems
+	devs  *devices.Manager       // nil without --device-plugin-dir
 
 	grace runner.ShutdownGrace // --shutdown-grace-period and its critical part
 
@@ -195,13 +197,17 @@ func (d *daemon) setup(ctx context.Context) error {
 	if err != nil {
 		return errors.Join(err, rt.Close())
 	}
+	devCfg := devices.Config{Dir: c.String("device-plugin-dir"), Checkpoint: filepath.Join(d.root, "device-plugins", "checkpoint"), Log: d.log}
+	if d.devs, err = devices.New(devCfg); err != nil {
+		return errors.Join(err, rt.Close())
+	}
 	host := runner.ProbeHost()
 	host.Node = d.self
 	d.r, err = runner.New(runner.Options{
 		Runtime: rt, Logger: d.log, RelistPeriod: c.Duration("pleg-relist-period"), HostIP: rt.HostIP(),
 		ResultsDir: filepath.Join(d.root, "results"), Revisions: revs, Registry: reg,
 		Images: rt, ImageGC: imageGCPolicy(c), Sources: d.sources(), Restrictions: d.restrict,
-		Host: host, Heartbeat: d.svc.Heartbeat,
+		Host: host, Heartbeat: d.svc.Heartbeat, Devices: d.devs,
 	})
 	if err != nil {
 		return errors.Join(err, rt.Close())
@@ -293,6 +299,7 @@ func (d *daemon) run(ctx context.Context) error {
 		return d.rt.Images().Run(ctx, d.r.ImagesArrived)
 	})
 	g.Go(func() error { return d.api.Run(ctx) })
+	g.Go(func() error { return d.devs.Run(ctx) })
 	g.Go(func() error { return d.disks.Run(ctx) })
 	g.Go(func() error { return d.stats.Run(ctx) })
 	select {

@@ -81,10 +81,14 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	if in.ImageVolumes, err = r.mountImageVolumes(ctx, req, podDir); err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
+	in.Devices = req.Devices
+	if in.DeviceNodes, err = deviceNodes(req.Devices); err != nil {
+		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
+	}
 	if in.Prepared, err = poddir.PrepareContainer(in); err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
-	if err := r.resolveCDI(&in); err != nil {
+	if err := r.resolveCDI(&in, req.Devices.CDIDevices...); err != nil { // the pod's and its device plugins'
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
 	opts, err := spec.Container(in)

@@ -123,19 +123,7 @@ func admitInOrder(desired map[types.UID]*corev1.Pod, n *corev1.Node, running fun
 			order = append(order, pod)
 		}
 	}
-	sort.Slice(order, func(i, j int) bool {
-		a, b := order[i], order[j]
-		if ra, rb := running(a.UID), running(b.UID); ra != rb {
-			return ra
-		}
-		if sa, sb := sourceOrder[manifests.SourceOf(a)], sourceOrder[manifests.SourceOf(b)]; sa != sb {
-			return sa < sb
-		}
-		if la, lb := manifests.LocationOf(a), manifests.LocationOf(b); la != lb {
-			return la < lb
-		}
-		return manifests.Key(a) < manifests.Key(b)
-	})
+	sortAdmission(order, running)
 	rejected := map[types.UID]Rejection{}
 	admitted := leaving
 	var used *node.Ledger // what the admitted pods request of n
@@ -171,6 +159,24 @@ func admitInOrder(desired map[types.UID]*corev1.Pod, n *corev1.Node, running fun
 		}
 	}
 	return rejected
+}
+
+// sortAdmission puts pods in the order the kubelet admits them: those that run
+// already first, then as the config ranks sources, then by location and name.
+func sortAdmission(order []*corev1.Pod, running func(types.UID) bool) {
+	sort.Slice(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if ra, rb := running(a.UID), running(b.UID); ra != rb {
+			return ra
+		}
+		if sa, sb := sourceOrder[manifests.SourceOf(a)], sourceOrder[manifests.SourceOf(b)]; sa != sb {
+			return sa < sb
+		}
+		if la, lb := manifests.LocationOf(a), manifests.LocationOf(b); la != lb {
+			return la < lb
+		}
+		return manifests.Key(a) < manifests.Key(b)
+	})
 }
 
 // withoutPrevious is used less the requests of pod's previous instance, when it is

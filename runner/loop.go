@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/devices"
 	"github.com/staticpod/staticpod/runner/prepull"
 	"github.com/staticpod/staticpod/runner/restrict"
 	"github.com/staticpod/staticpod/runner/revisions"
@@ -30,6 +31,7 @@ type loop struct {
 	host         Host                  // what the machine can enforce
 	deps         workerDeps            // what a new worker gets
 	revs         *revisions.Store
+	devices      *devices.Manager // nil: no device plugins
 
 	config   *Config
 	workers  map[types.UID]*worker
@@ -67,7 +69,7 @@ type loop struct {
 func newLoop(r *Runner, wg *sync.WaitGroup) *loop {
 	l := &loop{
 		pub: r.pub, pleg: r.pleg, asks: r.asks, events: r.events, log: r.log, now: r.now, rt: r.rt,
-		restrictions: r.opts.Restrictions, host: r.opts.Host, deps: r.workerDeps(), revs: r.opts.Revisions,
+		restrictions: r.opts.Restrictions, host: r.opts.Host, deps: r.workerDeps(), revs: r.opts.Revisions, devices: r.opts.Devices,
 		config: NewConfig(), wg: wg, done: make(chan types.UID),
 		workers: map[types.UID]*worker{}, names: map[string]types.UID{}, pending: map[string]*corev1.Pod{},
 		gone: map[types.UID]uint64{}, removed: map[types.UID]uint64{}, gcDone: make(chan struct{}, 1),
@@ -127,6 +129,8 @@ func (r *Runner) Run(ctx context.Context) error {
 			l.gcBusy = false
 		case res := <-l.prepulls.Results():
 			l.prepulled(ctx, res)
+		case <-r.opts.Devices.Changed():
+			l.readmit(ctx) // devices registered or came back: refused pods may have them now
 		}
 	}
 }
@@ -219,65 +223,6 @@ func (l *loop) enact(ctx context.Context, desired map[types.UID]*corev1.Pod, con
 		if rejected[uid].Pod == nil {
 			l.want(ctx, uid, pod)
 		}
-	}
-}
-
-// admit decides which desired pods are refused (Admit): those their source may not
-// run, and those whose host ports are taken; the pods that run have theirs first, and
-// the pods being stopped keep theirs until they are gone.
-func (l *loop) admit(desired map[types.UID]*corev1.Pod) map[types.UID]Rejection {
-	var leaving []*corev1.Pod
-	for uid, w := range l.workers {
-		w.mu.Lock()
-		if (w.kill || desired[uid] == nil) && w.pod != nil {
-			leaving = append(leaving, w.pod)
-		}
-		w.mu.Unlock()
-	}
-	return Admit(desired, l.restrictions, l.host, func(uid types.UID) bool { w := l.workers[uid]; return w != nil && !w.killed() }, leaving)
-}
-
-// readmit decides again on the pods refused for their host ports, once a pod that
-// held some is gone, and starts those that may run now.
-func (l *loop) readmit(ctx context.Context) {
-	if len(l.rejected) == 0 {
-		return
-	}
-	was := l.rejected
-	desired := l.revs.Substitute(l.config.desired)
-	rejected := l.admit(desired)
-	l.reject(desired, rejected)
-	for uid := range was {
-		if pod := desired[uid]; pod != nil && rejected[uid].Pod == nil {
-			l.want(ctx, uid, pod)
-		}
-	}
-}
-
-// reject publishes the status of the refused pods, with an event, logged once per pod;
-// a pod admitted again loses that status until its worker publishes one.
-func (l *loop) reject(desired map[types.UID]*corev1.Pod, rejected map[types.UID]Rejection) {
-	for uid, rej := range rejected {
-		if !l.rejected[uid] {
-			l.log.Warn("pod refused", "pod", manifests.Key(rej.Pod), "uid", uid, "reason", rej.Reason(), "message", rej.Message())
-		}
-		l.events.Add(Record{UID: uid, Pod: manifests.Key(rej.Pod), Type: EventWarning, Reason: rej.Reason(), Message: rej.Message()})
-		out := rej.Pod.DeepCopy()
-		out.Status = rej.Status()
-		l.pub.setStatus(uid, out)
-	}
-	for uid := range l.rejected {
-		if _, still := rejected[uid]; still {
-			continue
-		}
-		l.pub.dropStatus(uid)
-		if _, wanted := desired[uid]; !wanted && l.workers[uid] == nil {
-			l.events.Forget(uid)
-		}
-	}
-	l.rejected = map[types.UID]bool{}
-	for uid := range rejected {
-		l.rejected[uid] = true
 	}
 }
 
@@ -435,6 +380,7 @@ func (l *loop) relisted(ctx context.Context, res relistDone) {
 		desired, conflicts := l.config.Merge()
 		l.enact(ctx, desired, conflicts)
 	}
+	l.releaseDevices(ctx)
 	wake := l.asks.awaited()
 	for _, ev := range res.events {
 		wake[ev.UID] = true

@@ -16,6 +16,7 @@ import (
 
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner/backoff"
+	"github.com/staticpod/staticpod/runner/devices"
 	"github.com/staticpod/staticpod/runner/imagegc"
 	"github.com/staticpod/staticpod/runner/restrict"
 	"github.com/staticpod/staticpod/runner/results"
@@ -41,6 +42,7 @@ type Options struct {
 	Registry     prometheus.Registerer // where the runner's metrics go; nil for none
 	Restrictions restrict.Restrictions // what pods of each source may ask for; none when zero
 	Host         Host                  // what the machine can enforce (ProbeHost); no checks when zero
+	Devices      *devices.Manager      // device plugins' devices, given at admission; nil: none (the caller runs it)
 
 	// Images, when set, has unused images removed per ImageGC once every source in
 	// Sources has delivered its pods (see imageCollector), and Runner.Images list them.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/staticpod/staticpod/api/wire"
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/devices"
 )
 
 // Runtime is what the runner needs from a container runtime: small, primitive
@@ -164,6 +165,8 @@ type CreateRequest struct {
 	// Objects are the ConfigMaps and Secrets of the pod's source, which its volumes and
 	// environment read. A reference to one that is missing fails with ErrCreateConfig.
 	Objects manifests.Objects
+	// Devices are what device plugins allocated to the container (runner/devices).
+	Devices devices.Allocation
 }
 
 // Container is a sandbox or a container as the runtime reports it. Everything the

@@ -235,9 +235,14 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, b *creatio
 	if !w.prepare(ctx, pod, []Start{s}, b) {
 		return false, false
 	}
+	devs, err := w.devices.Container(ctx, pod.UID, c.Name) // PreStartContainer where a plugin asks for it
+	if err != nil {
+		w.createFailed(c, err)
+		return false, false
+	}
 	created, err := w.rt.CreateContainer(ctx, CreateRequest{
-		Pod: pod, Container: c, Init: s.Init, Attempt: s.Attempt,
-		Hash: manifests.ContainerHash(c), Sandbox: b.sandbox, Image: img, ImageVolumes: vols, Objects: w.pub.objectsOf(pod),
+		Pod: pod, Container: c, Init: s.Init, Attempt: s.Attempt, Hash: manifests.ContainerHash(c),
+		Sandbox: b.sandbox, Image: img, ImageVolumes: vols, Objects: w.pub.objectsOf(pod), Devices: devs,
 	})
 	if err != nil {
 		w.createFailed(c, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner/backoff"
+	"github.com/staticpod/staticpod/runner/devices"
 	"github.com/staticpod/staticpod/runner/results"
 )
 
@@ -68,13 +69,14 @@ type workerDeps struct {
 	log      *slog.Logger
 	now      func() time.Time
 	hostIP   string // reported as status.hostIP
+	devices  *devices.Manager
 }
 
 // workerDeps returns what a worker uses of r's parts.
 func (r *Runner) workerDeps() workerDeps {
 	return workerDeps{
 		rt: r.rt, pub: r.pub, pleg: r.pleg, asks: r.asks, prober: r.prober, backoffs: r.backoffs, results: r.results,
-		events: r.events, metrics: r.metrics, log: r.log, now: r.now, hostIP: r.opts.HostIP,
+		events: r.events, metrics: r.metrics, log: r.log, now: r.now, hostIP: r.opts.HostIP, devices: r.opts.Devices,
 	}
 }
 

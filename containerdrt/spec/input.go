@@ -6,6 +6,7 @@ import (
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/devices"
 )
 
 // Input is everything building one container's OCI spec needs. The runtime fills it
@@ -40,6 +41,10 @@ type Input struct {
 	// registry of CDI specs as the runtime last read it.
 	CDIDevices []string
 	CDI        *cdi.Cache
+	// Devices are what device plugins allocated to the container; DeviceNodes its
+	// device nodes as the runtime found them on the host (PluginDevices).
+	Devices     devices.Allocation
+	DeviceNodes []DeviceNode
 }
 
 // Prepared is the host side of one container's mounts, as the pod directory's

@@ -36,12 +36,15 @@ func Process(in Input) ([]oci.SpecOpts, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The CRI's order: the default PATH, HOSTNAME, then the image's variables, then the
-	// container's, each replacing an earlier one of the same name in place.
+	// The CRI's order: the default PATH, HOSTNAME, then the image's variables, then
+	// the device plugins' and the container's (the kubelet's order), each replacing an earlier one of the same name in place.
 	var all envList
 	all.set(defaultPathEnv)
 	all.set(hostnameEnv + "=" + in.Prepared.Hostname) // what /etc/hostname holds, as on the CRI
 	for _, kv := range in.Image.Env {
+		all.set(kv)
+	}
+	for _, kv := range in.Devices.EnvList() { // the kubelet's order: device plugins', then the container's
 		all.set(kv)
 	}
 	for i, name := range env.names {

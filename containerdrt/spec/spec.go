@@ -33,6 +33,7 @@ func Container(in Input) ([]oci.SpecOpts, error) {
 		opts = append(opts, ShimGroup(in.SandboxID))
 	}
 	opts = append(opts, Sysctls(in))
+	opts = append(opts, PluginDevices(in)...)
 	if in.UserNSHostID != 0 && in.SandboxNS == "" {
 		return nil, fmt.Errorf("container %s: a user namespace of the pod's own needs its sandbox", in.Container.Name)
 	}
