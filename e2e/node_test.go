@@ -91,6 +91,7 @@ func (n *node) runArgs() []string {
 		"--containerd-address", n.d.Address,
 		"--containerd-namespace", n.ns,
 		"--api-socket", n.path("staticpod.sock"),
+		"--device-plugin-dir", n.path("device-plugins"), // never the host's kubelet.sock
 		"--hostname-override", e2eNode,
 		"--pleg-relist-period", e2eRelist.String(),
 		"--log-level", "debug",

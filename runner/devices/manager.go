@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"k8s.io/apimachinery/pkg/types"
@@ -74,8 +75,10 @@ func New(cfg Config) (*Manager, error) {
 
 // Run serves the Registration API on kubelet.sock in the directory until ctx is done,
 // then closes every plugin's connection. A kubelet.sock left by an earlier run is
-// replaced: plugins that watch it register again, as with a restarted kubelet. A nil
-// Manager waits for ctx.
+// replaced: plugins that watch it register again, as with a restarted kubelet. One
+// that another process still serves (a kubelet on the same host, another staticpod)
+// is left to it: device plugins are off, and the log says why. A nil Manager waits for
+// ctx.
 func (m *Manager) Run(ctx context.Context) error {
 	if m == nil {
 		<-ctx.Done()
@@ -85,6 +88,12 @@ func (m *Manager) Run(ctx context.Context) error {
 		return fmt.Errorf("device plugin dir: %w", err)
 	}
 	sock := filepath.Join(m.cfg.Dir, socketName)
+	if c, err := net.DialTimeout("unix", sock, time.Second); err == nil {
+		c.Close()
+		m.log.Warn("device plugins are off: another process serves their registrations (a kubelet?); give staticpod a directory of its own with --device-plugin-dir", "socket", sock)
+		<-ctx.Done()
+		return nil
+	}
 	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("device plugin socket: %w", err)
 	}
