@@ -358,7 +358,7 @@ func runtimeConfig(c *cli.Context, root, self string, log *slog.Logger) containe
 			CredentialProviderBinDir: c.String("image-credential-provider-bin-dir"),
 		},
 		SeccompDir: filepath.Join(root, "seccomp"),
-		Cgroups:    cgroupConfig(c),
+		Cgroups:    cgroupConfig(c), RuntimeHandlers: c.StringSlice("runtime-handler"),
 		CNI: podnet.Config{
 			ConfDir: c.String("cni-conf-dir"), BinDirs: c.StringSlice("cni-bin-dir"),
 			CacheDir: filepath.Join(root, "cni", "cache"),

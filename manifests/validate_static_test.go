@@ -43,7 +43,9 @@ var staticCases = []validateCase{
 	}, []fieldErr{errAt(tForbidden, "spec.resourceClaims"), errAt(tForbidden, "spec.containers[0].resources.claims")}},
 	{"runtimeClassName that is no name", func(p *corev1.Pod) { p.Spec.RuntimeClassName = new("Not_A_Name") },
 		[]fieldErr{errAt(tInvalid, "spec.runtimeClassName")}},
-	{"overhead without runtimeClassName", func(p *corev1.Pod) { p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")} },
+	{"overhead without runtimeClassName", func(p *corev1.Pod) {
+		p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	},
 		[]fieldErr{errAt(tForbidden, "spec.overhead")}},
 	{"volumeDevices", func(p *corev1.Pod) {
 		ctr(p).VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
