@@ -92,7 +92,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
 	cgroupSpec, cgroupOpts := r.cgroup.Opts(pod, id)
-	opts = append(opts, cgroupSpec...)
+	opts = append(append(opts, cgroupSpec...), handler.SpecOpts()...)
 	labels := podLabels(pod, runner.KindContainer, c.Name, req.Attempt)
 	labels[LabelHash] = req.Hash
 	labels[LabelLogPath] = logFilePath(r.cfg.PodLogDir, pod, c.Name, req.Attempt)

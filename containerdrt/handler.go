@@ -32,12 +32,17 @@ func (r *Runtime) settleHandlers(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	set.Probe(ctx)
 	r.handlers = set
 	if len(set) > 1 {
 		var names []string
 		for _, name := range set.Names() {
 			h := set[name]
-			names = append(names, name+" ("+h.Source+")")
+			note := h.Source
+			if h.OCIVersion != "" {
+				note += ", OCI spec " + h.OCIVersion
+			}
+			names = append(names, name+" ("+note+")")
 		}
 		r.log.Info("runtime handlers", "handlers", strings.Join(names, ", "))
 	}

@@ -249,7 +249,7 @@ func (r *Runtime) startPauseSandbox(ctx context.Context, pod *corev1.Pod, attemp
 		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
 	cgroupSpec, cgroupOpts := r.cgroup.Opts(pod, id)
-	specOpts := append(append(sandboxSpec(pod, rootfs, own), spec.ShimGroup(id)), cgroupSpec...)
+	specOpts := append(append(append(sandboxSpec(pod, rootfs, own), spec.ShimGroup(id)), cgroupSpec...), h.SpecOpts()...)
 	if hostID != 0 {
 		if err := checkSearchable(rootfs); err != nil {
 			return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)

@@ -8,6 +8,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/containerd/containerd/api/types/runc/options"
 	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/containerd/v2/plugins"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -47,6 +50,21 @@ type Handler struct {
 	// nil for runc's defaults.
 	Options *options.Options
 	Source  string // FromFlag, FromContainerd or FromBuiltIn
+	// OCIVersion, unless "", is the ociVersion a container's spec declares under h: the
+	// newest its OCI runtime binary takes (see Probe), where it is older than the one
+	// containerd's client writes. crun refuses a version it does not know.
+	OCIVersion string
+}
+
+// SpecOpts are the spec options of a container under h.
+func (h Handler) SpecOpts() []oci.SpecOpts {
+	if h.OCIVersion == "" {
+		return nil
+	}
+	return []oci.SpecOpts{func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		s.Version = h.OCIVersion
+		return nil
+	}}
 }
 
 // Opts are the container options that run a container under h; systemdCgroup is the

@@ -97,3 +97,30 @@ func TestOptsKeepTheCgroupDriversSystemdCgroup(t *testing.T) {
 		t.Error("Opts changed the handler's own options")
 	}
 }
+
+// A binary that answers `features` declares its ociVersionMax; one that has no such
+// command (crun before 1.9) gets the 1.0 baseline; runc is left alone.
+func TestProbeSettlesTheSpecVersionABinaryTakes(t *testing.T) {
+	dir := t.TempDir()
+	script := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	s := Set{
+		"old":      {Type: RuncType, Options: &options.Options{BinaryName: script("old", "exit 1")}},
+		"features": {Type: RuncType, Options: &options.Options{BinaryName: script("features", `echo '{"ociVersionMin":"1.0.0","ociVersionMax":"1.1.0+dev"}'`)}},
+		"new":      {Type: RuncType, Options: &options.Options{BinaryName: script("new", `echo '{"ociVersionMax":"9.0.0"}'`)}},
+		"runc":     {Type: RuncType, Options: &options.Options{BinaryName: script("runc", "exit 1")}},
+		"kata":     {Type: "io.containerd.kata.v2"},
+	}
+	s.Probe(t.Context())
+	want := map[string]string{"old": "1.0.2", "features": "1.1.0+dev", "new": "", "runc": "", "kata": ""}
+	for name, v := range want {
+		if got := s[name].OCIVersion; got != v {
+			t.Errorf("%s: OCIVersion = %q, want %q", name, got, v)
+		}
+	}
+}
