@@ -13,12 +13,10 @@ import (
 	"github.com/staticpod/staticpod/containerdrt/cgroups"
 	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/containerdrt/spec"
+	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
-
-// crunBinary is Debian's crun, which .ci/run installs.
-const crunBinary = "/usr/bin/crun"
 
 // loadSource loads a manifest as a source's snapshot does: its pod, checked and
 // admitted against the manifest's own objects (manifests.Result.CheckReferences), and
@@ -34,26 +32,14 @@ func loadSource(t *testing.T, manifest string) (*corev1.Pod, manifests.Objects) 
 	return res.Pods[0], objs
 }
 
-// crunHandler is the --runtime-handler of crun. crun refuses to run where the
-// cgroup v1 hierarchies have a cgroup2 beside them at /sys/fs/cgroup/unified that holds
-// controllers ("cgroups in hybrid mode not supported": hugetlb is there on this test
-// host, where v1 does not mount it); there crun is run by a wrapper, in a mount
-// namespace of its own, a slave of the host's, without that cgroup2 mount.
+// crunHandler is testenv.CrunHandler for a test.
 func crunHandler(t *testing.T) string {
 	t.Helper()
-	if _, err := os.Stat(crunBinary); err != nil {
-		t.Fatalf("crun (apt-get install crun): %v", err)
-	}
-	controllers, err := os.ReadFile("/sys/fs/cgroup/unified/cgroup.controllers")
-	if err != nil || strings.TrimSpace(string(controllers)) == "" {
-		return "crun=" + crunBinary
-	}
-	wrapper := filepath.Join(t.TempDir(), "crun")
-	script := "#!/bin/sh\nexec unshare --mount --propagation slave sh -c 'umount -l /sys/fs/cgroup/unified && exec " + crunBinary + " \"$@\"' crun \"$@\"\n"
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+	h, err := testenv.CrunHandler(t.TempDir())
+	if err != nil {
 		t.Fatal(err)
 	}
-	return "crun=" + wrapper
+	return h
 }
 
 // ociState is what an OCI runtime's `state` says of a container, or an error when the
