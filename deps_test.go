@@ -47,7 +47,7 @@ const module = "github.com/staticpod/staticpod"
 // along containerdrt's seams import neither containerdrt nor each other's concerns, so
 // that each is found by its name below the runtime: images (the image store; runner for
 // its image types), cgroups (the driver, pod cgroups and their limits), podnet (pod
-// networks through CNI), shims (finding and ending shims and log writers from /proc,
+// networks through CNI), handlers (the runtime handlers: a leaf), shims (finding and ending shims and log writers from /proc,
 // runc's and containerd's leftovers on the disk: only internal/proc and logs, never the
 // runtime it serves) and stats (usage read from the cgroups: cgroups and logs);
 // internal/atomicfile, a leaf, writes a file whole; only main imports everything. A package added to the module needs a rule here.
@@ -77,6 +77,7 @@ var rules = map[string][]string{
 	"containerdrt/shims":            {"logs", "internal/proc"},                                                                                                                              // /proc and the disk: it knows no runtime, runner or containerd client
 	"containerdrt/cgroups":          {"manifests", "internal/systemd"},                                                                                                                      // QoS classes and pod limits; pod slices under systemd
 	"containerdrt/stats":            {"containerdrt/cgroups", "manifests", "internal/systemd", "logs"},                                                                                      // usage from the cgroups: where they are, and the pods' log dirs
+	"containerdrt/handlers":         nil,                                                                                                                                                    // a leaf: the runtime handlers and their runc options, from containerd's CRI configuration and the flags
 	"containerdrt/podnet":           {"internal/atomicfile"},                                                                                                                                // the default network's configuration, written whole
 	"containerdrt/userns":           {"internal/atomicfile"},                                                                                                                                // a leaf: user namespace mappings of pods, kept in their directories
 	"containerdrt/spec":             {"containerdrt/cgroups", "manifests", "runner/...", "api/wire", "internal/systemd"},                                                                    // pure builders: the types and error classes of what they build from, the CPU conversions
@@ -117,11 +118,11 @@ const helperCommand = "internal/helper/cmd/staticpod-helper"
 // reaches containerd through them, or not at all. The benchmarks are among them: their
 // floors are containerd alone, and their clock is containerd's events. Of the packages
 // along containerdrt's seams, images holds containerd's client, cgroups hands runc's
-// options to a new container, podnet runs CNI through containerd's go-cni, spec builds
+// options to a new container, handlers a runtime handler's runtime type and runc options, podnet runs CNI through containerd's go-cni, spec builds
 // containerd's OCI spec options (pkg/oci) and nothing else, and shims imports what a
 // container ID may be and the type of a listed task, not the client; poddir imports
 // none of containerd.
-var containerdWrappers = []string{"containerdrt", "containerdrt/images", "containerdrt/shims", "containerdrt/cgroups", "containerdrt/podnet", "containerdrt/spec", "internal/ctrd", "internal/testenv", "internal/bench"}
+var containerdWrappers = []string{"containerdrt", "containerdrt/images", "containerdrt/shims", "containerdrt/cgroups", "containerdrt/handlers", "containerdrt/podnet", "containerdrt/spec", "internal/ctrd", "internal/testenv", "internal/bench"}
 
 // commands are the packages that may depend on urfave/cli: a Go program must be able to
 // use any other, api/client first, without a command line.

@@ -74,6 +74,7 @@ func runFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "pleg-exit-events", Value: true, Usage: "relist at once when containerd reports a task exit (false: on the relist period only)", EnvVars: spcli.Env("pleg-exit-events")},
 		str("cgroup-driver", "", "what makes the containers' cgroups: systemd or cgroupfs (default: what containerd's runc runtime uses, else systemd where it is PID 1)"),
 		str("cgroup-root", "", "parent of the pod cgroups: a path for cgroupfs (default /<containerd-namespace>), a slice for systemd (default "+cgroups.DefaultSystemdRoot+")"),
+		&cli.StringSliceFlag{Name: "runtime-handler", Usage: "runtime handler `NAME=VALUE` that runtimeClassName may name, beside containerd's CRI runtimes: VALUE an OCI runtime binary run by the runc shim (crun=/usr/bin/crun) or a containerd runtime type (kata=io.containerd.kata.v2) (repeatable)", EnvVars: spcli.Env("runtime-handler")},
 		&cli.Int64Flag{Name: "pod-max-pids", Value: -1, Usage: "the most processes a pod may have (its cgroup's pids.max); -1 for no cap", EnvVars: spcli.Env("pod-max-pids")},
 		dur("shutdown-grace-period", 0, "when the machine shuts down, stop the pods within this time, holding the shutdown with a logind inhibitor lock (0: off)"),
 		dur("shutdown-grace-period-critical-pods", 0, "of --shutdown-grace-period, the time kept for the system-node-critical pods, which stop last"),

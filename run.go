@@ -80,7 +80,7 @@ type daemon struct {
 // running (an upgrade of staticpod must not take a control plane down), unless
 // --stop-pods-on-exit.
 func runDaemon(c *cli.Context) error {
-	log, err := newLogger(c.String("log-level"), c.String("log-format"))
+	log, err := systemd.NewLogger(c.String("log-level"), c.String("log-format"))
 	if err != nil {
 		return cli.Exit(err.Error(), spcli.ExitUsage)
 	}
@@ -366,7 +366,7 @@ func runtimeConfig(c *cli.Context, root, self string, log *slog.Logger) containe
 		},
 		SeccompDir:  filepath.Join(root, "seccomp"),
 		CDISpecDirs: c.StringSlice("cdi-spec-dirs"),
-		Cgroups:     cgroupConfig(c),
+		Cgroups:     cgroupConfig(c), RuntimeHandlers: c.StringSlice("runtime-handler"),
 		CNI: podnet.Config{
 			ConfDir: c.String("cni-conf-dir"), BinDirs: c.StringSlice("cni-bin-dir"),
 			CacheDir: filepath.Join(root, "cni", "cache"),
@@ -392,27 +392,6 @@ func imageGCPolicy(c *cli.Context) runner.ImageGCPolicy {
 
 func containerdSupervisor(c *cli.Context, root string, log *slog.Logger) *ctrd.Supervisor {
 	return ctrd.Under(filepath.Join(root, "containerd"), c.String("containerd-address"), log)
-}
-
-// newLogger returns the daemon's structured logger on stderr. Under systemd, when
-// stderr is the journal (JOURNAL_STREAM), text lines carry no time: the journal
-// stamps each line itself.
-func newLogger(level, format string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
-	}
-	opts := &slog.HandlerOptions{Level: l}
-	switch format {
-	case "text":
-		if systemd.ToJournal(os.Stderr, os.Getenv("JOURNAL_STREAM")) {
-			opts.ReplaceAttr = systemd.DropTime
-		}
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
-	}
-	return nil, fmt.Errorf("--log-format %q: use text or json", format)
 }
 
 // daemonGCPercent is the daemon's GOGC unless its environment sets one. Idle, the

@@ -374,3 +374,25 @@ func TestDescribePodLevelLimits(t *testing.T) {
 		}
 	}
 }
+
+// A pod's RuntimeClass is named, and its overhead counted in its Pod Limits, as the
+// kubelet sizes its cgroup.
+func TestDescribeRuntimeClassAndOverhead(t *testing.T) {
+	pod := etcdPod()
+	pod.Spec.RuntimeClassName = new("light")
+	pod.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("24Mi")}}
+	pod.Spec.Overhead = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("8Mi")}
+	var out bytes.Buffer
+	if err := describePod(&out, pod, nil, nil, cliNow); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Runtime Class Name: light", "Pod Limits: memory=32Mi"} {
+		found := false
+		for line := range strings.Lines(out.String()) {
+			found = found || strings.Join(strings.Fields(line), " ") == want
+		}
+		if !found {
+			t.Errorf("describe lacks %q in:\n%s", want, out.String())
+		}
+	}
+}

@@ -113,6 +113,9 @@ func describeMeta(p prefixWriter, pod *corev1.Pod) {
 	if pod.Spec.PriorityClassName != "" {
 		p.write(0, "Priority Class Name:\t%s\n", pod.Spec.PriorityClassName)
 	}
+	if rc := pod.Spec.RuntimeClassName; rc != nil && *rc != "" {
+		p.write(0, "Runtime Class Name:\t%s\n", *rc)
+	}
 	node := pod.Spec.NodeName
 	if pod.Status.HostIP != "" {
 		node += "/" + pod.Status.HostIP

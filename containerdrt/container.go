@@ -59,6 +59,10 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
+	handler, err := r.runtimeHandler(pod, req.Objects)
+	if err != nil {
+		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
+	}
 	in := spec.Input{
 		Pod: pod, Container: c, Attempt: req.Attempt, Image: imgSpec.Config, PodDir: podDir,
 		PodIP: r.podIP(pod, req.Sandbox), HostIP: r.cfg.HostIP, SeccompDir: r.cfg.SeccompDir,
@@ -96,7 +100,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
 	cgroupSpec, cgroupOpts := r.cgroup.Opts(pod, id)
-	opts = append(opts, cgroupSpec...)
+	opts = append(append(opts, cgroupSpec...), handler.SpecOpts()...)
 	labels := podLabels(pod, runner.KindContainer, c.Name, req.Attempt)
 	labels[LabelHash] = req.Hash
 	labels[LabelLogPath] = logFilePath(r.cfg.PodLogDir, pod, c.Name, req.Attempt)
@@ -113,7 +117,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 		labels[labelSandbox] = req.Sandbox.ID // a pinned sandbox: see keepTask
 	}
 	stopLabels(labels, pod, c)
-	newOpts := append([]client.NewContainerOpts{client.WithImage(img)}, cgroupOpts...)
+	newOpts := append([]client.NewContainerOpts{client.WithImage(img)}, r.runtimeOpts(handler, cgroupOpts)...)
 	if r.cfg.Images.Snapshotter != "" {
 		newOpts = append(newOpts, client.WithSnapshotter(r.cfg.Images.Snapshotter))
 	}

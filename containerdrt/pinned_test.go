@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/staticpod/staticpod/internal/testenv"
+	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -79,7 +80,7 @@ spec:
 func TestPinnedSandboxLost(t *testing.T) {
 	r := newTestRuntime(t)
 	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: lostpins}\nspec:\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
-	sb, err := r.StartSandbox(r.ctx, pod, 0)
+	sb, err := r.StartSandbox(r.ctx, pod, 0, manifests.Objects{})
 	if err != nil {
 		t.Fatal(err)
 	}

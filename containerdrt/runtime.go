@@ -18,6 +18,7 @@ import (
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/staticpod/staticpod/containerdrt/cgroups"
+	"github.com/staticpod/staticpod/containerdrt/handlers"
 	"github.com/staticpod/staticpod/containerdrt/images"
 	"github.com/staticpod/staticpod/containerdrt/podnet"
 	"github.com/staticpod/staticpod/containerdrt/shims"
@@ -48,7 +49,10 @@ type Config struct {
 	// have loopback only.
 	CNI     podnet.Config
 	Cgroups cgroups.Config
-	FIFODir string // where exec's FIFOs are made; "" = containerd's default
+	// RuntimeHandlers are --runtime-handler's NAME=VALUE (see handlers.Parse), beside
+	// containerd's CRI runtimes.
+	RuntimeHandlers []string
+	FIFODir         string // where exec's FIFOs are made; "" = containerd's default
 	// Observe makes a Runtime that only watches a namespace a daemon owns (tests,
 	// tools): Repair does nothing (an observer never calls it: two repairers of one
 	// namespace would race), List reads the records anew every time (it knows of no
@@ -69,6 +73,8 @@ type Runtime struct {
 	cgroup cgroups.Pods // where pods and containers are placed
 	net    *podnet.Network
 	log    *slog.Logger
+
+	handlers handlers.Set // the runtime handlers pods may name, set by New
 
 	rootMu        sync.Mutex // guards rootInstalled
 	rootInstalled bool       // the sandbox root holds this binary (see sandboxRoot)
@@ -128,6 +134,10 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 			c.Close()
 			return nil, err
 		}
+	}
+	if err := r.settleHandlers(ctx); err != nil {
+		c.Close()
+		return nil, err
 	}
 	if !cfg.Observe && cfg.CNI.ConfDir != "" {
 		r.net.Read() // says in the log, once at start, how pods will be networked

@@ -103,7 +103,7 @@ func (r *testRuntime) mustRunPodWith(t *testing.T, pod *corev1.Pod, objs manifes
 	}
 	var sandbox *runner.Container
 	if runner.NeedsSandbox(pod) {
-		sb, err := r.StartSandbox(r.ctx, pod, 0)
+		sb, err := r.StartSandbox(r.ctx, pod, 0, objs)
 		if err != nil {
 			t.Fatalf("StartSandbox: %v", err)
 		}

@@ -17,6 +17,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/containerdrt/handlers"
 	"github.com/staticpod/staticpod/containerdrt/poddir"
 	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/manifests"
@@ -121,12 +122,19 @@ func fileHash(path string) ([]byte, error) {
 // StartSandbox makes what holds pod's namespaces for its containers to join. Most
 // pods get pinned namespaces and no process (startPinnedSandbox); a pod that shares one
 // PID namespace between its containers gets a process, staticpod's own "pause", which
-// is that namespace's init (startPauseSandbox). No image is involved either way.
-func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (runner.Container, error) {
+// is that namespace's init (startPauseSandbox). No image is involved either way. The
+// pod's runtime handler (from objs, the objects of its source) must be known: the
+// pause process runs under it, and a pod whose handler is unknown gets no sandbox, as
+// on the kubelet.
+func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int, objs manifests.Objects) (runner.Container, error) {
 	ctx, cancel := r.call(ctx)
 	defer cancel()
+	h, err := r.runtimeHandler(pod, objs)
+	if err != nil {
+		return runner.Container{}, err
+	}
 	if manifests.SharesPIDNamespace(pod) {
-		return r.startPauseSandbox(ctx, pod, attempt)
+		return r.startPauseSandbox(ctx, pod, attempt, h)
 	}
 	return r.startPinnedSandbox(ctx, pod, attempt)
 }
@@ -220,7 +228,7 @@ var specNamespace = map[string]specs.LinuxNamespaceType{
 // from the read-only sandbox root; then sets up its pod network, if there is one, in
 // its network namespace, which is pinned for that: a pod network is torn down in its
 // namespace, which must outlive the process should it end first.
-func (r *Runtime) startPauseSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (runner.Container, error) {
+func (r *Runtime) startPauseSandbox(ctx context.Context, pod *corev1.Pod, attempt int, h handlers.Handler) (runner.Container, error) {
 	id := sandboxID(pod, attempt)
 	netw, note, err := r.net.ForPod(pod)
 	if err != nil {
@@ -241,7 +249,7 @@ func (r *Runtime) startPauseSandbox(ctx context.Context, pod *corev1.Pod, attemp
 		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
 	cgroupSpec, cgroupOpts := r.cgroup.Opts(pod, id)
-	specOpts := append(append(sandboxSpec(pod, rootfs, own), spec.ShimGroup(id)), cgroupSpec...)
+	specOpts := append(append(append(sandboxSpec(pod, rootfs, own), spec.ShimGroup(id)), cgroupSpec...), h.SpecOpts()...)
 	if hostID != 0 {
 		if err := checkSearchable(rootfs); err != nil {
 			return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
@@ -252,7 +260,7 @@ func (r *Runtime) startPauseSandbox(ctx context.Context, pod *corev1.Pod, attemp
 		specOpts = append(specOpts, oci.WithUserNamespace(m, m))
 	}
 	c, err := r.client.NewContainer(ctx, id,
-		append(cgroupOpts, client.WithContainerLabels(labels), client.WithNewSpec(specOpts...))...,
+		append(r.runtimeOpts(h, cgroupOpts), client.WithContainerLabels(labels), client.WithNewSpec(specOpts...))...,
 	)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))

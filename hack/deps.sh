@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what staticpod needs on a Debian machine, through apt, when it is missing:
-# containerd and runc to run containers, busybox-static for the example and test images,
+# containerd and runc to run containers (and crun, the tests' second runtime handler),
+# busybox-static for the example and test images,
 # and containernetworking-plugins for pod networks (CNI plugins, in /usr/lib/cni).
 # `deps.sh test` also puts promtool, with which the tests check the alerting rules in
 # contrib/prometheus, in .cache/bin (see test_tools).
@@ -48,6 +49,7 @@ main() {
 	local missing=()
 	command -v containerd >/dev/null || missing+=(containerd)
 	command -v runc >/dev/null || missing+=(runc)
+	[ -x /usr/bin/crun ] || missing+=(crun)
 	static_elf /bin/busybox || missing+=(busybox-static)
 	[ -x /usr/lib/cni/bridge ] || [ -x /opt/cni/bin/bridge ] || missing+=(containernetworking-plugins)
 	if [ ${#missing[@]} -eq 0 ]; then

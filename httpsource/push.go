@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -56,6 +57,7 @@ type entry struct {
 	pods       []*corev1.Pod
 	configMaps []*corev1.ConfigMap
 	secrets    []*corev1.Secret
+	classes    []*nodev1.RuntimeClass
 	stored     time.Time
 }
 
@@ -150,7 +152,7 @@ func (p *Push) Put(name string, data []byte) (manifests.Result, error) {
 	if err := writeAtomic(p.dir, name+manifestExt, data); err != nil {
 		return manifests.Result{}, fmt.Errorf("store manifest %s: %w", name, err)
 	}
-	p.entries[name] = entry{data: bytes.Clone(data), pods: res.Pods, configMaps: res.ConfigMaps, secrets: res.Secrets, stored: time.Now()}
+	p.entries[name] = entry{data: bytes.Clone(data), pods: res.Pods, configMaps: res.ConfigMaps, secrets: res.Secrets, classes: res.RuntimeClasses, stored: time.Now()}
 	p.log.Info("manifest stored", "name", name, "pods", len(res.Pods))
 	p.notify()
 	return res, nil
@@ -204,6 +206,9 @@ func (p *Push) List() []Manifest {
 		}
 		for _, s := range e.secrets {
 			m.Objects = append(m.Objects, manifests.ObjectRef{Kind: manifests.KindSecret, Namespace: s.Namespace, Name: s.Name}.String())
+		}
+		for _, rc := range e.classes {
+			m.Objects = append(m.Objects, manifests.ObjectRef{Kind: manifests.KindRuntimeClass, Name: rc.Name}.String())
 		}
 		out = append(out, m)
 	}
@@ -262,6 +267,10 @@ func (p *Push) snapshot() manifests.Update {
 			u.Pods = append(u.Pods, pod.DeepCopy())
 		}
 		u.Objects.Add(e.configMaps, e.secrets) // never changed once stored: shared
+		u.Objects.AddRuntimeClasses(e.classes)
+	}
+	for _, pod := range u.Pods { // those read back from the store were never checked
+		manifests.AdmitRuntimeClass(pod, u.Objects)
 	}
 	return u
 }
@@ -271,9 +280,11 @@ func (p *Push) snapshot() manifests.Update {
 func (p *Push) objectsWith(name string, res manifests.Result) manifests.Objects {
 	objs := manifests.NewObjects()
 	objs.Add(res.ConfigMaps, res.Secrets)
+	objs.AddRuntimeClasses(res.RuntimeClasses)
 	for have, e := range p.entries {
 		if have != name {
 			objs.Add(e.configMaps, e.secrets)
+			objs.AddRuntimeClasses(e.classes)
 		}
 	}
 	return objs
@@ -301,6 +312,12 @@ func (p *Push) conflicts(name string, res manifests.Result) []manifests.Problem 
 	for have, e := range p.entries {
 		if have != name {
 			others.Add(e.configMaps, e.secrets)
+			others.AddRuntimeClasses(e.classes)
+		}
+	}
+	for _, rc := range res.RuntimeClasses {
+		if _, ok := others.RuntimeClasses[rc.Name]; ok {
+			out = append(out, objectConflict(name, manifests.KindRuntimeClass, "", rc.Name))
 		}
 	}
 	for _, cm := range res.ConfigMaps {
@@ -387,7 +404,8 @@ func (p *Push) otherHolder(pod *corev1.Pod, name string) (string, error) {
 }
 
 func objectConflict(name, kind, namespace, objName string) manifests.Problem {
-	detail := fmt.Sprintf("%s %s/%s is already defined by another pushed manifest; change or delete that one", kind, namespace, objName)
+	ref := manifests.ObjectRef{Kind: kind, Namespace: namespace, Name: objName}
+	detail := fmt.Sprintf("%s is already defined by another pushed manifest; change or delete that one", ref)
 	return manifests.Problem{Location: name, Err: field.Invalid(field.NewPath("metadata", "name"), objName, detail)}
 }
 

@@ -106,7 +106,7 @@ func (p *Push) loadOne(name string) {
 	}
 	// References are not checked here: a manifest loaded before the one that holds its
 	// objects would be refused. The runner reports what is missing when the pod starts.
-	p.entries[name] = entry{data: data, pods: res.Pods, configMaps: res.ConfigMaps, secrets: res.Secrets, stored: info.ModTime()}
+	p.entries[name] = entry{data: data, pods: res.Pods, configMaps: res.ConfigMaps, secrets: res.Secrets, classes: res.RuntimeClasses, stored: info.ModTime()}
 }
 
 func (p *Push) removeTemp(file string) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
@@ -28,30 +29,35 @@ const (
 	kindList      = "List"
 	kindConfigMap = "ConfigMap"
 	kindSecret    = "Secret"
+
+	kindRuntimeClass       = "RuntimeClass"
+	runtimeClassAPIVersion = "node.k8s.io/v1"
 )
 
-// Decoded is one pod, ConfigMap or Secret as written in a manifest, before defaults and
-// identity: one of Pod, ConfigMap and Secret is set.
+// Decoded is one pod, ConfigMap, Secret or RuntimeClass as written in a manifest,
+// before defaults and identity: one of Pod, ConfigMap, Secret and RuntimeClass is set.
 type Decoded struct {
 	Doc       int    // 1-based index of the YAML document it came from
 	Path      string // field path prefix inside the document: "" or "items[2]"
 	Pod       *corev1.Pod
 	ConfigMap *corev1.ConfigMap
 	Secret    *corev1.Secret
+
+	RuntimeClass *nodev1.RuntimeClass
 }
 
 // Decoding is what Decode found in a manifest.
 type Decoding struct {
 	Pods      []Decoded
-	Objects   []Decoded // ConfigMaps and Secrets
+	Objects   []Decoded // ConfigMaps, Secrets and RuntimeClasses
 	Documents int       // YAML documents in the manifest, empty ones included
 	Warnings  []Problem // unknown and duplicate fields
 	Errors    []Problem // documents or items that could not be decoded
 }
 
 // Decode splits data into YAML documents (JSON is YAML) and decodes the pods in them: a
-// Pod, or a PodList or List whose items are pods; and the ConfigMaps and Secrets, as
-// documents or items of a List, that the pods of the same source may read. Empty and comment-only documents are
+// Pod, or a PodList or List whose items are pods; and the ConfigMaps, Secrets and
+// RuntimeClasses, as documents or items of a List, that the pods of the same source may read. Empty and comment-only documents are
 // skipped. Unknown fields are returned as warnings; a document that cannot be decoded is
 // an error for each value that does not decode, at its field path, and does not stop the
 // other documents from decoding.
@@ -139,7 +145,7 @@ func decodeDocument(doc []byte) (found []Decoded, warnings, errs []Problem) {
 			found = append(found, Decoded{Pod: pod})
 		}
 		return found, w, e
-	case kindConfigMap, kindSecret:
+	case kindConfigMap, kindSecret, kindRuntimeClass:
 		obj, w, e := decodeObject(js, tm.Kind, nil)
 		if obj != nil {
 			found = append(found, *obj)
@@ -148,9 +154,9 @@ func decodeDocument(doc []byte) (found []Decoded, warnings, errs []Problem) {
 	case kindPodList, kindList:
 		return decodeList(js, tm)
 	case "":
-		return nil, nil, []Problem{{Err: field.Required(field.NewPath("kind"), `a static pod manifest needs "kind: Pod" (or PodList, List, ConfigMap, Secret)`)}}
+		return nil, nil, []Problem{{Err: field.Required(field.NewPath("kind"), `a static pod manifest needs "kind: Pod" (or PodList, List, ConfigMap, Secret, RuntimeClass)`)}}
 	default:
-		return nil, nil, []Problem{{Err: field.NotSupported(field.NewPath("kind"), tm.Kind, []string{kindPod, kindPodList, kindList, kindConfigMap, kindSecret})}}
+		return nil, nil, []Problem{{Err: field.NotSupported(field.NewPath("kind"), tm.Kind, []string{kindPod, kindPodList, kindList, kindConfigMap, kindSecret, kindRuntimeClass})}}
 	}
 }
 
@@ -167,7 +173,7 @@ func decodeList(js []byte, tm typeMeta) (found []Decoded, warnings, errs []Probl
 		path := field.NewPath("items").Index(i)
 		var itm typeMeta
 		_ = json.Unmarshal(item, &itm) // a non-object item fails in decodePod below
-		if tm.Kind == kindList && (itm.Kind == kindConfigMap || itm.Kind == kindSecret) {
+		if tm.Kind == kindList && (itm.Kind == kindConfigMap || itm.Kind == kindSecret || itm.Kind == kindRuntimeClass) {
 			obj, w, e := decodeObject(item, itm.Kind, path)
 			warnings = append(warnings, w...)
 			errs = append(errs, e...)
@@ -177,7 +183,7 @@ func decodeList(js []byte, tm typeMeta) (found []Decoded, warnings, errs []Probl
 			continue
 		}
 		if tm.Kind == kindList && itm.Kind != kindPod {
-			errs = append(errs, Problem{Err: field.NotSupported(path.Child("kind"), itm.Kind, []string{kindPod, kindConfigMap, kindSecret})})
+			errs = append(errs, Problem{Err: field.NotSupported(path.Child("kind"), itm.Kind, []string{kindPod, kindConfigMap, kindSecret, kindRuntimeClass})})
 			continue
 		}
 		pod, w, e := decodePod(item, path)
@@ -223,28 +229,37 @@ func decodePod(js []byte, path *field.Path) (*corev1.Pod, []Problem, []Problem) 
 	return pod, warnings, nil
 }
 
-// decodeObject decodes a ConfigMap or Secret (kind) as decodePod decodes a pod.
+// decodeObject decodes a ConfigMap, Secret or RuntimeClass (kind) as decodePod decodes
+// a pod.
 func decodeObject(js []byte, kind string, path *field.Path) (*Decoded, []Problem, []Problem) {
 	var tm typeMeta
 	if err := json.Unmarshal(js, &tm); err != nil {
 		return nil, nil, explain(js, reflect.TypeFor[typeMeta](), path, err)
 	}
-	if tm.APIVersion != "v1" {
+	version := "v1"
+	if kind == kindRuntimeClass {
+		version = runtimeClassAPIVersion
+	}
+	if tm.APIVersion != version {
 		var err *field.Error
 		if tm.APIVersion == "" {
-			err = field.Required(path.Child("apiVersion"), fmt.Sprintf(`a %s needs "apiVersion: v1"`, kind))
+			err = field.Required(path.Child("apiVersion"), fmt.Sprintf(`a %s needs "apiVersion: %s"`, kind, version))
 		} else {
-			err = field.NotSupported(path.Child("apiVersion"), tm.APIVersion, []string{"v1"})
+			err = field.NotSupported(path.Child("apiVersion"), tm.APIVersion, []string{version})
 		}
 		return nil, nil, []Problem{{Err: err}}
 	}
 	d := &Decoded{}
 	var obj any
 	var typ reflect.Type
-	if kind == kindConfigMap {
+	switch kind {
+	case kindConfigMap:
 		d.ConfigMap = &corev1.ConfigMap{}
 		obj, typ = d.ConfigMap, reflect.TypeFor[corev1.ConfigMap]()
-	} else {
+	case kindRuntimeClass:
+		d.RuntimeClass = &nodev1.RuntimeClass{}
+		obj, typ = d.RuntimeClass, reflect.TypeFor[nodev1.RuntimeClass]()
+	default:
 		d.Secret = &corev1.Secret{}
 		obj, typ = d.Secret, reflect.TypeFor[corev1.Secret]()
 	}

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -25,6 +26,9 @@ type Result struct {
 	// of its source to read (see CheckReferences).
 	ConfigMaps []*corev1.ConfigMap
 	Secrets    []*corev1.Secret
+	// RuntimeClasses are the manifest's valid RuntimeClasses, which runtimeClassName
+	// names (see RuntimeHandler).
+	RuntimeClasses []*nodev1.RuntimeClass
 	// Warnings do not stop a pod from running: unknown fields, duplicate keys.
 	Warnings []Problem
 	// Errors are every problem that stops a pod (or the whole document) from running.
@@ -93,6 +97,10 @@ func (r *Result) loadObjects(objs []Decoded) {
 			defaultSecret(d.Secret)
 			errs = validateSecret(d.Secret)
 			ref = ObjectRef{KindSecret, d.Secret.Namespace, d.Secret.Name}
+		case d.RuntimeClass != nil:
+			d.RuntimeClass.Kind, d.RuntimeClass.APIVersion = kindRuntimeClass, runtimeClassAPIVersion
+			errs = validateRuntimeClass(d.RuntimeClass)
+			ref = ObjectRef{Kind: KindRuntimeClass, Name: d.RuntimeClass.Name}
 		}
 		if len(errs) == 0 && seen[ref.String()] {
 			errs = append(errs, field.Duplicate(field.NewPath("metadata", "name"), ref.Name))
@@ -103,18 +111,23 @@ func (r *Result) loadObjects(objs []Decoded) {
 			continue
 		}
 		seen[key] = true
-		if d.ConfigMap != nil {
+		switch {
+		case d.ConfigMap != nil:
 			r.ConfigMaps = append(r.ConfigMaps, d.ConfigMap)
-		} else {
+		case d.Secret != nil:
 			r.Secrets = append(r.Secrets, d.Secret)
+		default:
+			r.RuntimeClasses = append(r.RuntimeClasses, d.RuntimeClass)
 		}
 	}
 }
 
-// CheckReferences checks the ConfigMaps and Secrets the result's pods read against
-// objs, the objects of the whole source (see References). A pod that reads a missing
-// one is moved from Pods to Errors, each problem located at its field. The pods that
-// failed validation are checked too, so that every problem is reported at once.
+// CheckReferences checks the ConfigMaps and Secrets the result's pods read, and the
+// RuntimeClasses they name, against objs, the objects of the whole source (see
+// References). A pod that reads a missing one is moved from Pods to Errors, each
+// problem located at its field. The pods that failed validation are checked too, so
+// that every problem is reported at once. A pod that passes gets the overhead of its
+// RuntimeClass (AdmitRuntimeClass), as an apiserver's admission gives it.
 func (r *Result) CheckReferences(objs Objects) {
 	kept := r.Pods[:0]
 	var added []Problem
@@ -127,6 +140,7 @@ func (r *Result) CheckReferences(objs Objects) {
 	for _, pod := range r.Pods {
 		errs := References(pod, objs)
 		if len(errs) == 0 {
+			AdmitRuntimeClass(pod, objs)
 			kept = append(kept, pod)
 			continue
 		}
@@ -143,10 +157,11 @@ func (r *Result) CheckReferences(objs Objects) {
 	}
 }
 
-// Objects returns the result's own ConfigMaps and Secrets as a set.
+// Objects returns the result's own ConfigMaps, Secrets and RuntimeClasses as a set.
 func (r Result) Objects() Objects {
 	o := NewObjects()
 	o.Add(r.ConfigMaps, r.Secrets)
+	o.AddRuntimeClasses(r.RuntimeClasses)
 	return o
 }
 
@@ -191,6 +206,7 @@ func (r Result) Clone() Result {
 	out.invalid = cloneAll(r.invalid, pod)
 	out.ConfigMaps = cloneAll(r.ConfigMaps, (*corev1.ConfigMap).DeepCopy)
 	out.Secrets = cloneAll(r.Secrets, (*corev1.Secret).DeepCopy)
+	out.RuntimeClasses = cloneAll(r.RuntimeClasses, (*nodev1.RuntimeClass).DeepCopy)
 	out.Warnings = slices.Clone(r.Warnings)
 	out.Errors = slices.Clone(r.Errors)
 	if r.where != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -16,35 +17,43 @@ import (
 // Kinds of the objects pods read: ConfigMaps and Secrets given as documents beside the
 // pods of the same source, as `kubectl apply -f` takes them to a cluster.
 const (
-	KindConfigMap = kindConfigMap
-	KindSecret    = kindSecret
+	KindConfigMap    = kindConfigMap
+	KindSecret       = kindSecret
+	KindRuntimeClass = kindRuntimeClass // cluster-scoped: its ObjectRef has no namespace
 )
 
 // maxObjectBytes is the most data one ConfigMap or Secret holds, as the apiserver
 // limits them (corev1.MaxSecretSize; a ConfigMap is held to the same).
 const maxObjectBytes = corev1.MaxSecretSize
 
-// Objects are the ConfigMaps and Secrets of one source, by namespace/name. The pods of
-// that source read them through configMap, secret and projected volumes, envFrom and
-// env[].valueFrom. Objects are never changed once made: a new snapshot makes new ones.
+// Objects are the ConfigMaps and Secrets of one source, by namespace/name, and its
+// RuntimeClasses, by name. The pods of that source read them through configMap, secret
+// and projected volumes, envFrom and env[].valueFrom, and runtimeClassName. Objects are
+// never changed once made: a new snapshot makes new ones.
 type Objects struct {
-	ConfigMaps map[string]*corev1.ConfigMap
-	Secrets    map[string]*corev1.Secret
+	ConfigMaps     map[string]*corev1.ConfigMap
+	Secrets        map[string]*corev1.Secret
+	RuntimeClasses map[string]*nodev1.RuntimeClass
 }
 
 // NewObjects returns an empty set of objects.
 func NewObjects() Objects {
-	return Objects{ConfigMaps: map[string]*corev1.ConfigMap{}, Secrets: map[string]*corev1.Secret{}}
+	return Objects{ConfigMaps: map[string]*corev1.ConfigMap{}, Secrets: map[string]*corev1.Secret{}, RuntimeClasses: map[string]*nodev1.RuntimeClass{}}
 }
 
-// ObjectRef names one ConfigMap or Secret.
+// ObjectRef names one ConfigMap, Secret or RuntimeClass.
 type ObjectRef struct {
 	Kind      string // KindConfigMap or KindSecret
 	Namespace string
 	Name      string
 }
 
-func (r ObjectRef) String() string { return r.Kind + " " + r.Namespace + "/" + r.Name }
+func (r ObjectRef) String() string {
+	if r.Namespace == "" { // a RuntimeClass: cluster-scoped
+		return r.Kind + " " + r.Name
+	}
+	return r.Kind + " " + r.Namespace + "/" + r.Name
+}
 
 // Data returns the keys of the object ref names with their values (a ConfigMap's data
 // and binaryData together), and whether there is such an object.
@@ -101,8 +110,23 @@ func (o Objects) Add(configMaps []*corev1.ConfigMap, secrets []*corev1.Secret) (
 	return taken
 }
 
+// AddRuntimeClasses adds RuntimeClasses as Add adds ConfigMaps and Secrets.
+func (o *Objects) AddRuntimeClasses(classes []*nodev1.RuntimeClass) (taken []ObjectRef) {
+	if o.RuntimeClasses == nil {
+		o.RuntimeClasses = map[string]*nodev1.RuntimeClass{}
+	}
+	for _, rc := range classes {
+		if _, ok := o.RuntimeClasses[rc.Name]; ok {
+			taken = append(taken, ObjectRef{Kind: KindRuntimeClass, Name: rc.Name})
+			continue
+		}
+		o.RuntimeClasses[rc.Name] = rc
+	}
+	return taken
+}
+
 // Len is how many objects there are.
-func (o Objects) Len() int { return len(o.ConfigMaps) + len(o.Secrets) }
+func (o Objects) Len() int { return len(o.ConfigMaps) + len(o.Secrets) + len(o.RuntimeClasses) }
 
 // Fingerprint identifies the content of the objects: equal sets have equal
 // fingerprints, and any change of a name, a key or a value changes it.
@@ -119,6 +143,11 @@ func (o Objects) Fingerprint() string {
 	for _, k := range slices.Sorted(maps.Keys(o.Secrets)) {
 		fmt.Fprintf(h, "secret %s\n", k)
 		writeJSON(h, o.Secrets[k].Data)
+	}
+	for _, k := range slices.Sorted(maps.Keys(o.RuntimeClasses)) {
+		rc := o.RuntimeClasses[k]
+		fmt.Fprintf(h, "runtimeclass %s\n", k)
+		writeJSON(h, []any{rc.Handler, rc.Overhead})
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

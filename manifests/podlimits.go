@@ -34,7 +34,8 @@ func HasPodResources(pod *corev1.Pod) bool {
 }
 
 // PodRequests are the requests of the pod as a whole: the pod-level requests where
-// spec.resources sets them, else the aggregate of its containers'.
+// spec.resources sets them, else the aggregate of its containers', plus the pod's
+// overhead (spec.overhead, from its RuntimeClass).
 func PodRequests(pod *corev1.Pod) corev1.ResourceList {
 	reqs := ContainerRequests(pod)
 	if HasPodResources(pod) {
@@ -44,6 +45,7 @@ func PodRequests(pod *corev1.Pod) corev1.ResourceList {
 			}
 		}
 	}
+	addResources(reqs, pod.Spec.Overhead)
 	return reqs
 }
 
@@ -57,7 +59,8 @@ func ContainerRequests(pod *corev1.Pod) corev1.ResourceList {
 // them on the pod's cgroup (ResourceConfigForPod): the pod-level limit where
 // spec.resources sets one, else the aggregate of the containers' limits when every
 // container, init containers included, has one. A resource is absent when the pod as
-// a whole is not capped.
+// a whole is not capped. The pod's overhead (spec.overhead) is added to each limit
+// there is, as the kubelet adds it.
 func PodLimits(pod *corev1.Pod) corev1.ResourceList {
 	agg := aggregateContainers(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits })
 	out := corev1.ResourceList{}
@@ -68,6 +71,12 @@ func PodLimits(pod *corev1.Pod) corev1.ResourceList {
 		}
 		if everyContainerLimits(pod, name) {
 			out[name] = agg[name]
+		}
+	}
+	for name, q := range pod.Spec.Overhead {
+		if cur, ok := out[name]; ok && !cur.IsZero() {
+			cur.Add(q)
+			out[name] = cur
 		}
 	}
 	return out

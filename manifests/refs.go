@@ -95,10 +95,10 @@ func references(pod *corev1.Pod) []reference {
 
 // References checks that every ConfigMap and Secret pod reads, and every key it names,
 // is among objs (the objects of the pod's own source, in its namespace), unless the
-// reference says optional: true. Each missing one is an error at the field that names
-// it.
+// reference says optional: true, and that a spec.overhead is its RuntimeClass's. Each
+// missing one is an error at the field that names it.
 func References(pod *corev1.Pod, objs Objects) field.ErrorList {
-	var errs field.ErrorList
+	errs := runtimeClassErrors(pod, objs)
 	for _, r := range references(pod) {
 		if r.optional || r.ref.Name == "" {
 			continue // an empty name is Validate's to report

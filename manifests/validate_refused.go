@@ -19,8 +19,8 @@ const (
 		"remove schedulingGates instead"
 	msgPodHugePages = "huge pages in pod-level resources are not applied by staticpod; " +
 		"set them on each container's resources instead"
-	msgOverhead = "overhead is set from a RuntimeClass by the apiserver, which static pods do not have; " +
-		"remove overhead and add it to the containers' resources instead"
+	msgOverhead = "overhead is set from the pod's RuntimeClass (its overhead.podFixed), as an apiserver's admission sets it; " +
+		"remove overhead, or name a RuntimeClass that sets it in runtimeClassName, instead"
 	msgHostnameFQDN = "setHostnameAsFQDN is not implemented by staticpod; " +
 		"remove it and set hostnameOverride to the fully qualified name instead"
 	msgWindows = "staticpod runs Linux containers only, and the kubelet refuses a pod whose OS is not its node's; " +
@@ -56,7 +56,7 @@ func validateRefused(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	}
 	forbid(len(spec.ReadinessGates) > 0, fld.Child("readinessGates"), msgReadinessGates)
 	forbid(len(spec.SchedulingGates) > 0, fld.Child("schedulingGates"), msgSchedulingGates)
-	forbid(len(spec.Overhead) > 0, fld.Child("overhead"), msgOverhead)
+	forbid(len(spec.Overhead) > 0 && spec.RuntimeClassName == nil, fld.Child("overhead"), msgOverhead) // else References checks it
 	forbid(spec.SetHostnameAsFQDN != nil && *spec.SetHostnameAsFQDN, fld.Child("setHostnameAsFQDN"), msgHostnameFQDN)
 	forbid(spec.OS != nil && spec.OS.Name == corev1.Windows, fld.Child("os"), msgWindows)
 	for i := range spec.Volumes {

@@ -4,17 +4,19 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // The rules of static pods. A static pod has no apiserver behind it: nothing serves a
-// service-account token, a RuntimeClass or a resource claim, and no controller
+// service-account token or a resource claim, and no controller
 // provisions volumes. A field that needs one is rejected here, with the reason and what
 // to use instead, rather than accepted and left to fail when the pod starts, or to be
 // silently ignored. ConfigMaps and Secrets are the exception: staticpod serves those
 // given as documents beside the pods of the same source (see Objects), where the
 // kubelet refuses them in static pods; imagePullSecrets name such Secrets (see
-// PullSecrets).
+// PullSecrets). So are RuntimeClasses, which runtimeClassName names (see
+// RuntimeHandler).
 
 // defaultServiceAccount is the account every pod has; naming it asks for nothing.
 const defaultServiceAccount = "default"
@@ -28,8 +30,6 @@ const (
 		"use `staticpod exec` to debug a running pod instead"
 	msgResourceClaims = "resource claims need an apiserver and a DRA driver, which static pods do not have; " +
 		"pass devices in with a hostPath volume instead"
-	msgRuntimeClass = "RuntimeClasses are read from an apiserver, which static pods do not have; " +
-		"make the runtime handler containerd's default runtime instead"
 	msgVolumeDevices = "raw block devices come from persistentVolumeClaim or ephemeral volumes, which need an apiserver that static pods do not have; " +
 		"mount the device node with a hostPath volume of type BlockDevice instead"
 )
@@ -73,7 +73,7 @@ func validateStatic(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 		errs = append(errs, field.Forbidden(fld.Child("resources", "claims"), msgResourceClaims))
 	}
 	if spec.RuntimeClassName != nil {
-		errs = append(errs, field.Forbidden(fld.Child("runtimeClassName"), msgRuntimeClass))
+		errs = append(errs, invalidMsgs(fld.Child("runtimeClassName"), *spec.RuntimeClassName, validation.IsDNS1123Subdomain(*spec.RuntimeClassName))...)
 	}
 	for i := range spec.InitContainers {
 		errs = append(errs, validateStaticContainer(&spec.InitContainers[i], fld.Child("initContainers").Index(i))...)

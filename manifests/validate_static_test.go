@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -40,8 +41,12 @@ var staticCases = []validateCase{
 		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: new("gpu")}}
 		ctr(p).Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
 	}, []fieldErr{errAt(tForbidden, "spec.resourceClaims"), errAt(tForbidden, "spec.containers[0].resources.claims")}},
-	{"runtimeClassName", func(p *corev1.Pod) { p.Spec.RuntimeClassName = new("gvisor") },
-		[]fieldErr{errAt(tForbidden, "spec.runtimeClassName")}},
+	{"runtimeClassName that is no name", func(p *corev1.Pod) { p.Spec.RuntimeClassName = new("Not_A_Name") },
+		[]fieldErr{errAt(tInvalid, "spec.runtimeClassName")}},
+	{"overhead without runtimeClassName", func(p *corev1.Pod) {
+		p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	},
+		[]fieldErr{errAt(tForbidden, "spec.overhead")}},
 	{"volumeDevices", func(p *corev1.Pod) {
 		ctr(p).VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
 	}, []fieldErr{errAt(tForbidden, "spec.containers[0].volumeDevices[0]")}},

@@ -100,7 +100,7 @@ func (f *fakeRuntime) EnsureImage(_ context.Context, req PullRequest) (Image, er
 	return Image{Ref: req.Image, ID: "sha256:img", Digest: "sha256:digest", Pulled: f.pulledSize > 0, Size: f.pulledSize}, nil
 }
 
-func (f *fakeRuntime) StartSandbox(_ context.Context, pod *corev1.Pod, attempt int) (Container, error) {
+func (f *fakeRuntime) StartSandbox(_ context.Context, pod *corev1.Pod, attempt int, _ manifests.Objects) (Container, error) {
 	if err := f.enter("StartSandbox"); err != nil {
 		return Container{}, err
 	}

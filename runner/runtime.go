@@ -35,7 +35,9 @@ type Runtime interface {
 	// had (0 for the first). A failure leaves nothing of the sandbox behind. The pod's
 	// status.startTime, when set, is recorded with the sandbox, as with every container
 	// CreateContainer makes, and reported as Container.PodStart.
-	StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (Container, error)
+	// objs are the objects of the pod's source, where its RuntimeClass is: the sandbox
+	// fails when the pod's runtime handler is unknown, as on the kubelet.
+	StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int, objs manifests.Objects) (Container, error)
 
 	// PreparePod makes on the host what a pod's sandbox and containers need before
 	// they are created: the pod's cgroup with its limits, its directory with its /etc

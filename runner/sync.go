@@ -66,7 +66,7 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, rt PodRuntime, a 
 		if !w.prepare(ctx, pod, a.Start, b) {
 			return acted
 		}
-		sb, err := w.rt.StartSandbox(ctx, pod, a.SandboxAttempt)
+		sb, err := w.rt.StartSandbox(ctx, pod, a.SandboxAttempt, w.pub.objectsOf(pod))
 		if err != nil {
 			w.failed(w.starts, "")
 			msg := fmt.Sprintf("Failed to create pod sandbox: %v", err)

@@ -102,8 +102,8 @@ func scan(paths []string, node string, cache *loads) (Snapshot, error) {
 	return snap, nil
 }
 
-// dropObjectConflicts drops from later files the ConfigMaps and Secrets an earlier file
-// defines, as conflicts.
+// dropObjectConflicts drops from later files the ConfigMaps, Secrets and RuntimeClasses
+// an earlier file defines, as conflicts.
 func (s *Snapshot) dropObjectConflicts() {
 	owner := map[string]string{} // kind namespace/name -> the file that defines it
 	for i := range s.Files {
@@ -130,14 +130,22 @@ func (s *Snapshot) dropObjectConflicts() {
 			}
 		}
 		f.Result.Secrets = secrets
+		classes := f.Result.RuntimeClasses[:0]
+		for _, rc := range f.Result.RuntimeClasses {
+			if take(manifests.ObjectRef{Kind: manifests.KindRuntimeClass, Name: rc.Name}) {
+				classes = append(classes, rc)
+			}
+		}
+		f.Result.RuntimeClasses = classes
 	}
 }
 
-// Objects are the ConfigMaps and Secrets of every file of the snapshot.
+// Objects are the ConfigMaps, Secrets and RuntimeClasses of every file of the snapshot.
 func (s Snapshot) Objects() manifests.Objects {
 	objs := manifests.NewObjects()
 	for _, f := range s.Files {
 		objs.Add(f.Result.ConfigMaps, f.Result.Secrets)
+		objs.AddRuntimeClasses(f.Result.RuntimeClasses)
 	}
 	return objs
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/manifests"
@@ -210,6 +211,7 @@ func (w *Watcher) scan(ctx context.Context, emit func(context.Context, manifests
 			u.Pods = append(u.Pods, kept...)
 			objs := w.goodObjs[f.Path]
 			u.Objects.Add(objs.configMaps, objs.secrets)
+			u.Objects.AddRuntimeClasses(objs.classes)
 			u.Failures = append(u.Failures, manifests.Failure{Location: f.Path, Problems: problems, Invalid: true, Kept: uidsOf(kept)})
 			continue
 		}
@@ -220,6 +222,7 @@ func (w *Watcher) scan(ctx context.Context, emit func(context.Context, manifests
 		w.goodObjs[f.Path] = objectsOf(f)
 		u.Pods = append(u.Pods, f.Result.Pods...)
 		u.Objects.Add(f.Result.ConfigMaps, f.Result.Secrets)
+		u.Objects.AddRuntimeClasses(f.Result.RuntimeClasses)
 	}
 	for path := range w.good {
 		if !present[path] {
@@ -320,15 +323,16 @@ func (w *Watcher) report(path string, problems []string) {
 	}
 }
 
-// fileObjects are the ConfigMaps and Secrets of one file's last good read.
+// fileObjects are the ConfigMaps, Secrets and RuntimeClasses of one file's last good read.
 type fileObjects struct {
 	configMaps  []*corev1.ConfigMap
 	secrets     []*corev1.Secret
+	classes     []*nodev1.RuntimeClass
 	fingerprint string
 }
 
 func objectsOf(f File) fileObjects {
-	return fileObjects{configMaps: f.Result.ConfigMaps, secrets: f.Result.Secrets, fingerprint: f.Result.Objects().Fingerprint()}
+	return fileObjects{configMaps: f.Result.ConfigMaps, secrets: f.Result.Secrets, classes: f.Result.RuntimeClasses, fingerprint: f.Result.Objects().Fingerprint()}
 }
 
 func uidsOf(pods []*corev1.Pod) []types.UID {

@@ -54,14 +54,25 @@ func criDriver(ctx context.Context, conn grpc.ClientConnInterface) (Driver, erro
 	case err != nil && !noCRI(err):
 		return "", fmt.Errorf("ask containerd for its cgroup driver: %w", err)
 	}
-	st, err := rs.Status(ctx, &runtimeapi.StatusRequest{Verbose: true})
+	config, err := CRIConfig(ctx, conn)
+	if err != nil {
+		return "", fmt.Errorf("ask containerd for its cgroup driver: %w", err)
+	}
+	return configDriver(config)
+}
+
+// CRIConfig is the configuration of containerd's CRI plugin as its verbose Status
+// reports it (JSON; containerd 1.6 and 2.x alike), or "" and no error when containerd
+// serves no CRI. The cgroup driver and the runtime handlers are read from it.
+func CRIConfig(ctx context.Context, conn grpc.ClientConnInterface) (string, error) {
+	st, err := runtimeapi.NewRuntimeServiceClient(conn).Status(ctx, &runtimeapi.StatusRequest{Verbose: true})
 	if noCRI(err) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("ask containerd for its cgroup driver: %w", err)
+		return "", fmt.Errorf("containerd's CRI status: %w", err)
 	}
-	return configDriver(st.GetInfo()["config"])
+	return st.GetInfo()["config"], nil
 }
 
 // noCRI reports whether err says that containerd serves no CRI, or not that call.

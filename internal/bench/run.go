@@ -22,7 +22,7 @@ type Options struct {
 	Idle   time.Duration // how long each idle figure is taken over (60 s; 10 s when Quick)
 	Logf   func(format string, args ...any)
 	Flags  []string // given to every staticpod, after the nodes' own
-	Only   string   // when set, run only the steps of that name: floors, start, present, removal, restart, steady, footprint
+	Only   string   // when set, run only the steps of that name: floors, start, present, removal, restart, steady, crun, footprint
 }
 
 // runs reports whether step is to be run.
@@ -67,7 +67,7 @@ func New(ctx context.Context, opts Options) (*Run, error) {
 func (r *Run) Close() error {
 	r.events.Close()
 	ctx := context.Background()
-	for _, ns := range []string{"floor", "bench", "restart", "relist-only", "footprint"} {
+	for _, ns := range []string{"floor", "bench", "restart", "relist-only", "crun", "footprint"} {
 		r.d.PurgeNamespace(ctx, ns)
 	}
 	return errors.Join(r.d.Stop(ctx), testenv.UnmountUnder(r.opts.Dir))
@@ -98,6 +98,12 @@ func (r *Run) All(ctx context.Context) error {
 	}
 	if err := r.onMain(ctx, floors); err != nil {
 		return err
+	}
+	if r.opts.runs("crun") {
+		r.opts.Logf("crun")
+		if err := r.handlers(ctx); err != nil {
+			return fmt.Errorf("crun: %w", err)
+		}
 	}
 	// Last, when no other staticpod runs: see footprint.
 	if r.opts.runs("footprint") {
@@ -229,6 +235,9 @@ func (r *Run) describe(ctx context.Context) {
 		r.Report.Versions["containerd"] = v.Version
 	}
 	r.Report.Versions["runc"] = firstLine(command("runc", "--version"))
+	if r.opts.runs("crun") {
+		r.Report.Versions["crun"] = firstLine(command(testenv.CrunBinary, "--version"))
+	}
 	r.Report.Versions["staticpod"] = firstLine(command(r.opts.Binary, "--version"))
 }
 

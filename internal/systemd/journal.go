@@ -30,3 +30,24 @@ func DropTime(groups []string, a slog.Attr) slog.Attr {
 	}
 	return a
 }
+
+// NewLogger returns the daemon's structured logger on stderr, at level (debug, info,
+// warn, error), in format (text, json). Under systemd, when stderr is the journal
+// (JOURNAL_STREAM), text lines carry no time: the journal stamps each line itself.
+func NewLogger(level, format string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		if ToJournal(os.Stderr, os.Getenv("JOURNAL_STREAM")) {
+			opts.ReplaceAttr = DropTime
+		}
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use text or json", format)
+}
