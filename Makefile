@@ -1,6 +1,10 @@
 GO       ?= go
 BIN      := bin/staticpod
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# COMMIT and DATE (the commit's time, UTC; never the clock's) go into the binary with
+# VERSION: staticpod version prints them.
+COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE     ?= $(shell TZ=UTC0 git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 10m
 # FUZZFLAGS are added to each fuzz run, e.g. FUZZFLAGS=-parallel=1 on a shared machine.
@@ -9,7 +13,7 @@ FUZZFLAGS ?=
 # endpoint, the CRI log reader, and the labels state is rebuilt from after a restart.
 FUZZ_TARGETS := manifests:FuzzLoad api:FuzzAPI logs:FuzzRead containerdrt:FuzzLabels
 
-.PHONY: all build deps test-deps test unit fuzz-quick fuzz chaos soak lint run run-clean bench bench-quick bench-compare bench-go clean man install vm-test
+.PHONY: all build release release-check deps test-deps test unit fuzz-quick fuzz chaos soak lint run run-clean bench bench-quick bench-compare bench-go clean man install vm-test
 
 all: build
 
@@ -18,7 +22,26 @@ all: build
 # writer and each pod's sandbox process. hack/build.sh builds the helper into
 # internal/helper/bin first, then staticpod; the end-to-end tests build with it too.
 build:
-	GO=$(GO) VERSION=$(VERSION) ./hack/build.sh $(BIN)
+	GO=$(GO) VERSION=$(VERSION) COMMIT=$(COMMIT) DATE=$(DATE) ./hack/build.sh $(BIN)
+
+# release writes into DIST the release of the commit checked out (hack/release.sh):
+# static binaries for linux/amd64, arm64 and arm (v7), each carrying the helper program
+# of its architecture, a CycloneDX SBOM of each, a .deb and an .rpm of each (nfpm), a
+# tarball of each with install.sh, the systemd unit and the OpenRC script, and
+# SHA256SUMS. Every byte comes from the commit: its time is every file's in the archives.
+# About 1 minute with a warm Go cache (8 on a loaded 2-core machine with a cold one).
+DIST ?= dist
+release:
+	GO=$(GO) VERSION=$(VERSION) COMMIT=$(COMMIT) DIST=$(DIST) ./hack/release.sh
+
+# release-check builds the release twice, into two directories, and fails unless every
+# file is the same bytes in both (twice make release: about 2 minutes; not in make test).
+release-check:
+	rm -rf $(DIST)/check-a $(DIST)/check-b
+	$(MAKE) release DIST=$(DIST)/check-a
+	$(MAKE) release DIST=$(DIST)/check-b
+	cd $(DIST) && diff -r check-a check-b && cmp check-a/SHA256SUMS check-b/SHA256SUMS
+	@echo "release-check: the two builds are identical"; cat $(DIST)/check-a/SHA256SUMS
 
 # deps installs containerd, runc, busybox-static (when /bin/busybox is not static) and
 # the CNI plugins through apt when they are missing; test-deps also puts promtool (which

@@ -95,6 +95,7 @@ var rules = map[string][]string{
 	"internal/service":              {"internal/systemd"},                                        // reads the runner through an interface of its own
 	"internal/nodeshutdown":         {"runner/...", "manifests", "api/wire", "internal/systemd"}, // stops the pods through the runner
 	"internal/pause":                nil,
+	"internal/buildinfo":            nil, // a leaf: the build's version, commit and date
 	"internal/systemd":              nil,
 	"internal/proc":                 nil, // a leaf: whoever reads /proc may use it
 	"internal/atomicfile":           nil, // a leaf: whoever writes a file whole may use it

@@ -15,13 +15,11 @@ import (
 	"github.com/urfave/cli/v2"
 
 	spcli "github.com/staticpod/staticpod/cli"
+	"github.com/staticpod/staticpod/internal/buildinfo"
 	"github.com/staticpod/staticpod/internal/pause"
 	"github.com/staticpod/staticpod/once"
 	"github.com/staticpod/staticpod/validate"
 )
-
-// version is set at build time: go build -ldflags "-X main.version=v0.1.0".
-var version = "dev"
 
 func main() {
 	if err := newApp().Run(os.Args); err != nil {
@@ -31,10 +29,11 @@ func main() {
 }
 
 func newApp() *cli.App {
+	cli.VersionPrinter = printVersion
 	app := &cli.App{
 		Name:         "staticpod",
 		Usage:        "run Kubernetes static pods on containerd, without an apiserver",
-		Version:      version,
+		Version:      buildinfo.Version,
 		OnUsageError: spcli.UsageError,
 		// --generate-bash-completion, which the scripts of staticpod completion call.
 		EnableBashCompletion: true,

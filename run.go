@@ -25,6 +25,7 @@ import (
 	"github.com/staticpod/staticpod/containerdrt/podnet"
 	"github.com/staticpod/staticpod/containerdrt/stats"
 	"github.com/staticpod/staticpod/httpsource"
+	"github.com/staticpod/staticpod/internal/buildinfo"
 	"github.com/staticpod/staticpod/internal/ctrd"
 	"github.com/staticpod/staticpod/internal/dirlock"
 	"github.com/staticpod/staticpod/internal/diskspace"
@@ -124,7 +125,7 @@ func runDaemon(c *cli.Context) error {
 	}
 	defer d.rt.Close()
 	driver, cgroupRoot := d.rt.Cgroups()
-	log.Info("staticpod started", "version", version, "node", node, "manifests", c.String("pod-manifest-path"),
+	log.Info("staticpod started", "version", buildinfo.Version, "commit", buildinfo.Get().Commit, "node", node, "manifests", c.String("pod-manifest-path"),
 		"containerd", c.String("containerd-address"), "api", c.String("api-socket"),
 		"cgroup-driver", driver, "cgroup-root", cgroupRoot)
 	err = d.run(ctx)

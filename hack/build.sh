@@ -8,10 +8,16 @@
 # Both are static (CGO_ENABLED=0): the helper runs as the sandbox process in a root that
 # holds nothing else. The helper is stripped (-s -w) and built with -trimpath: it runs
 # once per container, and its size is read from disk by each. GO (go) and VERSION (dev)
-# come from the environment, and so does GOARCH for another architecture.
+# come from the environment, and so does GOARCH (and GOARM) for another architecture;
+# COMMIT and DATE (the commit's time, UTC) are git's for the checkout unless set, and
+# LDFLAGS are added to staticpod's (hack/release.sh: -s -w -buildid=). Version, commit
+# and date go into internal/buildinfo, which `staticpod version` prints.
 set -euo pipefail
 GO=${GO:-go}
 VERSION=${VERSION:-dev}
+COMMIT=${COMMIT-$(git rev-parse HEAD 2>/dev/null || true)}
+DATE=${DATE-$(TZ=UTC0 git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || true)}
+LDFLAGS=${LDFLAGS:-}
 export CGO_ENABLED=0
 
 # run prints a command, quoting the arguments that hold spaces, and runs it.
@@ -28,7 +34,7 @@ run() {
 }
 
 helper() {
-	run "$GO" build -trimpath -ldflags "-s -w" -o "$1" ./internal/helper/cmd/staticpod-helper
+	run "$GO" build -trimpath -ldflags "-s -w -buildid=" -o "$1" ./internal/helper/cmd/staticpod-helper
 }
 
 usage() {
@@ -62,4 +68,5 @@ tmp=$(dirname "$embedded")/.$(basename "$embedded").$$
 trap 'rm -f "$tmp"' EXIT
 helper "$tmp"
 run mv -f "$tmp" "$embedded"
-run "$GO" build -ldflags "-X main.version=$VERSION" -o "$out" .
+info=github.com/staticpod/staticpod/internal/buildinfo
+run "$GO" build -ldflags "-X $info.Version=$VERSION -X $info.Commit=$COMMIT -X $info.Date=$DATE${LDFLAGS:+ $LDFLAGS}" -o "$out" .

@@ -80,9 +80,9 @@ func statFS(path string) (runner.FSUsage, error) {
 	if err := unix.Statfs(path, &st); err != nil {
 		return runner.FSUsage{}, fmt.Errorf("statfs %s: %w", path, err)
 	}
-	unit := st.Frsize
+	unit := int64(st.Frsize) // int32 on 32-bit arm
 	if unit == 0 {
-		unit = st.Bsize
+		unit = int64(st.Bsize)
 	}
 	return runner.FSUsage{Path: path, Capacity: int64(st.Blocks) * unit, Available: int64(st.Bavail) * unit}, nil
 }
