@@ -13,7 +13,7 @@ FUZZFLAGS ?=
 # endpoint, the CRI log reader, and the labels state is rebuilt from after a restart.
 FUZZ_TARGETS := manifests:FuzzLoad api:FuzzAPI logs:FuzzRead containerdrt:FuzzLabels
 
-.PHONY: all build release release-check deps test-deps test unit fuzz-quick fuzz chaos soak lint run run-clean bench bench-quick bench-compare bench-go clean man install vm-test
+.PHONY: all build release release-check deps test-deps test unit fuzz-quick fuzz chaos soak lint run run-clean bench bench-quick bench-compare bench-go clean man install vm-test vm-test-arm64
 
 all: build
 
@@ -181,7 +181,20 @@ install: build man
 # under qemu (software emulation: no KVM needed), with staticpod installed by
 # `make install` and started by its unit, and runs hack/vm/guest/run.sh in it. The
 # guest's root is built once per set of inputs and kept in VM_CACHE. It needs
-# qemu-system-x86, debootstrap and linux-image-amd64.
+# qemu-system-x86, debootstrap and linux-image-amd64. VM_DEB=<a .deb> installs that
+# package in the guest instead of `make install`.
 VM_CACHE ?= /var/cache/staticpod-vm
 vm-test: build
-	GO=$(GO) ./hack/vm/test.sh $(VM_CACHE)
+	GO=$(GO) VM_DEB="$(VM_DEB)" ./hack/vm/test.sh $(VM_CACHE)
+
+# vm-test-arm64 runs the same test on a Debian bookworm arm64 guest under
+# qemu-system-aarch64 (TCG, machine virt, no KVM): the guest's root made by debootstrap
+# with qemu-user (qemu-user-static; its binfmt_misc entry is enabled when it is not),
+# booted with its own linux-image-arm64, staticpod cross-built for arm64 (the arm64
+# helper embedded) or, with VM_DEB=dist/staticpod_<version>_arm64.deb, that package.
+# It needs qemu-system-arm, qemu-user-static, binfmt-support and debootstrap; see
+# docs/architecture.md for how long it takes. Its guest's root is cached apart from
+# vm-test's, in VM_CACHE_ARM64.
+VM_CACHE_ARM64 ?= /var/cache/staticpod-vm-arm64
+vm-test-arm64:
+	GO=$(GO) VM_DEB="$(VM_DEB)" ./hack/vm/test.sh $(VM_CACHE_ARM64) arm64

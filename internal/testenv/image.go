@@ -16,7 +16,6 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
-	"github.com/containerd/platforms"
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -47,7 +46,7 @@ func BuildImage(opts ImageOptions) ([]byte, error) {
 	if opts.Ref == "" {
 		return nil, fmt.Errorf("build image: no reference")
 	}
-	binary, applets, err := readBusybox(busyboxPath(opts))
+	binary, applets, platform, err := readBusybox(busyboxPath(opts))
 	if err != nil {
 		return nil, fmt.Errorf("build image %s: %w", opts.Ref, err)
 	}
@@ -55,7 +54,7 @@ func BuildImage(opts ImageOptions) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build image %s: %w", opts.Ref, err)
 	}
-	blobs, index, err := buildBlobs(opts, layer)
+	blobs, index, err := buildBlobs(opts, platform, layer)
 	if err != nil {
 		return nil, fmt.Errorf("build image %s: %w", opts.Ref, err)
 	}
@@ -149,8 +148,9 @@ func mergeEnv(env []string) []string {
 }
 
 // buildBlobs returns the layer, config and manifest blobs by digest, and the index that
-// names the manifest opts.Ref for both OCI tools and containerd.
-func buildBlobs(opts ImageOptions, layer []byte) (map[digest.Digest][]byte, ocispec.Index, error) {
+// names the manifest opts.Ref for both OCI tools and containerd, for the platform given
+// (busybox's).
+func buildBlobs(opts ImageOptions, platform ocispec.Platform, layer []byte) (map[digest.Digest][]byte, ocispec.Index, error) {
 	var gz bytes.Buffer
 	// BestSpeed halves the build, which tests repeat; the header has no name or time.
 	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestSpeed)
@@ -166,8 +166,6 @@ func buildBlobs(opts ImageOptions, layer []byte) (map[digest.Digest][]byte, ocis
 		blobs[d] = data
 		return ocispec.Descriptor{MediaType: mediaType, Digest: d, Size: int64(len(data))}
 	}
-	platform := platforms.DefaultSpec()
-	platform.OS = "linux"
 	config, err := json.Marshal(ocispec.Image{
 		Platform: platform,
 		Config:   imageConfig(opts),

@@ -13,6 +13,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/containerd/platforms"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // epoch is the modification time of every entry in the images this package builds, so that
@@ -58,44 +61,70 @@ func busyboxPath(opts ImageOptions) string {
 	return DefaultBusybox
 }
 
-// readBusybox reads a static busybox binary and asks it for its applets.
-func readBusybox(p string) (binary []byte, applets []string, err error) {
+// readBusybox reads a static busybox binary, asks it for its applets, and returns the
+// platform it runs on, the image's.
+func readBusybox(p string) (binary []byte, applets []string, platform ocispec.Platform, err error) {
 	binary, err = os.ReadFile(p)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read busybox: %w: install busybox-static or set %s: %w", err, busyboxEnv, ErrUnavailable)
+		return nil, nil, platform, fmt.Errorf("read busybox: %w: install busybox-static or set %s: %w", err, busyboxEnv, ErrUnavailable)
 	}
-	if err := requireStatic(p); err != nil {
-		return nil, nil, err
+	if platform, err = requireStatic(p); err != nil {
+		return nil, nil, platform, err
 	}
 	out, err := exec.Command(p, "--list").Output()
 	if err != nil {
-		return nil, nil, fmt.Errorf("list applets of %s: %w", p, err)
+		return nil, nil, platform, fmt.Errorf("list applets of %s: %w", p, err)
 	}
 	for _, name := range strings.Fields(string(out)) {
 		if name != "busybox" && !strings.Contains(name, "/") {
 			applets = append(applets, name)
 		}
 	}
-	return binary, applets, nil
+	return binary, applets, platform, nil
 }
 
 // requireStatic fails for a binary that is not a static ELF executable (one with a
 // program interpreter, PT_INTERP, needs a dynamic loader and a libc), which could not run
-// in an image that holds no libc. hack/deps.sh's static_elf asks the same question.
-func requireStatic(p string) error {
+// in an image that holds no libc. hack/deps.sh's static_elf asks the same question. It
+// returns the platform the binary is for (see elfPlatform).
+func requireStatic(p string) (ocispec.Platform, error) {
 	f, err := elf.Open(p)
 	if err != nil {
-		return fmt.Errorf("busybox %s is not an ELF executable (%w); install busybox-static or set %s: %w", p, err, busyboxEnv, ErrUnavailable)
+		return ocispec.Platform{}, fmt.Errorf("busybox %s is not an ELF executable (%w); install busybox-static or set %s: %w", p, err, busyboxEnv, ErrUnavailable)
 	}
 	defer f.Close()
 	for _, prog := range f.Progs {
 		if prog.Type == elf.PT_INTERP {
-			return fmt.Errorf("busybox %s is dynamically linked, and the test images hold no libc: install busybox-static "+
+			return ocispec.Platform{}, fmt.Errorf("busybox %s is dynamically linked, and the test images hold no libc: install busybox-static "+
 				"(apt-get install busybox-static replaces Debian's dynamic busybox, which initramfs-tools pulls in), or set %s to a static busybox: %w",
 				p, busyboxEnv, ErrUnavailable)
 		}
 	}
-	return nil
+	return elfPlatform(f), nil
+}
+
+// elfPlatform is the linux platform of an ELF executable's machine, so that an image
+// built from another architecture's busybox (the arm64 VM test's, built on an amd64
+// host) says so and is unpacked where it runs; this host's platform for a machine it
+// does not know.
+func elfPlatform(f *elf.File) ocispec.Platform {
+	arch := map[elf.Machine]string{
+		elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64", elf.EM_386: "386",
+		elf.EM_RISCV: "riscv64", elf.EM_S390: "s390x",
+	}[f.Machine]
+	variant := ""
+	switch {
+	case f.Machine == elf.EM_ARM:
+		arch, variant = "arm", "v7"
+	case f.Machine == elf.EM_PPC64 && f.Data == elf.ELFDATA2LSB:
+		arch = "ppc64le"
+	}
+	if arch == "" {
+		p := platforms.DefaultSpec()
+		p.OS = "linux"
+		return p
+	}
+	return ocispec.Platform{OS: "linux", Architecture: arch, Variant: variant}
 }
 
 // buildLayer returns the uncompressed tar of the image's single layer: the base directories,

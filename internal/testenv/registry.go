@@ -98,7 +98,7 @@ func (r *Registry) Push(t testing.TB, repo string, opts ImageOptions) string {
 	ref := r.Host + "/" + repo
 	name, tag, _ := strings.Cut(repo, ":")
 	opts.Ref = ref
-	binary, applets, err := readBusybox(busyboxPath(opts))
+	binary, applets, platform, err := readBusybox(busyboxPath(opts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func (r *Registry) Push(t testing.TB, repo string, opts ImageOptions) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blobs, index, err := buildBlobs(opts, layer)
+	blobs, index, err := buildBlobs(opts, platform, layer)
 	if err != nil {
 		t.Fatal(err)
 	}

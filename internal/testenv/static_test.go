@@ -10,11 +10,26 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/containerd/platforms"
+	"github.com/google/go-cmp/cmp"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // elfFile writes a minimal ELF executable header of the given class and byte order with
 // a PT_LOAD, an optional PT_INTERP and a PT_NOTE program header, and returns its path.
+// Its machine is x86-64 or i386, by class.
 func elfFile(t *testing.T, class elf.Class, order binary.ByteOrder, interp bool) string {
+	t.Helper()
+	machine := elf.EM_X86_64
+	if class == elf.ELFCLASS32 {
+		machine = elf.EM_386
+	}
+	return machineFile(t, class, order, machine, interp)
+}
+
+// machineFile is elfFile for the machine given.
+func machineFile(t *testing.T, class elf.Class, order binary.ByteOrder, machine elf.Machine, interp bool) string {
 	t.Helper()
 	progs := []elf.ProgType{elf.PT_LOAD}
 	if interp {
@@ -28,13 +43,13 @@ func elfFile(t *testing.T, class elf.Class, order binary.ByteOrder, interp bool)
 	ident := [elf.EI_NIDENT]byte{0x7f, 'E', 'L', 'F', byte(class), byte(data), byte(elf.EV_CURRENT)}
 	var buf bytes.Buffer
 	if class == elf.ELFCLASS64 {
-		binary.Write(&buf, order, elf.Header64{Ident: ident, Type: uint16(elf.ET_EXEC), Machine: uint16(elf.EM_X86_64), Version: uint32(elf.EV_CURRENT),
+		binary.Write(&buf, order, elf.Header64{Ident: ident, Type: uint16(elf.ET_EXEC), Machine: uint16(machine), Version: uint32(elf.EV_CURRENT),
 			Phoff: 64, Ehsize: 64, Phentsize: 56, Phnum: uint16(len(progs)), Shentsize: 64})
 		for _, p := range progs {
 			binary.Write(&buf, order, elf.Prog64{Type: uint32(p)})
 		}
 	} else {
-		binary.Write(&buf, order, elf.Header32{Ident: ident, Type: uint16(elf.ET_EXEC), Machine: uint16(elf.EM_386), Version: uint32(elf.EV_CURRENT),
+		binary.Write(&buf, order, elf.Header32{Ident: ident, Type: uint16(elf.ET_EXEC), Machine: uint16(machine), Version: uint32(elf.EV_CURRENT),
 			Phoff: 52, Ehsize: 52, Phentsize: 32, Phnum: uint16(len(progs)), Shentsize: 40})
 		for _, p := range progs {
 			binary.Write(&buf, order, elf.Prog32{Type: uint32(p)})
@@ -100,7 +115,7 @@ func TestOnlyAStaticBusyboxIsTaken(t *testing.T) {
 		}{"/bin/ls", false}
 	}
 	for name, tc := range cases {
-		err := requireStatic(tc.path)
+		_, err := requireStatic(tc.path)
 		switch {
 		case tc.static && err != nil:
 			t.Errorf("%s: requireStatic = %v, want nil", name, err)
@@ -109,6 +124,36 @@ func TestOnlyAStaticBusyboxIsTaken(t *testing.T) {
 		}
 		if got := depsSaysStatic(t, tc.path); got != tc.static {
 			t.Errorf("%s: hack/deps.sh static_elf = %v, want %v", name, got, tc.static)
+		}
+	}
+}
+
+// TestImagePlatformIsItsBusyboxs: a test image says the platform its busybox runs on,
+// not the host's, so that one built on amd64 from an arm64 busybox (make vm-test-arm64)
+// is unpacked on arm64; a machine the list lacks gives the host's.
+func TestImagePlatformIsItsBusyboxs(t *testing.T) {
+	host := platforms.DefaultSpec()
+	host.OS = "linux"
+	cases := map[string]struct {
+		class   elf.Class
+		order   binary.ByteOrder
+		machine elf.Machine
+		want    ocispec.Platform
+	}{
+		"aarch64":         {elf.ELFCLASS64, binary.LittleEndian, elf.EM_AARCH64, ocispec.Platform{OS: "linux", Architecture: "arm64"}},
+		"x86-64":          {elf.ELFCLASS64, binary.LittleEndian, elf.EM_X86_64, ocispec.Platform{OS: "linux", Architecture: "amd64"}},
+		"arm, 32-bit":     {elf.ELFCLASS32, binary.LittleEndian, elf.EM_ARM, ocispec.Platform{OS: "linux", Architecture: "arm", Variant: "v7"}},
+		"ppc64 little":    {elf.ELFCLASS64, binary.LittleEndian, elf.EM_PPC64, ocispec.Platform{OS: "linux", Architecture: "ppc64le"}},
+		"ppc64 big: host": {elf.ELFCLASS64, binary.BigEndian, elf.EM_PPC64, host},
+		"unknown: host":   {elf.ELFCLASS64, binary.LittleEndian, elf.EM_VAX, host},
+	}
+	for name, tc := range cases {
+		got, err := requireStatic(machineFile(t, tc.class, tc.order, tc.machine, false))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s: platform (-want +got):\n%s", name, diff)
 		}
 	}
 }
