@@ -42,7 +42,7 @@ test: test-deps
 # after that. CI runs it after make test, so that containerd 1.6 and 2.x are both gates.
 CONTAINERD2_VERSION ?= v2.4.2
 CONTAINERD2_CACHE   ?= /var/cache/staticpod-containerd
-test-containerd2: deps
+test-containerd2: test-deps
 	GO=$(GO) CONTAINERD2_VERSION=$(CONTAINERD2_VERSION) CONTAINERD2_CACHE=$(CONTAINERD2_CACHE) \
 		./hack/containerd2.sh test
 
