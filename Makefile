@@ -13,7 +13,7 @@ FUZZFLAGS ?=
 # endpoint, the CRI log reader, and the labels state is rebuilt from after a restart.
 FUZZ_TARGETS := manifests:FuzzLoad api:FuzzAPI logs:FuzzRead containerdrt:FuzzLabels
 
-.PHONY: all build release release-check deps test-deps test unit fuzz-quick fuzz chaos soak lint run run-clean bench bench-quick bench-compare bench-go clean man install vm-test vm-test-arm64
+.PHONY: all build release release-check deps test-deps test test-containerd2 unit fuzz-quick fuzz chaos soak lint run run-clean bench bench-quick bench-compare bench-go clean man install vm-test vm-test-arm64
 
 all: build
 
@@ -57,6 +57,17 @@ test-deps:
 test: test-deps
 	PATH="$(CURDIR)/.cache/bin:$$PATH" $(GO) test -count=1 ./...
 	$(MAKE) fuzz-quick
+
+# test-containerd2 runs the tests of every package whose tests start a containerd
+# (today containerdrt, containerdrt/images, e2e, internal/ctrd and internal/testenv)
+# again, against containerd CONTAINERD2_VERSION and its runc shim, built from the Go
+# module proxy by hack/containerd2.sh once per version into CONTAINERD2_CACHE and reused
+# after that. CI runs it after make test, so that containerd 1.6 and 2.x are both gates.
+CONTAINERD2_VERSION ?= v2.4.2
+CONTAINERD2_CACHE   ?= /var/cache/staticpod-containerd
+test-containerd2: test-deps
+	GO=$(GO) CONTAINERD2_VERSION=$(CONTAINERD2_VERSION) CONTAINERD2_CACHE=$(CONTAINERD2_CACHE) \
+		./hack/containerd2.sh test
 
 # unit runs the tests that need no containerd.
 unit:

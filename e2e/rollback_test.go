@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -55,6 +56,25 @@ func (n *node) awaitReadyAs(what string, check func(corev1.Pod) bool) corev1.Pod
 	return p
 }
 
+// revisionContainers lists the node's containers as containers does, keyed by the pod's
+// UID as well: containers keys them by pod name, container and attempt, which two
+// revisions of one pod share, so there an exited container of one revision (one whose
+// stop a kill -9 cut short, not yet removed) could hide the running one of the other.
+func (n *node) revisionContainers() map[string]runner.Container {
+	n.t.Helper()
+	all, err := n.rt.List(n.ctx)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	out := map[string]runner.Container{}
+	for _, c := range all {
+		if c.Kind == runner.KindContainer {
+			out[fmt.Sprintf("%s/%s/%d/%s", c.PodName, c.Name, c.Attempt, c.PodUID)] = c
+		}
+	}
+	return out
+}
+
 // runningOf returns the running container of the pod of uid, if one runs.
 func runningOf(cs map[string]runner.Container, uid types.UID) (runner.Container, bool) {
 	for _, c := range cs {
@@ -92,7 +112,7 @@ func TestRevisionNeverReadyIsRolledBackAndStaysSo(t *testing.T) {
 	back := n.awaitReadyAs("v1 Ready again, rolled back from v2", func(p corev1.Pod) bool {
 		return p.UID == v1.UID && p.Annotations[manifests.AnnotationRolledBackFrom] == string(v2.PodUID)
 	})
-	cs := n.containers()
+	cs := n.revisionContainers()
 	again, ok := runningOf(cs, v1.UID)
 	if !ok {
 		t.Fatalf("v1 Ready but no container of it runs: %v", summary(cs))
@@ -123,7 +143,7 @@ func TestRevisionNeverReadyIsRolledBackAndStaysSo(t *testing.T) {
 	n.start()
 	n.awaitRelists(5)
 	n.awaitRelists(uint64(7*time.Second/e2eRelist) + 5) // past v2's deadline, had it started again
-	cs = n.containers()
+	cs = n.revisionContainers()
 	if now, ok := runningOf(cs, v1.UID); !ok || now.ID != again.ID {
 		t.Errorf("after a kill -9 v1's container is %v (%v), want %s adopted as it ran", now.ID, summary(cs), again.ID)
 	}
@@ -176,13 +196,13 @@ func TestRollbackSurvivesAKill9DuringIt(t *testing.T) {
 			back := n.awaitReadyAs("v1 Ready again after the restart", func(p corev1.Pod) bool {
 				return p.UID == v1.UID && p.Annotations[manifests.AnnotationRolledBackFrom] != ""
 			})
-			cs := n.containers()
+			cs := n.revisionContainers()
 			first, ok := runningOf(cs, v1.UID)
 			if !ok {
 				t.Fatalf("v1 Ready but no container of it runs: %v", summary(cs))
 			}
 			n.awaitRelists(uint64(7*time.Second/e2eRelist) + 5) // past v2's deadline, had it started again
-			cs = n.containers()
+			cs = n.revisionContainers()
 			if now, ok := runningOf(cs, v1.UID); !ok || now.ID != first.ID {
 				t.Errorf("v1's container is %v (%v), want %s running on", now.ID, summary(cs), first.ID)
 			}
