@@ -53,9 +53,10 @@ test-deps:
 	./hack/deps.sh test
 
 # test runs every test, unit and integration (a private containerd is started by the
-# tests themselves), then each fuzz target for a short while.
+# tests themselves), then each fuzz target for a short while. e2e takes 5 to 10
+# minutes on a 2-core machine, about go test's default bound for a package: 30m.
 test: test-deps
-	PATH="$(CURDIR)/.cache/bin:$$PATH" $(GO) test -count=1 ./...
+	PATH="$(CURDIR)/.cache/bin:$$PATH" $(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) fuzz-quick
 
 # test-containerd2 runs the tests of every package whose tests start a containerd

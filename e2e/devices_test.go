@@ -62,6 +62,7 @@ func TestDevicePluginsDevicesReachPodsAndSurviveAKill(t *testing.T) {
 	sp.kill9()
 	sp = n.start("--device-plugin-dir", dir)
 	mustRegisterPlugin(t, p) // as a plugin does when kubelet.sock comes back
+	sp.awaitLog("healthy=2") // its ListAndWatch answered: pod three is admitted against both devices
 	n.write("three.yaml", widgetManifest("three", 2))
 	three := n.awaitPhase("three-node1", corev1.PodFailed)
 	if three.Status.Message != wantMsg {

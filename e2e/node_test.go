@@ -31,8 +31,12 @@ type node struct {
 	ns        string
 	dir       string // root of everything below
 	manifests string
-	rt        *containerdrt.Runtime // for looking, not for acting
-	ctx       context.Context
+	// devicePlugins is where the daemons serve device plugins' kubelet.sock, never the
+	// host's: short, for a unix socket's path, and given by the environment, which a
+	// binary of an older commit (the upgrade test's) ignores where it knows no flag.
+	devicePlugins string
+	rt            *containerdrt.Runtime // for looking, not for acting
+	ctx           context.Context
 }
 
 func newNode(t testing.TB) *node {
@@ -50,6 +54,12 @@ func newNodeOn(t testing.TB, d *testenv.Daemon) *node {
 	if err := os.MkdirAll(n.manifests, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	dp, err := os.MkdirTemp("", "spdp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dp) })
+	n.devicePlugins = dp
 	d.MustImportImage(t, ns, testenv.ImageOptions{Ref: e2eImage})
 	rt, err := containerdrt.New(n.ctx, containerdrt.Config{
 		Address: d.Address, Namespace: ns, RootDir: filepath.Join(n.dir, "observer"), PodLogDir: n.path("log/pods"), Self: binary,
@@ -91,7 +101,6 @@ func (n *node) runArgs() []string {
 		"--containerd-address", n.d.Address,
 		"--containerd-namespace", n.ns,
 		"--api-socket", n.path("staticpod.sock"),
-		"--device-plugin-dir", n.path("device-plugins"), // never the host's kubelet.sock
 		"--hostname-override", e2eNode,
 		"--pleg-relist-period", e2eRelist.String(),
 		"--log-level", "debug",
@@ -104,6 +113,7 @@ func (n *node) launch(bin string, args []string) *staticpod {
 	n.t.Helper()
 	sp := &staticpod{t: n.t, cmd: exec.Command(bin, args...), out: &testenv.Buffer{}, exited: make(chan struct{})}
 	sp.cmd.Stdout, sp.cmd.Stderr = sp.out, sp.out
+	sp.cmd.Env = append(os.Environ(), "STATICPOD_DEVICE_PLUGIN_DIR="+n.devicePlugins)
 	if err := sp.cmd.Start(); err != nil {
 		n.t.Fatal(err)
 	}

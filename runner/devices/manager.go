@@ -73,6 +73,10 @@ func New(cfg Config) (*Manager, error) {
 	return m, nil
 }
 
+// maxSocketPath is the longest path a unix socket may have on Linux (sun_path's 108
+// bytes, less the terminating NUL).
+const maxSocketPath = 107
+
 // Run serves the Registration API on kubelet.sock in the directory until ctx is done,
 // then closes every plugin's connection. A kubelet.sock left by an earlier run is
 // replaced: plugins that watch it register again, as with a restarted kubelet. One
@@ -88,6 +92,9 @@ func (m *Manager) Run(ctx context.Context) error {
 		return fmt.Errorf("device plugin dir: %w", err)
 	}
 	sock := filepath.Join(m.cfg.Dir, socketName)
+	if len(sock) > maxSocketPath {
+		return fmt.Errorf("device plugin socket %s: its path has %d bytes, more than the %d a unix socket's may have: give --device-plugin-dir a shorter directory", sock, len(sock), maxSocketPath)
+	}
 	if c, err := net.DialTimeout("unix", sock, time.Second); err == nil {
 		c.Close()
 		m.log.Warn("device plugins are off: another process serves their registrations (a kubelet?); give staticpod a directory of its own with --device-plugin-dir", "socket", sock)

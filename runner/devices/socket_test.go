@@ -76,3 +76,17 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A directory whose kubelet.sock would be longer than a unix socket's path may be is
+// refused with the flag named, not with bind's "invalid argument".
+func TestRunRefusesASocketPathTooLong(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
+	m, err := devices.New(devices.Config{Dir: dir, Checkpoint: filepath.Join(t.TempDir(), "checkpoint"), Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = m.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "more than the 107 a unix socket's may have: give --device-plugin-dir a shorter directory") {
+		t.Fatalf("Run = %v, want the path's length refused", err)
+	}
+}
