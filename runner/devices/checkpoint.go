@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/staticpod/staticpod/internal/atomicfile"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -67,34 +68,10 @@ func writeCheckpoint(path string, as []Assignment) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write device checkpoint: %w", err)
 	}
-	if err := writeWhole(path, b); err != nil {
+	if err := atomicfile.WriteFileDurably(path, b, 0o600); err != nil {
 		return fmt.Errorf("write device checkpoint: %w", err)
 	}
 	return nil
-}
-
-// writeWhole replaces path with b: a crash leaves the old file or the new one, never
-// part of either. (internal/atomicfile does the same; the runner's packages may not
-// import it: every package that may import runner/... would then depend on it.)
-func writeWhole(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-	}
-	return err
 }
 
 func compare(a, b string) int {

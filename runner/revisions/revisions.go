@@ -5,9 +5,8 @@
 // it. The runner's sync loop owns a Store: it shows the Store every status its workers
 // publish (Observe), and runs what Substitute makes of every merge of the sources.
 //
-// It imports manifests (a pod's namespace/name), and nothing else of staticpod's: the
-// runner's dependents may not link internal/atomicfile, so it writes its files whole
-// itself (writeFile).
+// It imports manifests (a pod's namespace/name) and internal/atomicfile (its files
+// are written whole and durably), and nothing else of staticpod's.
 package revisions
 
 import (
@@ -26,6 +25,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/staticpod/staticpod/internal/atomicfile"
 	"github.com/staticpod/staticpod/manifests"
 )
 
@@ -155,7 +155,7 @@ func (s *Store) save(key string, rec *record) error {
 		if err != nil {
 			return fmt.Errorf("keep revision of %s: %w", key, err)
 		}
-		if err := writeFile(filepath.Join(s.opts.Dir, name), data); err != nil {
+		if err := atomicfile.WriteFileDurably(filepath.Join(s.opts.Dir, name), data, 0o600); err != nil {
 			return fmt.Errorf("keep revision of %s: %w", key, err)
 		}
 	}
@@ -270,33 +270,4 @@ func (s *Store) Kept(key string) (*corev1.Pod, bool) {
 		return nil, false
 	}
 	return s.names[key].Ready.DeepCopy(), true
-}
-
-// writeFile writes path whole or not at all, as internal/atomicfile does: a temporary
-// file in the same directory, synced, renamed over path, and the directory synced, so
-// that a kill -9 or a power cut leaves the old record or the new one.
-func writeFile(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // fails once renamed
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
 }
