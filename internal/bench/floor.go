@@ -25,25 +25,27 @@ type Floor struct {
 	d      *testenv.Daemon
 	ns     string
 	events *Events
+	meter  *CPUMeter
 }
 
 // NewFloor imports the image into namespace ns of d.
-func NewFloor(ctx context.Context, d *testenv.Daemon, ns string, events *Events) (*Floor, error) {
+func NewFloor(ctx context.Context, d *testenv.Daemon, ns string, events *Events, meter *CPUMeter) (*Floor, error) {
 	if _, err := testenv.ImportImage(ctx, d.Client, ns, testenv.ImageOptions{Ref: Image}); err != nil {
 		return nil, err
 	}
-	return &Floor{d: d, ns: ns, events: events}, nil
+	return &Floor{d: d, ns: ns, events: events, meter: meter}, nil
 }
 
 // Start creates and starts count containers through the client, all at once when
 // concurrent, else one after the other, and returns the time from the first call to
-// containerd's event of the last task's start. The containers are removed after.
-func (f *Floor) Start(ctx context.Context, count int, hostNet, concurrent bool) (time.Duration, error) {
+// containerd's event of the last task's start, and the CPU time that cost up to a
+// second after it (see settle). The containers are removed after.
+func (f *Floor) Start(ctx context.Context, count int, hostNet, concurrent bool) (time.Duration, CPUUse, error) {
 	ctx = namespaces.WithNamespace(ctx, f.ns)
 	defer f.remove(ctx)
 	img, err := f.d.Client.GetImage(ctx, Image)
 	if err != nil {
-		return 0, err
+		return 0, CPUUse{}, err
 	}
 	opts := []oci.SpecOpts{oci.WithImageConfig(img), oci.WithProcessArgs("sleep", "3600")}
 	if hostNet {
@@ -61,6 +63,10 @@ func (f *Floor) Start(ctx context.Context, count int, hostNet, concurrent bool) 
 		}
 		return task.Start(ctx)
 	}
+	cpu, err := f.meter.Mark(f.d.PID())
+	if err != nil {
+		return 0, CPUUse{}, err
+	}
 	mark := f.events.Mark()
 	start := time.Now()
 	var g errgroup.Group
@@ -68,17 +74,19 @@ func (f *Floor) Start(ctx context.Context, count int, hostNet, concurrent bool) 
 		if concurrent {
 			g.Go(func() error { return one(i) })
 		} else if err := one(i); err != nil {
-			return 0, err
+			return 0, CPUUse{}, err
 		}
 	}
 	if err := g.Wait(); err != nil {
-		return 0, err
+		return 0, CPUUse{}, err
 	}
 	started, err := f.events.Await(mark, count, time.Minute, In(f.ns, "/tasks/start"))
 	if err != nil {
-		return 0, err
+		return 0, CPUUse{}, err
 	}
-	return Last(started).Sub(start), nil
+	time.Sleep(settle)
+	use, err := f.meter.Since(cpu, f.d.PID())
+	return Last(started).Sub(start), use, err
 }
 
 // StartCtr starts one container with `ctr run -d` and returns the time from the

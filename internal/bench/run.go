@@ -23,6 +23,9 @@ type Options struct {
 	Logf   func(format string, args ...any)
 	Flags  []string // given to every staticpod, after the nodes' own
 	Only   string   // when set, run only the steps of that name: floors, start, present, removal, restart, steady, crun, footprint
+	// Profile, when set, is a directory for CPU profiles of staticpod and containerd
+	// over one more burst of 100 pods, not counted.
+	Profile string
 }
 
 // runs reports whether step is to be run.
@@ -35,6 +38,7 @@ type Run struct {
 	opts   Options
 	d      *testenv.Daemon
 	events *Events
+	meter  *CPUMeter
 	floor  *Floor
 	Report Report
 }
@@ -50,12 +54,16 @@ func New(ctx context.Context, opts Options) (*Run, error) {
 			opts.Idle = 10 * time.Second
 		}
 	}
-	d, err := testenv.StartDaemon(ctx)
+	d, err := testenv.StartDaemonWith(ctx, testenv.DaemonOptions{LogLevel: "info"}) // as a user runs it: see LogLevel
 	if err != nil {
 		return nil, err
 	}
 	r := &Run{opts: opts, d: d, events: Watch(ctx, d.Client)}
-	r.floor, err = NewFloor(ctx, d, "floor", r.events)
+	if r.meter, err = NewCPUMeter(d.PID()); err != nil {
+		r.Close()
+		return nil, err
+	}
+	r.floor, err = NewFloor(ctx, d, "floor", r.events, r.meter)
 	if err != nil {
 		r.Close()
 		return nil, err
@@ -70,7 +78,11 @@ func (r *Run) Close() error {
 	for _, ns := range []string{"floor", "bench", "restart", "relist-only", "crun", "footprint"} {
 		r.d.PurgeNamespace(ctx, ns)
 	}
-	return errors.Join(r.d.Stop(ctx), testenv.UnmountUnder(r.opts.Dir))
+	err := errors.Join(r.d.Stop(ctx), testenv.UnmountUnder(r.opts.Dir))
+	if r.meter != nil {
+		err = errors.Join(err, r.meter.Close())
+	}
+	return err
 }
 
 // repeats is how many samples a figure gets: n, or fewer when Quick.
@@ -130,6 +142,9 @@ func (r *Run) onMain(ctx context.Context, floors floorSet) error {
 		return err
 	}
 	defer main.Stop()
+	if err := r.meter.Enter(cpuDaemon, main.PID()); err != nil {
+		return err
+	}
 	steps := []struct {
 		name string
 		run  func() error
@@ -189,32 +204,45 @@ func (r *Run) floors(ctx context.Context) (floorSet, error) {
 				return nil, err
 			}
 			fs.add("ctr/net="+net, d)
-			if d, err = r.floor.Start(ctx, 1, host, false); err != nil {
+			if d, _, err = r.floor.Start(ctx, 1, host, false); err != nil {
 				return nil, err
 			}
 			fs.add("client/net="+net+"/n=1", d)
 		}
 		for range r.repeats(3) {
 			for _, conc := range []bool{false, true} {
-				d, err := r.floor.Start(ctx, 20, host, conc)
+				d, cpu, err := r.floor.Start(ctx, 20, host, conc)
 				if err != nil {
 					return nil, err
 				}
-				fs.add(fmt.Sprintf("client/net=%s/n=20/concurrent=%t", net, conc), d)
+				key := fmt.Sprintf("client/net=%s/n=20/concurrent=%t", net, conc)
+				fs.add(key, d)
+				if conc {
+					fs.cpu(key, cpu, 20)
+				}
 			}
 		}
 	}
 	for range r.repeats(2) {
-		d, err := r.floor.Start(ctx, 100, false, true)
+		d, cpu, err := r.floor.Start(ctx, 100, false, true)
 		if err != nil {
 			return nil, err
 		}
 		fs.add("client/net=pod/n=100/concurrent=true", d)
+		fs.cpu("client/net=pod/n=100/concurrent=true", cpu, 100)
 	}
 	return fs, nil
 }
 
 func (fs floorSet) add(key string, d time.Duration) { fs[key] = append(fs[key], ms(d)) }
+
+// cpu adds the CPU time per pod of a burst of pods, in all and by who spent it, to
+// the figures cpu/<key>/<part>.
+func (fs floorSet) cpu(key string, u CPUUse, pods int) {
+	for part, d := range u.Parts() {
+		fs["cpu/"+key+"/"+part] = append(fs["cpu/"+key+"/"+part], ms(d)/float64(pods))
+	}
+}
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 

@@ -3,7 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // starts measures manifests written → every container running, by containerd's start
@@ -17,21 +20,20 @@ func (r *Run) starts(ctx context.Context, n *Node, fs floorSet) error {
 	}
 	for _, s := range []shape{{"host", 1, 7}, {"pod", 1, 7}, {"host", 20, 3}, {"pod", 20, 3}, {"pod", 100, 2}} {
 		var samples []float64
+		cpu := floorSet{}
 		for rep := range r.repeats(s.reps) {
-			mark := r.events.Mark()
-			start := time.Now()
-			for i := range s.pods {
-				name := fmt.Sprintf("s%d-%d", rep, i)
-				if err := n.Write(name+".yaml", Pod(name, Stopper, s.net == "host")); err != nil {
-					return err
-				}
-			}
-			started, err := r.events.Await(mark, s.pods, 3*time.Minute, In(n.Name, "/tasks/start"))
+			took, use, err := r.burst(ctx, n, fmt.Sprintf("s%d", rep), s.pods, s.net == "host", "")
 			if err != nil {
 				return err
 			}
-			samples = append(samples, ms(Last(started).Sub(start)))
-			if err := n.Clear(ctx); err != nil {
+			samples = append(samples, ms(took))
+			if s.pods > 1 {
+				cpu.cpu("", use, s.pods)
+			}
+		}
+		if r.opts.Profile != "" && s.pods == 100 {
+			// One more burst, not counted: the profiler costs time of its own.
+			if _, _, err := r.burst(ctx, n, "prof", s.pods, false, "start-100"); err != nil {
 				return err
 			}
 		}
@@ -54,8 +56,70 @@ func (r *Run) starts(ctx context.Context, n *Node, fs floorSet) error {
 			}
 		}
 		r.Report.Add(row)
+		if s.pods > 1 {
+			r.Report.Add(cpuRow(s.net, s.pods, cpu, fs))
+		}
 	}
 	return nil
+}
+
+// burst writes pods manifests named <prefix>-<i> and returns the time from the first
+// write to containerd's start event of the last container, and, for more than one pod,
+// the CPU time spent up to settle after it. With profile set, it writes the CPU
+// profiles of staticpod and containerd over the burst to <profile>-staticpod.pprof and
+// <profile>-containerd.pprof in Options.Profile. It removes the pods after.
+func (r *Run) burst(ctx context.Context, n *Node, prefix string, pods int, hostNet bool, profile string) (time.Duration, CPUUse, error) {
+	var profiles errgroup.Group
+	if profile != "" {
+		for who, socket := range map[string]string{"staticpod": n.path("staticpod.sock"), "containerd": r.d.DebugAddress()} {
+			out := filepath.Join(r.opts.Profile, profile+"-"+who+".pprof")
+			profiles.Go(func() error { return profileCPU(ctx, socket, 8*time.Second, out) })
+		}
+		time.Sleep(50 * time.Millisecond) // for the profilers to have begun
+	}
+	cpuMark, err := r.meter.Mark(r.d.PID())
+	if err != nil {
+		return 0, CPUUse{}, err
+	}
+	mark := r.events.Mark()
+	start := time.Now()
+	for i := range pods {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		if err := n.Write(name+".yaml", Pod(name, Stopper, hostNet)); err != nil {
+			return 0, CPUUse{}, err
+		}
+	}
+	started, err := r.events.Await(mark, pods, 3*time.Minute, In(n.Name, "/tasks/start"))
+	if err != nil {
+		return 0, CPUUse{}, err
+	}
+	took := Last(started).Sub(start)
+	var use CPUUse
+	if pods > 1 {
+		time.Sleep(settle)
+		if use, err = r.meter.Since(cpuMark, r.d.PID()); err != nil {
+			return 0, CPUUse{}, err
+		}
+	}
+	if err := profiles.Wait(); err != nil {
+		return 0, CPUUse{}, err
+	}
+	return took, use, n.Clear(ctx)
+}
+
+// cpuRow is the CPU time per pod that starting pods at once cost staticpod against
+// what the client's burst of as many containers cost, noted by who spent it.
+func cpuRow(net string, pods int, cpu, fs floorSet) Row {
+	floor := fmt.Sprintf("cpu/client/net=%s/n=%d/concurrent=true/", net, pods)
+	part := func(set floorSet, prefix, name string) float64 { return Median(set[prefix+name]) }
+	return NewRow(fmt.Sprintf("cpu/net=%s/pods=%d", net, pods),
+		fmt.Sprintf("%d manifests written → running, %s network: CPU time per pod, every process", pods, netWord(net)),
+		"ms", cpu["cpu//all"]).
+		Against("client, all at once", fs[floor+"all"]).
+		Want(Target{Ratio: true, Max: 1.3}).
+		Noted("staticpod %.1f, containerd %.1f, shims and runc %.1f, log writers %.1f ms; the client's: client %.1f, containerd %.1f, shims and runc %.1f ms",
+			part(cpu, "cpu//", "daemon"), part(cpu, "cpu//", "containerd"), part(cpu, "cpu//", "shims"), part(cpu, "cpu//", "loggers"),
+			part(fs, floor, "client"), part(fs, floor, "containerd"), part(fs, floor, "shims"))
 }
 
 // present measures staticpod started with 20 manifests in its directory → every

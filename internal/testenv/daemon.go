@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,9 +39,10 @@ type Daemon struct {
 	Client  *client.Client // connected; no default namespace
 	LogPath string         // the daemon's stdout and stderr
 
-	dir    string
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when cmd.Wait returns
+	dir      string
+	logLevel string
+	cmd      *exec.Cmd
+	exited   chan struct{} // closed when cmd.Wait returns
 
 	mu    sync.Mutex // guards owned
 	owned []string   // namespaces handed out by Namespace
@@ -57,6 +59,10 @@ type DaemonOptions struct {
 	// metadata) on a tmpfs of that many bytes: a small image filesystem that a test can
 	// fill.
 	RootSize int64
+	// LogLevel is the daemon's log level; "" is debug, which tests want when one fails.
+	// A benchmark runs it as a user does, at info: at debug containerd and its shims
+	// spend much of their time writing what they do.
+	LogLevel string
 }
 
 // StartDaemon starts containerd ($STATICPOD_TEST_CONTAINERD, else containerd on PATH) in a
@@ -76,6 +82,7 @@ func StartDaemonWith(ctx context.Context, opts DaemonOptions) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.logLevel = opts.LogLevel
 	if err := d.mountRoot(opts.RootSize); err != nil {
 		return nil, errors.Join(err, unmountUnder(d.dir), d.removeDir())
 	}
@@ -143,6 +150,9 @@ func (d *Daemon) Dir() string { return d.dir }
 // with a daemon that crashed; the default directory is /run/containerd/fifo.
 func (d *Daemon) FIFODir() string { return filepath.Join(d.dir, "fifo") }
 
+// DebugAddress is the daemon's debug socket, which serves /debug/pprof/.
+func (d *Daemon) DebugAddress() string { return filepath.Join(d.dir, "debug.sock") }
+
 // Root is the daemon's --root: content, metadata and snapshots.
 func (d *Daemon) Root() string { return filepath.Join(d.dir, "root") }
 
@@ -168,7 +178,7 @@ func (d *Daemon) mountRoot(size int64) error {
 func (d *Daemon) config() string {
 	return ctrd.Config{
 		Root: d.Root(), State: d.State(), Address: d.Address,
-		Debug: filepath.Join(d.dir, "debug.sock"), LogLevel: "debug",
+		Debug: d.DebugAddress(), LogLevel: cmp.Or(d.logLevel, "debug"),
 	}.TOML()
 }
 

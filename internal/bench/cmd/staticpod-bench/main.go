@@ -28,18 +28,19 @@ func main() {
 	tolerance := flag.Float64("tolerance", 0.10, "with -base: how much worse a figure may be before it counts")
 	only := flag.String("only", "", "run only these steps (comma-separated): floors, start, present, removal, restart, steady, crun, footprint")
 	var flags flagList
+	profile := flag.String("profile", "", "a directory for CPU profiles of staticpod and containerd over one more 100-pod burst")
 	flag.Var(&flags, "staticpod-flag", "a flag for every staticpod the run starts (repeatable), e.g. --log-level=debug")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 	if *base != "" {
 		os.Exit(compare(*base, *jsonPath, *tolerance))
 	}
-	if err := measure(*binary, *md, *jsonPath, *quick, *only, flags); err != nil {
+	if err := measure(*binary, *md, *jsonPath, *quick, *only, *profile, flags); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func measure(binary, md, jsonPath string, quick bool, only string, flags []string) error {
+func measure(binary, md, jsonPath string, quick bool, only, profile string, flags []string) error {
 	binary, err := filepath.Abs(binary)
 	if err != nil {
 		return err
@@ -51,7 +52,7 @@ func measure(binary, md, jsonPath string, quick bool, only string, flags []strin
 		return err
 	}
 	defer os.RemoveAll(dir)
-	run, err := bench.New(ctx, bench.Options{Binary: binary, Dir: dir, Quick: quick, Logf: log.Printf, Only: only, Flags: flags})
+	run, err := bench.New(ctx, bench.Options{Binary: binary, Dir: dir, Quick: quick, Logf: log.Printf, Only: only, Flags: flags, Profile: profile})
 	if err != nil {
 		return err
 	}
