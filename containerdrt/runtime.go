@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -247,6 +248,41 @@ func (r *Runtime) Images() interface {
 // take long.
 func (r *Runtime) EnsureImage(ctx context.Context, req runner.PullRequest) (runner.Image, error) {
 	return r.images.Ensure(namespaces.WithNamespace(ctx, r.cfg.Namespace), req)
+}
+
+// settleHandlers makes the runtime handlers pods may name: containerd's CRI runtimes,
+// unless containerd serves no CRI (or the runtime only observes), and
+// --runtime-handler's, which win. A flag that does not parse is a configuration error.
+func (r *Runtime) settleHandlers(ctx context.Context) error {
+	var fromContainerd handlers.Set
+	if conn, ok := r.client.Conn().(grpc.ClientConnInterface); ok && !r.cfg.Observe {
+		config, err := cgroups.CRIConfig(ctx, conn)
+		if err == nil {
+			fromContainerd, err = handlers.FromCRI(config)
+		}
+		if err != nil {
+			r.log.Warn("containerd's CRI runtimes are not runtime handlers of staticpod", "err", err)
+		}
+	}
+	set, err := handlers.New(fromContainerd, r.cfg.RuntimeHandlers)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	set.Probe(ctx)
+	r.handlers = set
+	if len(set) > 1 {
+		var names []string
+		for _, name := range set.Names() {
+			h := set[name]
+			note := h.Source
+			if h.OCIVersion != "" {
+				note += ", OCI spec " + h.OCIVersion
+			}
+			names = append(names, name+" ("+note+")")
+		}
+		r.log.Info("runtime handlers", "handlers", strings.Join(names, ", "))
+	}
+	return nil
 }
 
 // call returns ctx with staticpod's namespace and the call timeout.

@@ -10,7 +10,6 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/internal/pause"
@@ -40,22 +39,6 @@ import (
 // image); the pod directory's files by poddir.
 
 var pinUser = pinnedNamespace{"user", unix.CLONE_NEWUSER}
-
-// userNamespace is the first host ID of pod's user namespace, allocated on first use;
-// 0 for a pod in the host's user namespace.
-func (r *Runtime) userNamespace(pod *corev1.Pod) (uint32, error) {
-	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
-		return 0, nil
-	}
-	if _, err := r.podDir(pod.UID); err != nil {
-		return 0, err
-	}
-	m, err := r.users.Get(string(pod.UID))
-	if err != nil {
-		return 0, err
-	}
-	return m.HostID, nil
-}
 
 // pinInUserNamespace makes and pins the namespaces of spec in a new user namespace
 // mapped from spec.userNS: see above. The child runs the helper through a descriptor
