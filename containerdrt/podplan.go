@@ -2,6 +2,7 @@ package containerdrt
 
 import (
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -73,7 +74,7 @@ type containerPlan struct {
 	// containerLabels), but for the image's stop signal.
 	labels    map[string]string
 	run       podRuntime
-	podCgroup string // the pod's cgroup directory (cgroups.Pods.PodDir), whose OOM kills the container's labels count
+	podCgroup string // the pod's cgroup directory, the parent of the container's, whose OOM kills its labels count
 }
 
 // planContainer reads req's pod for its container id: the IDs, directory, runtime,
@@ -82,14 +83,13 @@ type containerPlan struct {
 // labels.
 func (r *Runtime) planContainer(req runner.CreateRequest, id string) (containerPlan, error) {
 	pod, c := req.Pod, req.Container
-	var p containerPlan
+	p := containerPlan{in: spec.Input{
+		Pod: pod, Container: c, Attempt: req.Attempt, PodIP: r.podIP(pod, req.Sandbox), HostIP: r.cfg.HostIP,
+		SeccompDir: r.cfg.SeccompDir, Objects: req.Objects, Devices: req.Devices,
+	}}
 	var err error
 	if p.run, err = r.runtimeOf(pod, id, req.Objects); err != nil {
 		return p, err
-	}
-	p.in = spec.Input{
-		Pod: pod, Container: c, Attempt: req.Attempt, PodIP: r.podIP(pod, req.Sandbox), HostIP: r.cfg.HostIP,
-		SeccompDir: r.cfg.SeccompDir, Objects: req.Objects, Devices: req.Devices,
 	}
 	if p.in.PodDir, p.in.UserNSHostID, err = r.podDirAndUserNS(pod); err != nil {
 		return p, err
@@ -116,7 +116,7 @@ func (r *Runtime) planContainer(req runner.CreateRequest, id string) (containerP
 	if req.Sandbox != nil && req.Sandbox.PID == 0 {
 		p.labels[labelSandbox] = req.Sandbox.ID // a pinned sandbox: see keepTask
 	}
-	p.podCgroup = r.cgroup.PodDir(pod)
+	p.podCgroup = path.Dir(cgroups.Dir(r.cgroup.Container(pod, id)))
 	return p, nil
 }
 
@@ -166,21 +166,6 @@ func (r *Runtime) runtimeOf(pod *corev1.Pod, id string, objs manifests.Objects) 
 type podRuntime struct {
 	spec []oci.SpecOpts
 	opts []client.NewContainerOpts
-}
-
-// podDirAndUserNS are pod's directory (podDir) and the first host ID of its user
-// namespace, allocated on first use and kept in that directory; 0 for a pod in the
-// host's user namespace.
-func (r *Runtime) podDirAndUserNS(pod *corev1.Pod) (string, uint32, error) {
-	dir, err := r.podDir(pod.UID)
-	if err != nil || pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
-		return dir, 0, err
-	}
-	m, err := r.users.Get(string(pod.UID))
-	if err != nil {
-		return "", 0, err
-	}
-	return dir, m.HostID, nil
 }
 
 // containerd refuses IDs over 76 characters; readable IDs keep the pod name first and

@@ -15,6 +15,7 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"google.golang.org/grpc"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
@@ -297,6 +298,21 @@ func (r *Runtime) podDir(uid types.UID) (string, error) {
 		return "", fmt.Errorf("pod directory: %w", err)
 	}
 	return filepath.Join(r.cfg.RootDir, podsDir, string(uid)), nil
+}
+
+// podDirAndUserNS are pod's directory (podDir) and the first host ID of its user
+// namespace, allocated on first use and kept in that directory; 0 for a pod in the
+// host's user namespace.
+func (r *Runtime) podDirAndUserNS(pod *corev1.Pod) (string, uint32, error) {
+	dir, err := r.podDir(pod.UID)
+	if err != nil || pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
+		return dir, 0, err
+	}
+	m, err := r.users.Get(string(pod.UID))
+	if err != nil {
+		return "", 0, err
+	}
+	return dir, m.HostID, nil
 }
 
 // primaryIP is the first global unicast IPv4 address of the host (IPv6 if there is no
