@@ -123,7 +123,9 @@ func fileHash(path string) ([]byte, error) {
 // gets a process, staticpod's own "pause", which is that namespace's init
 // (startPauseSandbox). No image is involved either way. The pod's runtime handler
 // (from objs, the objects of its source) must be known: the pause process runs under
-// it, and a pod whose handler is unknown gets no sandbox, as on the kubelet.
+// it, and a pod whose handler is unknown gets no sandbox, as on the kubelet. Either
+// kind pins its network namespace; its pod network, if there is one, is then set up
+// there, and a failure removes the sandbox again.
 func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int, objs manifests.Objects) (runner.Container, error) {
 	ctx, cancel := r.call(ctx)
 	defer cancel()
@@ -132,19 +134,31 @@ func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int
 	if err != nil {
 		return runner.Container{}, err
 	}
+	var c client.Container
 	if p.sharesPID {
-		return r.startPauseSandbox(ctx, id, p)
+		c, err = r.startPauseSandbox(ctx, id, p)
+	} else {
+		c, err = r.startPinnedSandbox(ctx, id, p)
 	}
-	return r.startPinnedSandbox(ctx, id, p)
+	if err != nil {
+		return runner.Container{}, err
+	}
+	if p.netw != nil {
+		if err := r.attachNetwork(ctx, id, p.netw); err != nil {
+			r.abandonSandbox(ctx, c, r.pinDir(id))
+			return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
+		}
+	}
+	return r.inspect(ctx, id)
 }
 
-// startPinnedSandbox pins new network, UTS and IPC namespaces for sandbox id of plan p (the host's IPC
-// namespace with hostIPC), records the sandbox as a containerd container without a
-// task, and sets up its pod network in the pinned network namespace, if there is one.
-// The record's labels name the pod, as any sandbox's do, and it is running for as long
-// as its pins hold (see settlePinned). The record is made first, so that pins never
-// exist without one that leads to them. A failure removes everything again.
-func (r *Runtime) startPinnedSandbox(ctx context.Context, id string, p sandboxPlan) (runner.Container, error) {
+// startPinnedSandbox pins new network, UTS and IPC namespaces for sandbox id of plan p
+// (the host's IPC namespace with hostIPC) and records the sandbox as a containerd
+// container without a task. The record's labels name the pod, as any sandbox's do, and
+// it is running for as long as its pins hold (see settlePinned). The record is made
+// first, so that pins never exist without one that leads to them. A failure removes
+// everything again.
+func (r *Runtime) startPinnedSandbox(ctx context.Context, id string, p sandboxPlan) (client.Container, error) {
 	spec := pinSpec{namespaces: []pinnedNamespace{pinNet, pinUTS}, hostname: p.hostname, userNS: p.userNS}
 	if !p.hostIPC {
 		spec.namespaces = append(spec.namespaces, pinIPC)
@@ -165,18 +179,15 @@ func (r *Runtime) startPinnedSandbox(ctx context.Context, id string, p sandboxPl
 	c, err := r.client.NewContainer(ctx, id, client.WithContainerLabels(labels), client.WithNewSpec(pinnedSpec(dir, spec)...))
 	if err != nil {
 		r.pinMu.Unlock()
-		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
+		return nil, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
 	}
 	err = pinNamespaces(dir, spec)
 	r.pinMu.Unlock()
-	if err == nil && p.netw != nil {
-		_, err = r.attachNetwork(ctx, id, p.netw)
-	}
 	if err != nil {
 		r.abandonSandbox(ctx, c, dir)
-		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
+		return nil, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
-	return r.inspect(ctx, id)
+	return c, nil
 }
 
 // abandonSandbox removes a sandbox that failed to start: its task, its record, its
@@ -213,24 +224,24 @@ var specNamespace = map[string]specs.LinuxNamespaceType{
 	"user": specs.UserNamespace,
 }
 
-// startPauseSandbox creates and starts sandbox id of plan p, a process: staticpod's "pause"
-// in new network, IPC, UTS and PID namespaces (the host's where the pod asks for them),
-// from the read-only sandbox root; then sets up its pod network, if there is one, in
-// its network namespace, which is pinned for that: a pod network is torn down in its
-// namespace, which must outlive the process should it end first.
-func (r *Runtime) startPauseSandbox(ctx context.Context, id string, p sandboxPlan) (runner.Container, error) {
+// startPauseSandbox creates and starts sandbox id of plan p, a process: staticpod's
+// "pause" in new network, IPC, UTS and PID namespaces (the host's where the pod asks
+// for them), from the read-only sandbox root. With a pod network, its network
+// namespace is pinned: a pod network is torn down in its namespace, which must outlive
+// the process should it end first.
+func (r *Runtime) startPauseSandbox(ctx context.Context, id string, p sandboxPlan) (client.Container, error) {
 	own, err := spec.OwnOOMScoreAdj()
 	if err != nil {
-		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
+		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
 	rootfs, err := r.sandboxRoot()
 	if err != nil {
-		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
+		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
 	specOpts := append(append(sandboxSpec(p, rootfs, own), spec.ShimGroup(id)), p.run.spec...)
 	if p.userNS != 0 {
 		if err := checkSearchable(rootfs); err != nil {
-			return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
+			return nil, fmt.Errorf("create sandbox %s: %w", id, err)
 		}
 		// runc makes the user namespace from the mapping, and the sandbox's other new
 		// namespaces inside it.
@@ -241,28 +252,28 @@ func (r *Runtime) startPauseSandbox(ctx context.Context, id string, p sandboxPla
 		append(p.run.opts, client.WithContainerLabels(p.labels), client.WithNewSpec(specOpts...))...,
 	)
 	if err != nil {
-		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
+		return nil, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
 	}
 	if err := r.startTask(ctx, c, cio.NullIO); err != nil {
 		r.abandonSandbox(ctx, c, "")
-		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
+		return nil, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
-	sb, err := r.inspect(ctx, id)
-	if err != nil || p.netw == nil {
-		return sb, err
+	if p.netw == nil {
+		return c, nil
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return nil, convertErr(err)
 	}
 	dir := r.pinDir(id)
 	r.pinMu.Lock()
-	err = pinProcessNamespace(sb.PID, pinNet, dir)
+	err = pinProcessNamespace(task.Pid(), pinNet, dir)
 	r.pinMu.Unlock()
-	if err == nil {
-		sb.IPs, err = r.attachNetwork(ctx, id, p.netw)
-	}
 	if err != nil {
 		r.abandonSandbox(ctx, c, dir)
-		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
+		return nil, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
-	return sb, nil
+	return c, nil
 }
 
 // sandboxNamespaces is the directory of the namespace files a container of sb's pod
