@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,7 +14,6 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs"
 	"github.com/moby/sys/signal"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/containerdrt/cgroups"
@@ -37,16 +35,19 @@ const (
 )
 
 // CreateContainer creates one container of a pod from its image, labelled so that List
-// can rebuild it, in the pod directory and cgroup PreparePod made: its AppArmor profile
-// (loaded if containerd's default), the images of the image volumes it mounts
-// (mountImageVolumes) and the host side of the container's own mounts are prepared
-// first (package poddir), its CDI devices resolved (resolveCDI), then its spec is built
-// from them (package spec).
+// can rebuild it, in the pod directory and cgroup PreparePod made. The pod is read once
+// (planContainer: runtime, namespaces, AppArmor profile, devices, labels); then the
+// images of the image volumes it mounts are mounted (mountImageVolumes) and the host
+// side of the container's own mounts prepared (package poddir), and its spec is built
+// from all that (package spec).
 func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest) (runner.Container, error) {
 	ctx, cancel := r.call(ctx)
 	defer cancel()
-	pod, c := req.Pod, req.Container
-	id := containerID(pod, c.Name, req.Attempt)
+	id := containerID(req.Pod, req.Container.Name, req.Attempt)
+	p, err := r.planContainer(req, id)
+	if err != nil {
+		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
+	}
 	img, err := r.client.GetImage(ctx, req.Image.Ref)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: image %s: %w", id, req.Image.Ref, convertErr(err))
@@ -55,69 +56,27 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: image config: %w", id, convertErr(err))
 	}
-	podDir, err := r.podDir(pod.UID)
-	if err != nil {
-		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
-	}
-	handler, err := r.runtimeHandler(pod, req.Objects)
-	if err != nil {
-		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
-	}
-	in := spec.Input{
-		Pod: pod, Container: c, Attempt: req.Attempt, Image: imgSpec.Config, PodDir: podDir,
-		PodIP: r.podIP(pod, req.Sandbox), HostIP: r.cfg.HostIP, SeccompDir: r.cfg.SeccompDir,
-		Objects: req.Objects,
-	}
-	if req.Sandbox != nil {
-		in.SandboxNS, in.SandboxID = r.sandboxNamespaces(req.Sandbox), req.Sandbox.ID
-	}
-	if in.UserNSHostID, err = r.userNamespace(pod); err != nil {
-		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
-	}
-	if in.UserNSHostID != 0 {
-		if err := checkOwnUserNamespace(in.SandboxNS); err != nil {
-			return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
-		}
-	}
-	if in.AppArmorProfile, err = appArmorProfile(pod, c); err != nil {
-		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
-	}
-	if in.ImageVolumes, err = r.mountImageVolumes(ctx, req, podDir); err != nil {
-		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
-	}
-	in.Devices = req.Devices
-	if in.DeviceNodes, err = deviceNodes(req.Devices); err != nil {
+	in := p.in
+	in.Image = imgSpec.Config
+	if in.ImageVolumes, err = r.mountImageVolumes(ctx, req, in.PodDir); err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
 	if in.Prepared, err = poddir.PrepareContainer(in); err != nil {
-		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
-	}
-	if err := r.resolveCDI(&in, req.Devices.CDIDevices...); err != nil { // the pod's and its device plugins'
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
 	opts, err := spec.Container(in)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
-	cgroupSpec, cgroupOpts := r.cgroup.Opts(pod, id)
-	opts = append(append(opts, cgroupSpec...), handler.SpecOpts()...)
-	labels := podLabels(pod, runner.KindContainer, c.Name, req.Attempt)
-	labels[LabelHash] = req.Hash
-	labels[LabelLogPath] = logFilePath(r.cfg.PodLogDir, pod, c.Name, req.Attempt)
-	labels[LabelTermination] = poddir.TerminationLogPath(podDir, c.Name, req.Attempt)
-	labels[LabelTermPolicy] = string(c.TerminationMessagePolicy)
+	opts = append(opts, p.run.spec...)
+	labels := p.labels
 	labels[client.StopSignalLabel] = spec.StopSignal(in)
-	labels[labelImageID] = req.Image.Digest
 	// With the container from the start, so that no listing misses it: a container
 	// OOM-killed at once is reaped after the relist its exit wakes (see oomKilled).
-	if n, ok := cgroups.OOMKills(path.Dir(cgroups.Dir(r.cgroup.Container(pod, id)))); ok {
+	if n, ok := cgroups.OOMKills(p.podCgroup); ok {
 		labels[labelPodOOMKills] = strconv.FormatInt(n, 10)
 	}
-	if req.Sandbox != nil && req.Sandbox.PID == 0 {
-		labels[labelSandbox] = req.Sandbox.ID // a pinned sandbox: see keepTask
-	}
-	stopLabels(labels, pod, c)
-	newOpts := append([]client.NewContainerOpts{client.WithImage(img)}, r.runtimeOpts(handler, cgroupOpts)...)
+	newOpts := append([]client.NewContainerOpts{client.WithImage(img)}, p.run.opts...)
 	if r.cfg.Images.Snapshotter != "" {
 		newOpts = append(newOpts, client.WithSnapshotter(r.cfg.Images.Snapshotter))
 	}
@@ -401,18 +360,6 @@ func (r *Runtime) RemovePodData(ctx context.Context, uid types.UID) error {
 		return err
 	}
 	return poddir.RemoveLogs(r.cfg.PodLogDir, uid)
-}
-
-// podIP is the pod's IP: the host's on the host network, else its sandbox's pod IP; ""
-// for a pod with loopback only (no pod network is configured).
-func (r *Runtime) podIP(pod *corev1.Pod, sandbox *runner.Container) string {
-	switch {
-	case pod.Spec.HostNetwork:
-		return r.cfg.HostIP
-	case sandbox != nil && len(sandbox.IPs) > 0:
-		return sandbox.IPs[0]
-	}
-	return ""
 }
 
 // loadedLabels are the labels of a container as LoadContainer read them: no second

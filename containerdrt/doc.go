@@ -23,8 +23,10 @@
 // A pod's host side is made before its containers, as the kubelet makes a pod's
 // cgroup and mounts its volumes before it asks its runtime for containers:
 // PreparePod makes the pod's cgroup (package cgroups) and its directory with the /etc
-// files and volumes (package poddir). A container is then created in two steps
-// (CreateContainer): package poddir prepares the host side of the container's own
+// files and volumes (package poddir). A sandbox or a container is made from its pod
+// read once into a plan (podplan.go: IDs, runtime handler and cgroup, user namespace,
+// hostname, network, labels), not from the pod. A container is then created in two
+// steps (CreateContainer): package poddir prepares the host side of the container's own
 // mounts (hostPaths, subPaths, /dev/shm, the termination-message file; this package
 // mounts the images of image volumes there first, imagevolume.go), then package spec
 // assembles its OCI spec from oci.SpecOpts per concern, writing nothing.

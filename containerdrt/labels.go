@@ -3,6 +3,7 @@ package containerdrt
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -75,6 +76,10 @@ const (
 
 // maxLabelSize is the most containerd keeps in one label, key and value together.
 const maxLabelSize = 4096
+
+// maxGraceSeconds is the longest grace period a label may give: longer would overflow a
+// time.Duration.
+const maxGraceSeconds = int64(math.MaxInt64 / time.Second)
 
 // podLabels are the labels of everything that belongs to pod. The pod's location (its
 // staticpod.io/config.location, a URL already without credentials or query values)
@@ -160,21 +165,27 @@ func stopLabels(labels map[string]string, pod *corev1.Pod, c *corev1.Container) 
 	}
 }
 
-// sandboxLabels are the labels of pod's sandbox: the pod's, and the hash of the pod's
-// fields it is made from (manifests.SandboxHash), by which the runner tells when an
-// edit of the pod needs a new sandbox.
-func sandboxLabels(pod *corev1.Pod, attempt int) map[string]string {
+// sandboxLabels are the labels of pod's sandbox: the pod's; hash, of the pod's fields
+// the sandbox is made from (manifests.SandboxHash), by which the runner tells when an
+// edit of the pod needs a new sandbox; and how the pod is networked: what tears down
+// its pod network (a), or why it has none (note).
+func sandboxLabels(pod *corev1.Pod, attempt int, hash string, a *podnet.Attachment, note string) map[string]string {
 	labels := podLabels(pod, runner.KindSandbox, pod.Name, attempt)
-	labels[LabelHash] = manifests.SandboxHash(pod)
-	return labels
-}
-
-// networkLabels records in labels how the sandbox's pod is networked: what tears down
-// its pod network, or why it has none.
-func networkLabels(labels map[string]string, a *podnet.Attachment, note string) {
+	labels[LabelHash] = hash
 	if a != nil {
 		labels[labelNetwork] = a.Record.Label(maxLabelSize - len(labelNetwork))
 	} else if note != "" {
 		labels[labelNetworkNote] = note
 	}
+	return labels
+}
+
+// containerLabels are the labels of attempt of container c of pod that its spec
+// gives: the pod's, its termination message policy and what stopping it needs
+// (stopLabels).
+func containerLabels(pod *corev1.Pod, c *corev1.Container, attempt int) map[string]string {
+	labels := podLabels(pod, runner.KindContainer, c.Name, attempt)
+	labels[LabelTermPolicy] = string(c.TerminationMessagePolicy)
+	stopLabels(labels, pod, c)
+	return labels
 }

@@ -18,11 +18,8 @@ func (r *Runtime) PreparePod(ctx context.Context, pod *corev1.Pod, objs manifest
 	if err := r.cgroup.EnsurePod(ctx, pod); err != nil {
 		return fmt.Errorf("prepare pod %s: %w", manifests.Key(pod), err)
 	}
-	podDir, err := r.podDir(pod.UID)
+	podDir, _, err := r.podDirAndUserNS(pod) // the user namespace allocated first: the pod's files are owned in it
 	if err != nil {
-		return fmt.Errorf("prepare pod %s: %w", manifests.Key(pod), err)
-	}
-	if _, err := r.userNamespace(pod); err != nil { // allocated first: the pod's files are owned in it
 		return fmt.Errorf("prepare pod %s: %w", manifests.Key(pod), err)
 	}
 	if err := poddir.PreparePod(pod, podDir, r.cfg.HostIP, objs); err != nil {

@@ -2,11 +2,9 @@ package containerdrt
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -14,185 +12,14 @@ import (
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/v2/core/containers"
-	"golang.org/x/sys/unix"
 
-	"github.com/staticpod/staticpod/internal/pause"
 	"github.com/staticpod/staticpod/runner"
 )
 
-// A pod with its own network needs no process to hold its namespaces: they are pinned
-// as files, bind mounts of the namespaces' nsfs entries under the root dir, as
-// containerd's CRI pins a pod's network namespace and `ip netns add` does. The pod's
-// containers join them by path. A namespace lives as long as a mount of it, a process
-// in it or an open descriptor to it, so the pod's namespaces outlive restarts of all of
-// its containers and of staticpod, and go when the pins are unmounted (unpinNamespaces)
-// once nothing runs in them. Only a pod that shares one PID namespace between its
-// containers still has a sandbox process: a PID namespace needs an init.
-
-// namespacesDir is under the root dir: one directory of pins per sandbox.
-const namespacesDir = "namespaces"
-
-// nsfsMagic is the file system type statfs reports for a namespace file.
-const nsfsMagic = 0x6e736673
-
-// pinnedNamespace is one namespace a pinned sandbox can hold: the name of its file
-// under /proc/<pid>/ns (and in the sandbox's pin directory) and its clone flag.
-type pinnedNamespace struct {
-	file string
-	flag int
-}
-
-var (
-	pinNet = pinnedNamespace{"net", unix.CLONE_NEWNET}
-	pinUTS = pinnedNamespace{"uts", unix.CLONE_NEWUTS}
-	pinIPC = pinnedNamespace{"ipc", unix.CLONE_NEWIPC}
-)
-
-// pinSpec is what a pod's pinned sandbox holds.
-type pinSpec struct {
-	namespaces []pinnedNamespace
-	hostname   string // set in the new UTS namespace
-	// userNS, when not 0, is the first host ID of a new user namespace that holds the
-	// others (pinInUserNamespace), made by self (the helper) as a child process.
-	userNS uint32
-	self   string
-}
-
-// pinDir is the directory of the pins of sandbox id.
-func (r *Runtime) pinDir(id string) string {
-	return filepath.Join(r.cfg.RootDir, namespacesDir, id)
-}
-
-// pinNamespaces creates new namespaces as spec says, sets them up (loopback up, the
-// hostname) and pins each at dir/<file>. It undoes what it did when it fails.
-//
-// The namespaces are made by unshare on a locked thread, which then enters the
-// namespaces it came from again before it is unlocked. Should that fail, the thread
-// stays locked: Go ends it with its goroutine (the main thread it parks instead, so
-// returning matters there too), and no other goroutine ever runs in a pod's namespaces.
-func pinNamespaces(dir string, spec pinSpec) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("pin namespaces: %w", err)
-	}
-	if spec.userNS != 0 {
-		if err := pinInUserNamespace(dir, spec); err != nil {
-			return errors.Join(fmt.Errorf("pin namespaces: %w", err), unpinNamespaces(dir))
-		}
-		return nil
-	}
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		home, err := threadNamespaces(spec.namespaces)
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- fmt.Errorf("pin namespaces: %w", err)
-			return
-		}
-		err = pinOnThisThread(dir, spec)
-		if enter(home) == nil {
-			runtime.UnlockOSThread()
-		}
-		done <- err
-	}()
-	if err := <-done; err != nil {
-		return errors.Join(fmt.Errorf("pin namespaces: %w", err), unpinNamespaces(dir))
-	}
-	return nil
-}
-
-// threadNamespaces opens the calling thread's namespaces of the given kinds, so that
-// it can enter them again (see enter), by their clone flags.
-func threadNamespaces(kinds []pinnedNamespace) (map[int]*os.File, error) {
-	out := map[int]*os.File{}
-	for _, ns := range kinds {
-		f, err := os.Open("/proc/thread-self/ns/" + ns.file)
-		if err != nil {
-			enter(out) // closes what was opened
-			return nil, err
-		}
-		out[ns.flag] = f
-	}
-	return out, nil
-}
-
-// enter makes the calling thread enter the namespaces of files (by clone flag) and
-// closes them. It reports the first failure.
-func enter(files map[int]*os.File) error {
-	var errs []error
-	for flag, f := range files {
-		if err := unix.Setns(int(f.Fd()), flag); err != nil {
-			errs = append(errs, fmt.Errorf("return to the host's namespace %s: %w", f.Name(), err))
-		}
-		f.Close()
-	}
-	return errors.Join(errs...)
-}
-
-func pinOnThisThread(dir string, spec pinSpec) error {
-	flags := 0
-	for _, ns := range spec.namespaces {
-		flags |= ns.flag
-	}
-	if err := unix.Unshare(flags); err != nil {
-		return fmt.Errorf("unshare: %w", err)
-	}
-	for _, ns := range spec.namespaces {
-		switch ns {
-		case pinUTS:
-			if err := unix.Sethostname([]byte(spec.hostname)); err != nil {
-				return fmt.Errorf("set hostname %q: %w", spec.hostname, err)
-			}
-		case pinNet:
-			// runc brings loopback up only in a network namespace it creates itself.
-			if err := pause.LoopbackUp(); err != nil {
-				return err
-			}
-		}
-		if err := pinThreadNamespace(ns.file, filepath.Join(dir, ns.file)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// pinThreadNamespace bind-mounts the calling thread's namespace file onto path.
-func pinThreadNamespace(file, path string) error {
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o400)
-	if err != nil {
-		return fmt.Errorf("pin %s namespace: %w", file, err)
-	}
-	f.Close()
-	if err := unix.Mount("/proc/thread-self/ns/"+file, path, "none", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("pin %s namespace at %s: %w", file, path, err)
-	}
-	return nil
-}
-
-// unpinNamespaces unmounts the pins in dir and removes it. The namespaces end once
-// nothing else holds them.
-func unpinNamespaces(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("unpin namespaces: %w", err)
-	}
-	var errs []error
-	for _, e := range entries {
-		path := filepath.Join(dir, e.Name())
-		if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && err != unix.EINVAL && err != unix.ENOENT {
-			errs = append(errs, fmt.Errorf("unpin %s: %w", path, err))
-		}
-	}
-	if len(errs) == 0 {
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, fmt.Errorf("unpin namespaces: %w", err))
-		}
-	}
-	return errors.Join(errs...)
-}
+// A pinned sandbox, once its pins are made (pins.go), is running for as long as they
+// hold: settlePinned records its end when they are lost, stopPinned ends it, and the
+// repairs release the tasks kept for its shim and remove the pins of sandboxes
+// containerd no longer knows.
 
 // sandboxPins is the pin directory of sandbox id: its namespaces if it is pinned
 // namespaces, else the pin of its network namespace if it has a pod network; "" for a
@@ -207,22 +34,6 @@ func (r *Runtime) sandboxPins(id string, labels map[string]string) string {
 	return ""
 }
 
-// pinsHeld reports whether every namespace in files is still pinned in dir: a reboot,
-// or someone's umount, leaves empty files, and a staticpod killed while pinning leaves
-// some missing. Only a missing file or one that holds no namespace counts as lost; any
-// other error (out of descriptors, say) is taken for held, and the next repair looks
-// again.
-func pinsHeld(dir string, files []string) bool {
-	for _, file := range files {
-		var st unix.Statfs_t
-		err := unix.Statfs(filepath.Join(dir, file), &st)
-		if err == unix.ENOENT || err == nil && st.Type != nsfsMagic {
-			return false
-		}
-	}
-	return true
-}
-
 // pinnedFiles are the namespace files a pinned sandbox holds, from its label; a
 // sandbox recorded without it holds at least net and uts.
 func pinnedFiles(labels map[string]string) []string {
@@ -230,31 +41,6 @@ func pinnedFiles(labels map[string]string) []string {
 		return strings.Split(files, ",")
 	}
 	return []string{pinNet.file, pinUTS.file}
-}
-
-// isNamespace reports whether path is a namespace file (a pin that holds).
-func isNamespace(path string) bool {
-	var st unix.Statfs_t
-	return unix.Statfs(path, &st) == nil && st.Type == nsfsMagic
-}
-
-// pinProcessNamespace pins the namespace ns of process pid at dir/<ns.file>: the
-// network namespace of a sandbox process, so that its pod network can be torn down in
-// it even after the process is gone.
-func pinProcessNamespace(pid uint32, ns pinnedNamespace, dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("pin %s namespace: %w", ns.file, err)
-	}
-	path := filepath.Join(dir, ns.file)
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o400)
-	if err != nil {
-		return fmt.Errorf("pin %s namespace: %w", ns.file, err)
-	}
-	f.Close()
-	if err := unix.Mount(fmt.Sprintf("/proc/%d/ns/%s", pid, ns.file), path, "none", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("pin %s namespace at %s: %w", ns.file, path, err)
-	}
-	return nil
 }
 
 // settlePinned records that a pinned sandbox ended when its pins no longer hold (the

@@ -8,12 +8,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"google.golang.org/grpc"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
@@ -249,6 +251,41 @@ func (r *Runtime) EnsureImage(ctx context.Context, req runner.PullRequest) (runn
 	return r.images.Ensure(namespaces.WithNamespace(ctx, r.cfg.Namespace), req)
 }
 
+// settleHandlers makes the runtime handlers pods may name: containerd's CRI runtimes,
+// unless containerd serves no CRI (or the runtime only observes), and
+// --runtime-handler's, which win. A flag that does not parse is a configuration error.
+func (r *Runtime) settleHandlers(ctx context.Context) error {
+	var fromContainerd handlers.Set
+	if conn, ok := r.client.Conn().(grpc.ClientConnInterface); ok && !r.cfg.Observe {
+		config, err := cgroups.CRIConfig(ctx, conn)
+		if err == nil {
+			fromContainerd, err = handlers.FromCRI(config)
+		}
+		if err != nil {
+			r.log.Warn("containerd's CRI runtimes are not runtime handlers of staticpod", "err", err)
+		}
+	}
+	set, err := handlers.New(fromContainerd, r.cfg.RuntimeHandlers)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	set.Probe(ctx)
+	r.handlers = set
+	if len(set) > 1 {
+		var names []string
+		for _, name := range set.Names() {
+			h := set[name]
+			note := h.Source
+			if h.OCIVersion != "" {
+				note += ", OCI spec " + h.OCIVersion
+			}
+			names = append(names, name+" ("+note+")")
+		}
+		r.log.Info("runtime handlers", "handlers", strings.Join(names, ", "))
+	}
+	return nil
+}
+
 // call returns ctx with staticpod's namespace and the call timeout.
 func (r *Runtime) call(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(namespaces.WithNamespace(ctx, r.cfg.Namespace), r.cfg.CallTimeout)
@@ -261,6 +298,21 @@ func (r *Runtime) podDir(uid types.UID) (string, error) {
 		return "", fmt.Errorf("pod directory: %w", err)
 	}
 	return filepath.Join(r.cfg.RootDir, podsDir, string(uid)), nil
+}
+
+// podDirAndUserNS are pod's directory (podDir) and the first host ID of its user
+// namespace, allocated on first use and kept in that directory; 0 for a pod in the
+// host's user namespace.
+func (r *Runtime) podDirAndUserNS(pod *corev1.Pod) (string, uint32, error) {
+	dir, err := r.podDir(pod.UID)
+	if err != nil || pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
+		return dir, 0, err
+	}
+	m, err := r.users.Get(string(pod.UID))
+	if err != nil {
+		return "", 0, err
+	}
+	return dir, m.HostID, nil
 }
 
 // primaryIP is the first global unicast IPv4 address of the host (IPv6 if there is no

@@ -17,8 +17,6 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/staticpod/staticpod/containerdrt/handlers"
-	"github.com/staticpod/staticpod/containerdrt/poddir"
 	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
@@ -119,50 +117,57 @@ func fileHash(path string) ([]byte, error) {
 	return h.Sum(nil), nil
 }
 
-// StartSandbox makes what holds pod's namespaces for its containers to join. Most
-// pods get pinned namespaces and no process (startPinnedSandbox); a pod that shares one
-// PID namespace between its containers gets a process, staticpod's own "pause", which
-// is that namespace's init (startPauseSandbox). No image is involved either way. The
-// pod's runtime handler (from objs, the objects of its source) must be known: the
-// pause process runs under it, and a pod whose handler is unknown gets no sandbox, as
-// on the kubelet.
+// StartSandbox makes what holds pod's namespaces for its containers to join, from the
+// pod read once (planSandbox). Most pods get pinned namespaces and no process
+// (startPinnedSandbox); a pod that shares one PID namespace between its containers
+// gets a process, staticpod's own "pause", which is that namespace's init
+// (startPauseSandbox). No image is involved either way. The pod's runtime handler
+// (from objs, the objects of its source) must be known: the pause process runs under
+// it, and a pod whose handler is unknown gets no sandbox, as on the kubelet. Either
+// kind pins its network namespace; its pod network, if there is one, is then set up
+// there, and a failure removes the sandbox again.
 func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int, objs manifests.Objects) (runner.Container, error) {
 	ctx, cancel := r.call(ctx)
 	defer cancel()
-	h, err := r.runtimeHandler(pod, objs)
+	id := sandboxID(pod, attempt)
+	p, err := r.planSandbox(pod, id, attempt, objs)
 	if err != nil {
 		return runner.Container{}, err
 	}
-	if manifests.SharesPIDNamespace(pod) {
-		return r.startPauseSandbox(ctx, pod, attempt, h)
+	var c client.Container
+	if p.sharesPID {
+		c, err = r.startPauseSandbox(ctx, id, p)
+	} else {
+		c, err = r.startPinnedSandbox(ctx, id, p)
 	}
-	return r.startPinnedSandbox(ctx, pod, attempt)
+	if err != nil {
+		return runner.Container{}, err
+	}
+	if p.netw != nil {
+		if err := r.attachNetwork(ctx, id, p.netw); err != nil {
+			r.abandonSandbox(ctx, c, r.pinDir(id))
+			return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
+		}
+	}
+	return r.inspect(ctx, id)
 }
 
-// startPinnedSandbox pins new network, UTS and IPC namespaces for pod (the host's IPC
-// namespace with hostIPC), records the sandbox as a containerd container without a
-// task, and sets up its pod network in the pinned network namespace, if there is one.
-// The record's labels name the pod, as any sandbox's do, and it is running for as long
-// as its pins hold (see settlePinned). The record is made first, so that pins never
-// exist without one that leads to them. A failure removes everything again.
-func (r *Runtime) startPinnedSandbox(ctx context.Context, pod *corev1.Pod, attempt int) (runner.Container, error) {
-	id := sandboxID(pod, attempt)
-	netw, note, err := r.net.ForPod(pod)
-	if err != nil {
-		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
-	}
-	spec := pinSpec{namespaces: []pinnedNamespace{pinNet, pinUTS}, hostname: sandboxHostname(pod)}
-	if !pod.Spec.HostIPC {
+// startPinnedSandbox pins new network, UTS and IPC namespaces for sandbox id of plan p
+// (the host's IPC namespace with hostIPC) and records the sandbox as a containerd
+// container without a task. The record's labels name the pod, as any sandbox's do, and
+// it is running for as long as its pins hold (see settlePinned). The record is made
+// first, so that pins never exist without one that leads to them. A failure removes
+// everything again.
+func (r *Runtime) startPinnedSandbox(ctx context.Context, id string, p sandboxPlan) (client.Container, error) {
+	spec := pinSpec{namespaces: []pinnedNamespace{pinNet, pinUTS}, hostname: p.hostname, userNS: p.userNS}
+	if !p.hostIPC {
 		spec.namespaces = append(spec.namespaces, pinIPC)
-	}
-	if spec.userNS, err = r.userNamespace(pod); err != nil {
-		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
 	if spec.userNS != 0 {
 		spec.namespaces, spec.self = append([]pinnedNamespace{pinUser}, spec.namespaces...), r.cfg.Self
 	}
 	dir := r.pinDir(id)
-	labels := sandboxLabels(pod, attempt)
+	labels := p.labels
 	labels[labelPinned] = dir
 	var files []string
 	for _, ns := range spec.namespaces {
@@ -170,23 +175,19 @@ func (r *Runtime) startPinnedSandbox(ctx context.Context, pod *corev1.Pod, attem
 	}
 	labels[labelPinnedFiles] = strings.Join(files, ",")
 	labels[labelStartedAt] = time.Now().UTC().Format(time.RFC3339Nano)
-	networkLabels(labels, netw, note)
 	r.pinMu.Lock()
 	c, err := r.client.NewContainer(ctx, id, client.WithContainerLabels(labels), client.WithNewSpec(pinnedSpec(dir, spec)...))
 	if err != nil {
 		r.pinMu.Unlock()
-		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
+		return nil, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
 	}
 	err = pinNamespaces(dir, spec)
 	r.pinMu.Unlock()
-	if err == nil && netw != nil {
-		_, err = r.attachNetwork(ctx, id, netw)
-	}
 	if err != nil {
 		r.abandonSandbox(ctx, c, dir)
-		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
+		return nil, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
-	return r.inspect(ctx, id)
+	return c, nil
 }
 
 // abandonSandbox removes a sandbox that failed to start: its task, its record, its
@@ -223,68 +224,56 @@ var specNamespace = map[string]specs.LinuxNamespaceType{
 	"user": specs.UserNamespace,
 }
 
-// startPauseSandbox creates and starts the sandbox process of pod: staticpod's "pause"
-// in new network, IPC, UTS and PID namespaces (the host's where the pod asks for them),
-// from the read-only sandbox root; then sets up its pod network, if there is one, in
-// its network namespace, which is pinned for that: a pod network is torn down in its
-// namespace, which must outlive the process should it end first.
-func (r *Runtime) startPauseSandbox(ctx context.Context, pod *corev1.Pod, attempt int, h handlers.Handler) (runner.Container, error) {
-	id := sandboxID(pod, attempt)
-	netw, note, err := r.net.ForPod(pod)
-	if err != nil {
-		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
-	}
-	labels := sandboxLabels(pod, attempt)
-	networkLabels(labels, netw, note)
+// startPauseSandbox creates and starts sandbox id of plan p, a process: staticpod's
+// "pause" in new network, IPC, UTS and PID namespaces (the host's where the pod asks
+// for them), from the read-only sandbox root. With a pod network, its network
+// namespace is pinned: a pod network is torn down in its namespace, which must outlive
+// the process should it end first.
+func (r *Runtime) startPauseSandbox(ctx context.Context, id string, p sandboxPlan) (client.Container, error) {
 	own, err := spec.OwnOOMScoreAdj()
 	if err != nil {
-		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
+		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
 	rootfs, err := r.sandboxRoot()
 	if err != nil {
-		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
+		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
-	hostID, err := r.userNamespace(pod)
-	if err != nil {
-		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
-	}
-	cgroupSpec, cgroupOpts := r.cgroup.Opts(pod, id)
-	specOpts := append(append(append(sandboxSpec(pod, rootfs, own), spec.ShimGroup(id)), cgroupSpec...), h.SpecOpts()...)
-	if hostID != 0 {
+	specOpts := append(append(sandboxSpec(p, rootfs, own), spec.ShimGroup(id)), p.run.spec...)
+	if p.userNS != 0 {
 		if err := checkSearchable(rootfs); err != nil {
-			return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
+			return nil, fmt.Errorf("create sandbox %s: %w", id, err)
 		}
 		// runc makes the user namespace from the mapping, and the sandbox's other new
 		// namespaces inside it.
-		m := spec.UserNSMapping(hostID)
+		m := spec.UserNSMapping(p.userNS)
 		specOpts = append(specOpts, oci.WithUserNamespace(m, m))
 	}
 	c, err := r.client.NewContainer(ctx, id,
-		append(r.runtimeOpts(h, cgroupOpts), client.WithContainerLabels(labels), client.WithNewSpec(specOpts...))...,
+		append(p.run.opts, client.WithContainerLabels(p.labels), client.WithNewSpec(specOpts...))...,
 	)
 	if err != nil {
-		return runner.Container{}, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
+		return nil, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
 	}
 	if err := r.startTask(ctx, c, cio.NullIO); err != nil {
 		r.abandonSandbox(ctx, c, "")
-		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
+		return nil, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
-	sb, err := r.inspect(ctx, id)
-	if err != nil || netw == nil {
-		return sb, err
+	if p.netw == nil {
+		return c, nil
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return nil, convertErr(err)
 	}
 	dir := r.pinDir(id)
 	r.pinMu.Lock()
-	err = pinProcessNamespace(sb.PID, pinNet, dir)
+	err = pinProcessNamespace(task.Pid(), pinNet, dir)
 	r.pinMu.Unlock()
-	if err == nil {
-		sb.IPs, err = r.attachNetwork(ctx, id, netw)
-	}
 	if err != nil {
 		r.abandonSandbox(ctx, c, dir)
-		return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
+		return nil, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
-	return sb, nil
+	return c, nil
 }
 
 // sandboxNamespaces is the directory of the namespace files a container of sb's pod
@@ -304,7 +293,7 @@ func (r *Runtime) sandboxNamespaces(sb *runner.Container) string {
 // kubelet's for a pod's sandbox, never below ownOOMScore (as spec.Resources scores
 // containers): the kernel should kill it last of the pod, as its end takes the pod's
 // namespaces.
-func sandboxSpec(pod *corev1.Pod, rootfs string, ownOOMScore int) []oci.SpecOpts {
+func sandboxSpec(p sandboxPlan, rootfs string, ownOOMScore int) []oci.SpecOpts {
 	opts := []oci.SpecOpts{
 		spec.WithOOMScoreAdj(max(spec.SandboxOOMScoreAdj, ownOOMScore)),
 		oci.WithRootFSPath(rootfs),
@@ -314,23 +303,17 @@ func sandboxSpec(pod *corev1.Pod, rootfs string, ownOOMScore int) []oci.SpecOpts
 		oci.WithEnv([]string{"PATH=/"}),
 		oci.WithNoNewPrivileges,
 	}
-	if pod.Spec.HostNetwork {
+	if p.hostNetwork {
 		// runc refuses a hostname without a UTS namespace of its own.
 		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
 	} else {
-		opts = append(opts, oci.WithHostname(sandboxHostname(pod)))
+		opts = append(opts, oci.WithHostname(p.hostname))
 	}
-	if pod.Spec.HostIPC {
+	if p.hostIPC {
 		opts = append(opts, oci.WithHostNamespace(specs.IPCNamespace))
 	}
-	if pod.Spec.HostPID {
+	if p.hostPID {
 		opts = append(opts, oci.WithHostNamespace(specs.PIDNamespace))
 	}
 	return opts
-}
-
-// sandboxHostname is the hostname of the pod's UTS namespace, as the kubelet names it.
-func sandboxHostname(pod *corev1.Pod) string {
-	name, _ := poddir.Hostname(pod)
-	return name
 }

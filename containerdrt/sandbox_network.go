@@ -24,14 +24,14 @@ import (
 const netRecordFile = "network.json"
 
 // attachNetwork sets up a's pod network for sandbox id in the network namespace pinned
-// in its pin directory, and records its IPs. The record is written to the pin
+// in its pin directory, and records its IPs in its labels. The record is written to the pin
 // directory first, so that a staticpod killed meanwhile leaves what tears it down.
 // What the plugins did is undone when it fails.
-func (r *Runtime) attachNetwork(ctx context.Context, id string, a *podnet.Attachment) ([]string, error) {
+func (r *Runtime) attachNetwork(ctx context.Context, id string, a *podnet.Attachment) error {
 	dir := r.pinDir(id)
 	data, _ := json.Marshal(a.Record)
 	if err := atomicfile.WriteFile(filepath.Join(dir, netRecordFile), data, 0o600); err != nil {
-		return nil, fmt.Errorf("set up pod network: %w", err)
+		return fmt.Errorf("set up pod network: %w", err)
 	}
 	netns := filepath.Join(dir, pinNet.file)
 	start := time.Now()
@@ -44,9 +44,9 @@ func (r *Runtime) attachNetwork(ctx context.Context, id string, a *podnet.Attach
 		if derr := r.net.Teardown(ctx, id, a.Record, netns); derr != nil {
 			r.log.Warn("undo a pod network that failed to set up", "id", id, "err", derr)
 		}
-		return nil, fmt.Errorf("set up pod network: %w", err)
+		return fmt.Errorf("set up pod network: %w", err)
 	}
-	return ips, nil
+	return nil
 }
 
 // noPodIPs is labelPodIPs of a sandbox whose network gave it no address: the label is

@@ -3,17 +3,9 @@ package containerdrt
 import (
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"syscall"
 
 	"golang.org/x/sys/unix"
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/staticpod/staticpod/containerdrt/spec"
-	"github.com/staticpod/staticpod/internal/pause"
 )
 
 // A pod with hostUsers: false runs in a user namespace of its own, mapped as
@@ -28,7 +20,8 @@ import (
 //     namespaces at once (the others then belong to the new user namespace) with the
 //     pod's mapping: a Go program has several threads, and only a process of one thread
 //     may make a user namespace. The namespaces are pinned from /proc/<pid>/ns, the
-//     child is ended, and staticpod sets the hostname and brings loopback up in them.
+//     child is ended, and staticpod sets the hostname and brings loopback up in them
+//     (pinInUserNamespace, pins.go).
 //   - A sandbox process (shareProcessNamespace) is given the user namespace by runc,
 //     from the mapping in its spec; runc makes its other namespaces inside it.
 //
@@ -38,106 +31,6 @@ import (
 // client copies the image's layers into a snapshot whose files it chowns, which works
 // against containerd 1.6 and 2.x alike, and is shared by the pod's containers of that
 // image); the pod directory's files by poddir.
-
-var pinUser = pinnedNamespace{"user", unix.CLONE_NEWUSER}
-
-// userNamespace is the first host ID of pod's user namespace, allocated on first use;
-// 0 for a pod in the host's user namespace.
-func (r *Runtime) userNamespace(pod *corev1.Pod) (uint32, error) {
-	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
-		return 0, nil
-	}
-	if _, err := r.podDir(pod.UID); err != nil {
-		return 0, err
-	}
-	m, err := r.users.Get(string(pod.UID))
-	if err != nil {
-		return 0, err
-	}
-	return m.HostID, nil
-}
-
-// pinInUserNamespace makes and pins the namespaces of spec in a new user namespace
-// mapped from spec.userNS: see above. The child runs the helper through a descriptor
-// opened here, so that directories only the host's root may search (a root dir of mode
-// 0700) do not keep the mapped root from executing it.
-func pinInUserNamespace(dir string, ps pinSpec) error {
-	flags := 0
-	for _, ns := range ps.namespaces {
-		flags |= ns.flag
-	}
-	bin, err := os.Open(ps.self)
-	if err != nil {
-		return fmt.Errorf("make user namespace: %w", err)
-	}
-	defer bin.Close()
-	ids := []syscall.SysProcIDMap{{ContainerID: 0, HostID: int(ps.userNS), Size: spec.UserNSLength}}
-	cmd := exec.Command("/proc/self/fd/3", "pause")
-	cmd.ExtraFiles = []*os.File{bin}
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags: uintptr(flags), UidMappings: ids, GidMappings: ids,
-		GidMappingsEnableSetgroups: true, // else setgroups is denied in the namespace for good
-		Pdeathsig:                  syscall.SIGKILL,
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("make user namespace: %w", err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
-	for _, ns := range ps.namespaces {
-		if err := pinProcessNamespace(uint32(cmd.Process.Pid), ns, dir); err != nil {
-			return err
-		}
-	}
-	return setUpPinned(dir, ps)
-}
-
-// setUpPinned sets the hostname in the pinned UTS namespace and brings loopback up in
-// the pinned network namespace, from a locked thread that enters them and returns to
-// its own (see pinNamespaces for a thread that cannot).
-func setUpPinned(dir string, ps pinSpec) error {
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		kinds := []pinnedNamespace{pinUTS, pinNet}
-		home, err := threadNamespaces(kinds)
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- err
-			return
-		}
-		err = setUpOnThisThread(dir, ps.hostname)
-		if enter(home) == nil {
-			runtime.UnlockOSThread()
-		}
-		done <- err
-	}()
-	if err := <-done; err != nil {
-		return fmt.Errorf("set up pinned namespaces: %w", err)
-	}
-	return nil
-}
-
-func setUpOnThisThread(dir, hostname string) error {
-	for _, ns := range []pinnedNamespace{pinUTS, pinNet} {
-		f, err := os.Open(filepath.Join(dir, ns.file))
-		if err != nil {
-			return err
-		}
-		err = unix.Setns(int(f.Fd()), ns.flag)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("enter pinned %s namespace: %w", ns.file, err)
-		}
-	}
-	if err := unix.Sethostname([]byte(hostname)); err != nil {
-		return fmt.Errorf("set hostname %q: %w", hostname, err)
-	}
-	return pause.LoopbackUp()
-}
 
 // checkOwnUserNamespace fails unless the sandbox's namespaces in nsDir hold a user
 // namespace other than the host's: a container of a pod with hostUsers: false never

@@ -41,6 +41,29 @@ func (n *Network) ForPod(pod *corev1.Pod) (_ *Attachment, note string, _ error) 
 	}}, "", nil
 }
 
+// portMappings are the hostPorts of pod's app containers, as the kubelet hands them to
+// the runtime (MakePortMappings): ports without a hostPort are left out, and a port
+// named twice counts once.
+func portMappings(pod *corev1.Pod) []PortMapping {
+	var out []PortMapping
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort <= 0 {
+				continue
+			}
+			proto := p.Protocol
+			if proto == "" {
+				proto = corev1.ProtocolTCP
+			}
+			m := PortMapping{HostPort: p.HostPort, ContainerPort: p.ContainerPort, Protocol: strings.ToLower(string(proto)), HostIP: p.HostIP}
+			if !slices.Contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
 // Setup runs the plugins' ADD for sandbox id on the network namespace at netns and
 // returns the pod's IPs, IPv4 first.
 func (a *Attachment) Setup(ctx context.Context, id, netns string) ([]string, error) {

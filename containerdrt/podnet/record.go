@@ -1,12 +1,6 @@
 package podnet
 
-import (
-	"encoding/json"
-	"slices"
-	"strings"
-
-	corev1 "k8s.io/api/core/v1"
-)
+import "encoding/json"
 
 // Record is what tearing down a sandbox's pod network needs, recorded when the
 // sandbox is made: the pod's spec may be gone by the time it is torn down, and the
@@ -25,29 +19,6 @@ type PortMapping struct {
 	ContainerPort int32  `json:"containerPort"`
 	Protocol      string `json:"protocol"` // tcp, udp or sctp
 	HostIP        string `json:"hostIP,omitempty"`
-}
-
-// portMappings are the hostPorts of pod's app containers, as the kubelet hands them to
-// the runtime (MakePortMappings): ports without a hostPort are left out, and a port
-// named twice counts once.
-func portMappings(pod *corev1.Pod) []PortMapping {
-	var out []PortMapping
-	for _, c := range pod.Spec.Containers {
-		for _, p := range c.Ports {
-			if p.HostPort <= 0 {
-				continue
-			}
-			proto := p.Protocol
-			if proto == "" {
-				proto = corev1.ProtocolTCP
-			}
-			m := PortMapping{HostPort: p.HostPort, ContainerPort: p.ContainerPort, Protocol: strings.ToLower(string(proto)), HostIP: p.HostIP}
-			if !slices.Contains(out, m) {
-				out = append(out, m)
-			}
-		}
-	}
-	return out
 }
 
 // Label is rec as the value of a label with room bytes for it: without the
