@@ -291,3 +291,65 @@ func TestInterruptedReapIsFinished(t *testing.T) {
 		t.Error("the task of an interrupted reap is left")
 	}
 }
+
+// Starting a pod costs containerd no more than it must: the pinned sandbox is one
+// write of a record (no lease around it: it references nothing to collect), and no
+// call reads the namespace's labels for a default snapshotter, which New resolved.
+func TestPodStartAsksContainerdOnlyWhatItMust(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: calls}\nspec:\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
+	if err := r.PreparePod(r.ctx, pod, manifests.Objects{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.RemovePodData(context.WithoutCancel(r.ctx), pod.UID); err != nil {
+			t.Errorf("RemovePodData: %v", err)
+		}
+	})
+	before := r.Calls()
+	sb, err := r.StartSandbox(r.ctx, pod, 0, manifests.Objects{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.mustRemove(t, sb.ID) })
+	if sb.State != runner.StateRunning || sb.PID != 0 {
+		t.Fatalf("pinned sandbox %+v, want running without a process", sb)
+	}
+	sandbox := callsSince(before, r.Calls())
+	const (
+		leases     = "/containerd.services.leases.v1.Leases/Create"
+		create     = "/containerd.services.containers.v1.Containers/Create"
+		namespaces = "/containerd.services.namespaces.v1.Namespaces/Get"
+	)
+	if sandbox[leases] != 0 || sandbox[create] != 1 {
+		t.Errorf("a pinned sandbox took %d leases and %d creations of a record, want 0 and 1 (all calls: %v)", sandbox[leases], sandbox[create], sandbox)
+	}
+	before = r.Calls()
+	c := &pod.Spec.Containers[0]
+	img, err := r.EnsureImage(r.ctx, runner.PullRequest{Image: c.Image, Policy: c.ImagePullPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := r.create(runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Sandbox: &sb, Image: img})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.mustRemove(t, created.ID) })
+	if err := r.StartContainer(r.ctx, created.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := callsSince(before, r.Calls())[namespaces]; n != 0 {
+		t.Errorf("creating and starting a container read the namespace's labels %d times, want 0", n)
+	}
+}
+
+// callsSince is the calls made between two Calls.
+func callsSince(before, now map[string]uint64) map[string]uint64 {
+	out := map[string]uint64{}
+	for k, v := range now {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}

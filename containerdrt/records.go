@@ -24,6 +24,7 @@ const recordsRefresh = 10 * time.Second
 // this Runtime created, so the tasks and the records it reuses agree.
 type records struct {
 	changes atomic.Uint64 // writes of records, through this Runtime or reported
+	calls   sync.Map      // method -> *atomic.Uint64: the unary calls made, for Calls
 
 	mu    sync.Mutex             // guards infos, seen and taken
 	infos []containers.Container // read-only once stored
@@ -35,6 +36,8 @@ type records struct {
 // are done: a list that begins after the count was read sees them.
 func (c *records) count(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	err := invoker(ctx, method, req, reply, cc, opts...)
+	n, _ := c.calls.LoadOrStore(method, new(atomic.Uint64))
+	n.(*atomic.Uint64).Add(1)
 	if svc, op, ok := strings.Cut(method, "/containerd.services.containers.v1.Containers/"); ok && svc == "" && op != "Get" && op != "List" {
 		c.changes.Add(1)
 	}
@@ -59,6 +62,18 @@ func (c *records) list(ctx context.Context, store containers.Store, fresh bool) 
 	defer c.mu.Unlock()
 	c.infos, c.seen, c.taken = infos, seen, time.Now()
 	return infos, nil
+}
+
+// Calls is how many unary calls of each method this Runtime has made to containerd
+// ("/containerd.services.containers.v1.Containers/Create": 3): what a pod costs
+// containerd, for tests and benchmarks.
+func (r *Runtime) Calls() map[string]uint64 {
+	out := map[string]uint64{}
+	r.records.calls.Range(func(k, v any) bool {
+		out[k.(string)] = v.(*atomic.Uint64).Load()
+		return true
+	})
+	return out
 }
 
 // RecordsChanged tells the Runtime that containerd reported a change of a container

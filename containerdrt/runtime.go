@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/defaults"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/errdefs"
 	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -83,8 +85,9 @@ type Runtime struct {
 
 	// pinMu orders the making and removing of pinned sandboxes with the repairer's
 	// look at them, so that a sandbox being made is never taken for one whose pins are
-	// lost. It guards repairs.pinsSeen.
-	pinMu sync.Mutex
+	// lost. Sandboxes are made under its read lock, many at once; everything else takes
+	// the write lock. It guards repairs.pinsSeen.
+	pinMu sync.RWMutex
 
 	records *records // the container records of the last List
 
@@ -113,6 +116,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		client.WithExtraDialOpts([]grpc.DialOption{grpc.WithChainUnaryInterceptor(recs.count)}))
 	if err != nil {
 		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
+	}
+	if cfg.Images.Snapshotter == "" {
+		cfg.Images.Snapshotter = defaultSnapshotter(ctx, c, cfg.Namespace)
 	}
 	imgs, err := images.New(c, cfg.Images, cfg.Logger)
 	if err != nil {
@@ -336,4 +342,21 @@ func primaryIP() string {
 		}
 	}
 	return v6
+}
+
+// defaultSnapshotter is the snapshotter containerd uses for namespace ns when none is
+// named: the namespace's label, else containerd's default; "" when containerd cannot
+// tell now. Resolved once, it spares every image check and container creation a read
+// of the namespace's labels.
+func defaultSnapshotter(ctx context.Context, c *client.Client, ns string) string {
+	labels, err := c.NamespaceService().Labels(ctx, ns)
+	switch {
+	case errdefs.IsNotFound(err):
+		return defaults.DefaultSnapshotter // a namespace not made yet has no labels
+	case err != nil:
+		return "" // asked again at each use, as the client does
+	case labels[defaults.DefaultSnapshotterNSLabel] != "":
+		return labels[defaults.DefaultSnapshotterNSLabel]
+	}
+	return defaults.DefaultSnapshotter
 }

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/typeurl/v2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 
@@ -134,12 +136,21 @@ func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int
 	if err != nil {
 		return runner.Container{}, err
 	}
-	var c client.Container
-	if p.sharesPID {
-		c, err = r.startPauseSandbox(ctx, id, p)
-	} else {
-		c, err = r.startPinnedSandbox(ctx, id, p)
+	if !p.sharesPID {
+		info, err := r.startPinnedSandbox(ctx, id, p)
+		if err != nil {
+			return runner.Container{}, err
+		}
+		if p.netw == nil {
+			return r.container(info, nil) // as recorded: nothing has changed it since
+		}
+		if err := r.attachNetwork(ctx, id, p.netw); err != nil {
+			r.abandonPinned(ctx, id, r.pinDir(id))
+			return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
+		}
+		return r.inspect(ctx, id)
 	}
+	c, err := r.startPauseSandbox(ctx, id, p)
 	if err != nil {
 		return runner.Container{}, err
 	}
@@ -154,11 +165,15 @@ func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int
 
 // startPinnedSandbox pins new network, UTS and IPC namespaces for sandbox id of plan p
 // (the host's IPC namespace with hostIPC) and records the sandbox as a containerd
-// container without a task. The record's labels name the pod, as any sandbox's do, and
-// it is running for as long as its pins hold (see settlePinned). The record is made
-// first, so that pins never exist without one that leads to them. A failure removes
-// everything again.
-func (r *Runtime) startPinnedSandbox(ctx context.Context, id string, p sandboxPlan) (client.Container, error) {
+// container without a task, and returns the record. The record's labels name the pod,
+// as any sandbox's do, and it is running for as long as its pins hold (see
+// settlePinned). The record is made first, so that pins never exist without one that
+// leads to them. A failure removes everything again.
+//
+// The record is written straight into containerd's container store: it references no
+// image, snapshot or content, so the lease the client's NewContainer takes around a
+// creation (two more writes of containerd's database) protects nothing here.
+func (r *Runtime) startPinnedSandbox(ctx context.Context, id string, p sandboxPlan) (containers.Container, error) {
 	spec := pinSpec{namespaces: []pinnedNamespace{pinNet, pinUTS}, hostname: p.hostname, userNS: p.userNS}
 	if !p.hostIPC {
 		spec.namespaces = append(spec.namespaces, pinIPC)
@@ -175,19 +190,39 @@ func (r *Runtime) startPinnedSandbox(ctx context.Context, id string, p sandboxPl
 	}
 	labels[labelPinnedFiles] = strings.Join(files, ",")
 	labels[labelStartedAt] = time.Now().UTC().Format(time.RFC3339Nano)
-	r.pinMu.Lock()
-	c, err := r.client.NewContainer(ctx, id, client.WithContainerLabels(labels), client.WithNewSpec(pinnedSpec(dir, spec)...))
+	info := containers.Container{ID: id, Labels: labels, Runtime: containers.RuntimeInfo{Name: r.client.Runtime()}}
+	s, err := oci.GenerateSpec(ctx, r.client, &info, pinnedSpec(dir, spec)...)
 	if err != nil {
-		r.pinMu.Unlock()
-		return nil, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
+		return containers.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
+	if info.Spec, err = typeurl.MarshalAny(s); err != nil {
+		return containers.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
+	r.pinMu.RLock()
+	created, err := r.client.ContainerService().Create(ctx, info)
+	if err != nil {
+		r.pinMu.RUnlock()
+		return containers.Container{}, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
 	}
 	err = pinNamespaces(dir, spec)
-	r.pinMu.Unlock()
+	r.pinMu.RUnlock()
 	if err != nil {
-		r.abandonSandbox(ctx, c, dir)
-		return nil, fmt.Errorf("start sandbox %s: %w", id, err)
+		r.abandonPinned(ctx, id, dir)
+		return containers.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
-	return c, nil
+	return created, nil
+}
+
+// abandonPinned removes a pinned sandbox that failed to start: its record and its pins.
+func (r *Runtime) abandonPinned(ctx context.Context, id, pins string) {
+	if err := r.client.ContainerService().Delete(ctx, id); ignoreNotFound(convertErr(err)) != nil {
+		r.log.Warn("delete sandbox that failed to start", "id", id, "err", err)
+	}
+	r.pinMu.Lock()
+	defer r.pinMu.Unlock()
+	if err := unpinNamespaces(pins); err != nil {
+		r.log.Warn("unpin the namespaces of a sandbox that failed to start", "id", id, "err", err)
+	}
 }
 
 // abandonSandbox removes a sandbox that failed to start: its task, its record, its
@@ -266,9 +301,9 @@ func (r *Runtime) startPauseSandbox(ctx context.Context, id string, p sandboxPla
 		return nil, convertErr(err)
 	}
 	dir := r.pinDir(id)
-	r.pinMu.Lock()
+	r.pinMu.RLock()
 	err = pinProcessNamespace(task.Pid(), pinNet, dir)
-	r.pinMu.Unlock()
+	r.pinMu.RUnlock()
 	if err != nil {
 		r.abandonSandbox(ctx, c, dir)
 		return nil, fmt.Errorf("start sandbox %s: %w", id, err)
