@@ -48,16 +48,12 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
-	img, err := r.client.GetImage(ctx, req.Image.Ref)
+	facts, err := r.imageFacts(ctx, req.Image)
 	if err != nil {
-		return runner.Container{}, fmt.Errorf("create container %s: image %s: %w", id, req.Image.Ref, convertErr(err))
-	}
-	imgSpec, err := img.Spec(ctx)
-	if err != nil {
-		return runner.Container{}, fmt.Errorf("create container %s: image config: %w", id, convertErr(err))
+		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
 	in := p.in
-	in.Image = imgSpec.Config
+	in.Image = facts.config.Config
 	if in.ImageVolumes, err = r.mountImageVolumes(ctx, req, in.PodDir); err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
@@ -76,13 +72,22 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	if n, ok := cgroups.OOMKills(p.podCgroup); ok {
 		labels[labelPodOOMKills] = strconv.FormatInt(n, 10)
 	}
-	newOpts := append([]client.NewContainerOpts{client.WithImage(img)}, p.run.opts...)
+	newOpts := append([]client.NewContainerOpts{client.WithImageName(req.Image.Ref)}, p.run.opts...)
 	if r.cfg.Images.Snapshotter != "" {
 		newOpts = append(newOpts, client.WithSnapshotter(r.cfg.Images.Snapshotter))
 	}
-	rootfs := client.WithNewSnapshot(id, img)
-	if in.UserNSHostID != 0 {
-		rootfs = client.WithRemappedSnapshot(id, img, in.UserNSHostID, in.UserNSHostID)
+	rootfs := withSnapshotOf(id, facts.chainID)
+	if in.UserNSHostID != 0 || r.cfg.Images.Snapshotter == "" {
+		// The client's own way: a remapped snapshot (a copy owned by the pod's IDs
+		// where the snapshotter cannot map them), or a snapshotter New could not name.
+		img, err := r.client.GetImage(ctx, req.Image.Ref)
+		if err != nil {
+			return runner.Container{}, fmt.Errorf("create container %s: image %s: %w", id, req.Image.Ref, convertErr(err))
+		}
+		rootfs = client.WithNewSnapshot(id, img)
+		if in.UserNSHostID != 0 {
+			rootfs = client.WithRemappedSnapshot(id, img, in.UserNSHostID, in.UserNSHostID)
+		}
 	}
 	newOpts = append(newOpts, rootfs, client.WithNewSpec(opts...), client.WithContainerLabels(labels))
 	created, err := r.client.NewContainer(ctx, id, newOpts...)

@@ -341,6 +341,18 @@ func TestPodStartAsksContainerdOnlyWhatItMust(t *testing.T) {
 	if n := callsSince(before, r.Calls())[namespaces]; n != 0 {
 		t.Errorf("creating and starting a container read the namespace's labels %d times, want 0", n)
 	}
+	// The next container of the image needs nothing of it but its snapshot.
+	before = r.Calls()
+	again, err := r.CreateContainer(r.ctx, runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Sandbox: &sb, Image: img, Attempt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.mustRemove(t, again.ID) })
+	for method, n := range callsSince(before, r.Calls()) {
+		if strings.Contains(method, ".images.") || strings.Contains(method, ".content.") || strings.Contains(method, ".introspection.") {
+			t.Errorf("a second container of image %s called %s %d times, want none", img.Ref, method, n)
+		}
+	}
 }
 
 // callsSince is the calls made between two Calls.

@@ -79,6 +79,7 @@ type Runtime struct {
 	log    *slog.Logger
 
 	handlers handlers.Set // the runtime handlers pods may name, set by New
+	facts    factCache    // what creating a container needs of its image, by digest
 
 	rootMu        sync.Mutex // guards rootInstalled
 	rootInstalled bool       // the sandbox root holds this binary (see sandboxRoot)
