@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRowSummarisesAgainstItsFloor(t *testing.T) {
@@ -74,5 +76,29 @@ func TestReportRoundTripsAndRenders(t *testing.T) {
 	want := "| 1 manifest written → running (a note) | 3 | 90.0 | 100 ms | 110 | 100 ms (ctr run -d) | 1.00× | ≤ 1.05× | yes |"
 	if !strings.Contains(md.String(), want) {
 		t.Errorf("BENCH.md lacks the row\n%s\nin\n%s", want, md.String())
+	}
+}
+
+func TestPhasesOfAStartSplitItByContainerdsEvents(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	own := []Event{
+		{Time: at(5), Namespace: "other", Topic: "/containers/create"},
+		{Time: at(10), Namespace: "n", Topic: "/containers/create"},
+		{Time: at(25), Namespace: "n", Topic: "/containers/create"},
+		{Time: at(60), Namespace: "n", Topic: "/tasks/create"},
+		{Time: at(66), Namespace: "n", Topic: "/tasks/start"},
+	}
+	want := []time.Duration{10 * time.Millisecond, 15 * time.Millisecond, 35 * time.Millisecond, 6 * time.Millisecond}
+	if got := phasesOf(own, "n", t0); !slices.Equal(got, want) {
+		t.Errorf("own network: phases %v, want %v", got, want)
+	}
+	host := own[2:] // no sandbox record: its step is part of the container's
+	want = []time.Duration{0, 25 * time.Millisecond, 35 * time.Millisecond, 6 * time.Millisecond}
+	if got := phasesOf(host, "n", t0); !slices.Equal(got, want) {
+		t.Errorf("host network: phases %v, want %v", got, want)
+	}
+	if got := phasesOf(own[:3], "n", t0); got != nil {
+		t.Errorf("a start without a task: phases %v, want none", got)
 	}
 }
