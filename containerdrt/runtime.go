@@ -86,9 +86,13 @@ type Runtime struct {
 
 	// pinMu orders the making and removing of pinned sandboxes with the repairer's
 	// look at them, so that a sandbox being made is never taken for one whose pins are
-	// lost. Sandboxes are made under its read lock, many at once; everything else takes
-	// the write lock. It guards repairs.pinsSeen.
-	pinMu sync.RWMutex
+	// lost. It guards repairs.pinsSeen. Sandboxes are made one at a time under it,
+	// which a burst of pods is better for: each pin is a mount, and runc copies every
+	// mount of the host into each container's new mount namespace, so making all
+	// sandboxes first makes every container after them dearer (measured: 100 pods at
+	// once started 15 % later and cost runc 30 % more when sandboxes were made
+	// concurrently).
+	pinMu sync.Mutex
 
 	records *records // the container records of the last List
 

@@ -198,14 +198,14 @@ func (r *Runtime) startPinnedSandbox(ctx context.Context, id string, p sandboxPl
 	if info.Spec, err = typeurl.MarshalAny(s); err != nil {
 		return containers.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
-	r.pinMu.RLock()
+	r.pinMu.Lock()
 	created, err := r.client.ContainerService().Create(ctx, info)
 	if err != nil {
-		r.pinMu.RUnlock()
+		r.pinMu.Unlock()
 		return containers.Container{}, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
 	}
 	err = pinNamespaces(dir, spec)
-	r.pinMu.RUnlock()
+	r.pinMu.Unlock()
 	if err != nil {
 		r.abandonPinned(ctx, id, dir)
 		return containers.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
@@ -301,9 +301,9 @@ func (r *Runtime) startPauseSandbox(ctx context.Context, id string, p sandboxPla
 		return nil, convertErr(err)
 	}
 	dir := r.pinDir(id)
-	r.pinMu.RLock()
+	r.pinMu.Lock()
 	err = pinProcessNamespace(task.Pid(), pinNet, dir)
-	r.pinMu.RUnlock()
+	r.pinMu.Unlock()
 	if err != nil {
 		r.abandonSandbox(ctx, c, dir)
 		return nil, fmt.Errorf("start sandbox %s: %w", id, err)
