@@ -119,7 +119,8 @@ lint:
 # what got worse in BENCH.json since an earlier run's file: make bench-compare
 # BASE=old.json. bench-go runs the Go benchmarks of single functions.
 bench: deps build
-	$(GO) run ./internal/bench/cmd/staticpod-bench -staticpod $(BIN) -md BENCH.md -json BENCH.json
+	mkdir -p .cache/bench-profiles
+	$(GO) run ./internal/bench/cmd/staticpod-bench -staticpod $(BIN) -md BENCH.md -json BENCH.json -profile .cache/bench-profiles
 	$(GO) test -count=1 -run TestREADMENumbersAreBENCHJSONs . -update-readme
 
 bench-quick: deps build

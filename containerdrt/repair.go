@@ -133,7 +133,7 @@ func (rp *repairer) mend(ctx context.Context, s sighting) containers.Container {
 		if !keepTask(info) {
 			rp.deleteTaskAside(ctx, info.ID) // its exit is recorded; a delete left undone
 		}
-	case proc != nil && proc.Status == task.Status_RUNNING && info.Labels[labelStartedAt] == "":
+	case proc != nil && proc.Status == task.Status_RUNNING && info.Labels[labelStartedAt] == "" && !rp.starting(info.ID):
 		// Started by a staticpod that stopped before it recorded the start: the time
 		// of this sighting is the best left.
 		var all map[string]string
@@ -295,4 +295,11 @@ func killOrphans(info containers.Container) int {
 		break
 	}
 	return killed
+}
+
+// starting reports whether this Runtime is starting the task of container id now, and
+// will record its start itself.
+func (rp *repairer) starting(id string) bool {
+	_, ok := rp.rt.starting.Load(id)
+	return ok
 }

@@ -164,3 +164,39 @@ func TestListChangesNothingAndRepairMends(t *testing.T) {
 		return !shims.Alive(shimPID[unrecorded.ID])
 	})
 }
+
+// A task this Runtime is starting has its start recorded by the start, once: a relist
+// and repair that land between the task's start and that record leave it alone. A
+// running task without a start time that nobody is starting (a staticpod stopped in
+// between) gets the time of its sighting.
+func TestRepairLeavesTheStartOfATaskBeingStartedToItsStart(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: starting}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
+	id := r.mustRunPod(t, pod)["c"].ID
+	if _, err := r.setLabels(r.ctx, id, map[string]string{labelStartedAt: ""}); err != nil { // started, not yet recorded
+		t.Fatal(err)
+	}
+	startedAt := func() string {
+		info, err := r.client.ContainerService().Get(r.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Labels[labelStartedAt]
+	}
+	repair := func() {
+		if _, err := r.List(r.ctx); err != nil {
+			t.Fatal(err)
+		}
+		r.Repair(r.ctx)
+	}
+	done := r.startingTask(id)
+	repair()
+	if got := startedAt(); got != "" {
+		t.Errorf("repair recorded start %s of a task being started, want it left to the start", got)
+	}
+	done()
+	repair()
+	if startedAt() == "" {
+		t.Error("repair left a running task that nobody starts without a start time")
+	}
+}

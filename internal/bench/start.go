@@ -66,8 +66,8 @@ func (r *Run) starts(ctx context.Context, n *Node, fs floorSet) error {
 		if s.pods > 1 {
 			r.Report.Add(cpuRow(s.net, s.pods, cpu, fs))
 		}
-		for _, name := range phaseNames {
-			if len(phases[name]) > 0 {
+		for i, name := range phaseNames {
+			if len(phases[name]) > 0 && (i > 0 || s.net != "host") { // the host's network: no sandbox record
 				r.Report.Add(NewRow(fmt.Sprintf("phase/net=%s/%s", s.net, name),
 					fmt.Sprintf("1 manifest written → running, %s network, by containerd's events: %s", netWord(s.net), name), "ms", phases[name]))
 			}
