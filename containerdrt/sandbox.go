@@ -136,29 +136,26 @@ func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int
 	if err != nil {
 		return runner.Container{}, err
 	}
-	if !p.sharesPID {
-		info, err := r.startPinnedSandbox(ctx, id, p)
-		if err != nil {
-			return runner.Container{}, err
-		}
-		if p.netw == nil {
-			return r.container(info, nil) // as recorded: nothing has changed it since
-		}
-		if err := r.attachNetwork(ctx, id, p.netw); err != nil {
-			r.abandonPinned(ctx, id, r.pinDir(id))
-			return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
-		}
-		return r.inspect(ctx, id)
+	var info containers.Container // a pinned sandbox's record
+	var abandon func()            // removes what a failed sandbox left
+	if p.sharesPID {
+		var c client.Container
+		c, err = r.startPauseSandbox(ctx, id, p)
+		abandon = func() { r.abandonSandbox(ctx, c, r.pinDir(id)) }
+	} else {
+		info, err = r.startPinnedSandbox(ctx, id, p)
+		abandon = func() { r.abandonPinned(ctx, id, r.pinDir(id)) }
 	}
-	c, err := r.startPauseSandbox(ctx, id, p)
 	if err != nil {
 		return runner.Container{}, err
 	}
 	if p.netw != nil {
 		if err := r.attachNetwork(ctx, id, p.netw); err != nil {
-			r.abandonSandbox(ctx, c, r.pinDir(id))
+			abandon()
 			return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
 		}
+	} else if !p.sharesPID {
+		return r.container(info, nil) // as recorded: nothing has changed it since
 	}
 	return r.inspect(ctx, id)
 }
