@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -67,17 +68,7 @@ const (
 // snapshot is sent at once, even when the path does not exist (an empty source is a
 // ready source, as on the kubelet). It returns nil when ctx is done.
 func (w *Watcher) Run(ctx context.Context, emit func(context.Context, manifests.Update) error) error {
-	if w.Period == 0 {
-		w.Period = DefaultPeriod
-	}
-	if w.Settle == 0 {
-		w.Settle = settle
-	}
-	if w.Log == nil {
-		w.Log = slog.New(slog.DiscardHandler)
-	}
-	w.good, w.goodObjs, w.reported, w.last = map[string][]*corev1.Pod{}, map[string]fileObjects{}, map[string]string{}, "\x00"
-	w.loads = newLoads(w.Node)
+	w.start()
 	fsw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", w.Path, err)
@@ -142,6 +133,21 @@ func (w *Watcher) Run(ctx context.Context, emit func(context.Context, manifests.
 			}
 		}
 	}
+}
+
+// start sets the defaults and forgets what earlier scans took.
+func (w *Watcher) start() {
+	if w.Period == 0 {
+		w.Period = DefaultPeriod
+	}
+	if w.Settle == 0 {
+		w.Settle = settle
+	}
+	if w.Log == nil {
+		w.Log = slog.New(slog.DiscardHandler)
+	}
+	w.good, w.goodObjs, w.reported, w.last = map[string][]*corev1.Pod{}, map[string]fileObjects{}, map[string]string{}, "\x00"
+	w.loads = newLoads(w.Node)
 }
 
 // tookEvent tells a test's afterEvent of an event taken.
@@ -278,7 +284,7 @@ func samePods(a, b []*corev1.Pod) bool {
 		return false
 	}
 	for i := range a {
-		if manifests.Fingerprint(a[i]) != manifests.Fingerprint(b[i]) {
+		if podPrint(a[i]) != podPrint(b[i]) {
 			return false
 		}
 	}
@@ -335,6 +341,16 @@ func objectsOf(f File) fileObjects {
 	return fileObjects{configMaps: f.Result.ConfigMaps, secrets: f.Result.Secrets, classes: f.Result.RuntimeClasses, fingerprint: f.Result.Objects().Fingerprint()}
 }
 
+// podPrints counts the pods fingerprinted (podPrint), for tests: marshalling and
+// hashing a pod is most of what a scan costs.
+var podPrints atomic.Int64
+
+// podPrint is manifests.Fingerprint, counted.
+func podPrint(pod *corev1.Pod) string {
+	podPrints.Add(1)
+	return manifests.Fingerprint(pod)
+}
+
 func uidsOf(pods []*corev1.Pod) []types.UID {
 	out := make([]types.UID, 0, len(pods))
 	for _, p := range pods {
@@ -348,7 +364,7 @@ func uidsOf(pods []*corev1.Pod) []types.UID {
 func fingerprint(u manifests.Update) string {
 	parts := []string{"objects " + u.Objects.Fingerprint()}
 	for _, p := range u.Pods {
-		parts = append(parts, manifests.Fingerprint(p))
+		parts = append(parts, podPrint(p))
 	}
 	sort.Strings(parts)
 	for _, f := range u.Failures {
