@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/staticpod/staticpod/manifests"
 )
@@ -25,6 +26,68 @@ func writeMany(tb testing.TB, dir string, n int, after func(path string)) {
 }
 
 func discard(context.Context, manifests.Update) error { return nil }
+
+// A burst of 100 manifest files, one pod each, each written as soon as the watcher
+// has sent the one before (the most scans a burst can cause: one per file), has each
+// pod fingerprinted about once, when its file is decoded, not once per pod per scan:
+// the scan at each whole file does not marshal and hash every pod of the directory
+// again.
+func TestWatcherFingerprintsABurstOncePerPod(t *testing.T) {
+	const files = 100
+	dir := t.TempDir()
+	updates, p := startWatcher(t, &Watcher{Path: dir, Node: "n", Period: time.Hour})
+	awaitUpdate(t, updates, "start")
+	before := podPrints.Load()
+	written := 0
+	writeMany(t, dir, files, func(path string) {
+		written++
+		awaitMatch(t, updates, path, func(u manifests.Update) bool { return len(u.Pods) == written })
+	})
+	noUpdate(t, updates, p, "the burst taken") // every scan of the burst is done
+	if got := podPrints.Load() - before; got > 3*files {
+		t.Fatalf("%d pods fingerprinted for a burst of %d files of one pod each, want at most %d", got, files, 3*files)
+	}
+}
+
+const classPod = "apiVersion: v1\nkind: Pod\nmetadata: {name: app}\nspec:\n  runtimeClassName: light\n  containers: [{name: c, image: busybox}]\n"
+
+func runtimeClass(cpu string) string {
+	return "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: light}\nhandler: crun\noverhead: {podFixed: {cpu: " + cpu + "}}\n"
+}
+
+// The fingerprints a scan hands on with each file are those of its pods as the scan
+// leaves them: a pod that admission gave its RuntimeClass's overhead has the
+// fingerprint of the pod with it, from the file's first scan and from a later one
+// that reuses the file as decoded while the RuntimeClass changed; a pod another file
+// defines first is dropped with its fingerprint.
+func TestScanHandsOnTheFingerprintsOfThePodsAsTheyAre(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"app.yaml": classPod, "b-again.yaml": classPod, "class.yaml": runtimeClass("250m"), "web.yaml": pod("web", "busybox:1")})
+	cache := newLoads("n")
+	for _, cpu := range []string{"250m", "500m"} {
+		if err := os.WriteFile(filepath.Join(dir, "class.yaml"), []byte(runtimeClass(cpu)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		snap, err := scan([]string{dir}, "n", cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pods := 0
+		for _, f := range snap.Files {
+			for _, pod := range f.Result.Pods {
+				pods++
+				if got, want := f.print(pod), manifests.Fingerprint(pod); got != want {
+					t.Errorf("RuntimeClass overhead %s: pod %s of %s handed on with fingerprint %.12s, want that of the pod as it is, %.12s", cpu, pod.Name, f.Path, got, want)
+				}
+				if pod.Name == "app-n" && pod.Spec.Overhead.Cpu().String() != cpu {
+					t.Errorf("pod app-n has overhead %v, want cpu %s from its RuntimeClass", pod.Spec.Overhead, cpu)
+				}
+			}
+		}
+		if pods != 2 || len(snap.Conflicts) != 1 {
+			t.Errorf("RuntimeClass overhead %s: %d pods, conflicts %v; want app-n and web-n, b-again.yaml's app-n dropped", cpu, pods, snap.Conflicts)
+		}
+	}
+}
 
 // A burst of 100 manifest files, each scanned for as it is written whole (as Run does
 // at each completion): the work of the whole burst.
