@@ -2,7 +2,6 @@ package watcher
 
 import (
 	"bytes"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -61,8 +60,12 @@ func (l *loads) keep(paths []string) {
 	if l == nil {
 		return
 	}
+	listed := make(map[string]bool, len(paths))
+	for _, path := range paths {
+		listed[path] = true
+	}
 	for path := range l.files {
-		if !slices.Contains(paths, path) {
+		if !listed[path] {
 			delete(l.files, path)
 		}
 	}
