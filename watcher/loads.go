@@ -14,10 +14,11 @@ import (
 // other would otherwise decode n²/2 of them. A file is compared by its content, not
 // by its time stamps, and what is handed out is a copy.
 //
-// The pods of a file are fingerprinted once, when it is decoded, and their
-// fingerprints handed on with the file (File.prints), for the same reason: a scan
-// compares every file's pods with those it took before, and marshalling and hashing
-// them all at every scan made a burst of n files cost n² fingerprints.
+// The pods and the objects of a file are fingerprinted once, when it is decoded, and
+// their fingerprints handed on with the file (File.prints, File.objects), for the same
+// reason: a scan compares every file's pods and objects with those it took before, and
+// marshalling and hashing them all at every scan made a burst of n files cost n²
+// fingerprints.
 type loads struct {
 	node    string
 	files   map[string]loaded // by path
@@ -51,6 +52,7 @@ func (l *loads) load(path string) File {
 	for _, pod := range f.Result.Pods {
 		f.prints[pod] = podPrint(pod)
 	}
+	f.objects, f.objectsKnown = objectsPrint(f.Result), true
 	l.files[path] = loaded{data: data, file: f.clone()}
 	return f
 }

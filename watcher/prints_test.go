@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,10 +16,17 @@ import (
 // each path once it is written whole.
 func writeMany(tb testing.TB, dir string, n int, after func(path string)) {
 	tb.Helper()
+	writeManyOf(tb, dir, n, func(name string) string { return pod(name, "busybox:1") }, after)
+}
+
+// writeManyOf writes n manifest files into dir, each the content of its name, calling
+// after with each path once it is written whole.
+func writeManyOf(tb testing.TB, dir string, n int, content func(name string) string, after func(path string)) {
+	tb.Helper()
 	for i := range n {
 		name := fmt.Sprintf("p%03d", i)
 		path := filepath.Join(dir, name+".yaml")
-		if err := os.WriteFile(path, []byte(pod(name, "busybox:1")), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(content(name)), 0o644); err != nil {
 			tb.Fatal(err)
 		}
 		after(path)
@@ -49,19 +57,43 @@ func TestWatcherFingerprintsABurstOncePerPod(t *testing.T) {
 	}
 }
 
+// A burst of 100 manifest files of a ConfigMap and a pod each, written as in
+// TestWatcherFingerprintsABurstOncePerPod, has each file's objects fingerprinted
+// about once, when the file is decoded, not once per file per scan.
+func TestWatcherFingerprintsTheObjectsOfABurstOncePerFile(t *testing.T) {
+	const files = 100
+	dir := t.TempDir()
+	updates, p := startWatcher(t, &Watcher{Path: dir, Node: "n", Period: time.Hour})
+	awaitUpdate(t, updates, "start")
+	before := objectPrints.Load()
+	written := 0
+	content := func(name string) string {
+		return strings.Replace(configMap(name), "{name: web}", "{name: "+name+"}", 1) + "---\n" + pod(name, "busybox:1")
+	}
+	writeManyOf(t, dir, files, content, func(path string) {
+		written++
+		awaitMatch(t, updates, path, func(u manifests.Update) bool { return len(u.Pods) == written && u.Objects.Len() == written })
+	})
+	noUpdate(t, updates, p, "the burst taken")
+	if got := objectPrints.Load() - before; got > 3*files {
+		t.Fatalf("the objects of %d files fingerprinted for a burst of %d files, want at most %d", got, files, 3*files)
+	}
+}
+
 const classPod = "apiVersion: v1\nkind: Pod\nmetadata: {name: app}\nspec:\n  runtimeClassName: light\n  containers: [{name: c, image: busybox}]\n"
 
 func runtimeClass(cpu string) string {
 	return "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: light}\nhandler: crun\noverhead: {podFixed: {cpu: " + cpu + "}}\n"
 }
 
-// The fingerprints a scan hands on with each file are those of its pods as the scan
-// leaves them: a pod that admission gave its RuntimeClass's overhead has the
-// fingerprint of the pod with it, from the file's first scan and from a later one
-// that reuses the file as decoded while the RuntimeClass changed; a pod another file
-// defines first is dropped with its fingerprint.
-func TestScanHandsOnTheFingerprintsOfThePodsAsTheyAre(t *testing.T) {
-	dir := writeFiles(t, map[string]string{"app.yaml": classPod, "b-again.yaml": classPod, "class.yaml": runtimeClass("250m"), "web.yaml": pod("web", "busybox:1")})
+// The fingerprints a scan hands on with each file are those of its pods and objects
+// as the scan leaves them: a pod that admission gave its RuntimeClass's overhead has
+// the fingerprint of the pod with it, from the file's first scan and from a later one
+// that reuses the file as decoded while the RuntimeClass changed; a pod or a ConfigMap
+// another file defines first is dropped with its fingerprint.
+func TestScanHandsOnTheFingerprintsOfThePodsAndObjectsAsTheyAre(t *testing.T) {
+	twice := classPod + "---\n" + configMap("fast") + "---\n" + strings.Replace(configMap("slow"), "{name: web}", "{name: other}", 1)
+	dir := writeFiles(t, map[string]string{"app.yaml": twice, "b-again.yaml": twice, "class.yaml": runtimeClass("250m"), "web.yaml": pod("web", "busybox:1")})
 	cache := newLoads("n")
 	for _, cpu := range []string{"250m", "500m"} {
 		if err := os.WriteFile(filepath.Join(dir, "class.yaml"), []byte(runtimeClass(cpu)), 0o644); err != nil {
@@ -73,6 +105,9 @@ func TestScanHandsOnTheFingerprintsOfThePodsAsTheyAre(t *testing.T) {
 		}
 		pods := 0
 		for _, f := range snap.Files {
+			if got, want := objectsOf(f).fingerprint, f.Result.Objects().Fingerprint(); got != want {
+				t.Errorf("RuntimeClass overhead %s: the objects of %s handed on with fingerprint %.12s, want that of the objects as they are, %.12s", cpu, f.Path, got, want)
+			}
 			for _, pod := range f.Result.Pods {
 				pods++
 				if got, want := f.print(pod), manifests.Fingerprint(pod); got != want {
@@ -83,8 +118,8 @@ func TestScanHandsOnTheFingerprintsOfThePodsAsTheyAre(t *testing.T) {
 				}
 			}
 		}
-		if pods != 2 || len(snap.Conflicts) != 1 {
-			t.Errorf("RuntimeClass overhead %s: %d pods, conflicts %v; want app-n and web-n, b-again.yaml's app-n dropped", cpu, pods, snap.Conflicts)
+		if pods != 2 || len(snap.Conflicts) != 3 {
+			t.Errorf("RuntimeClass overhead %s: %d pods, conflicts %v; want app-n and web-n, b-again.yaml's app-n and ConfigMaps dropped", cpu, pods, snap.Conflicts)
 		}
 	}
 }

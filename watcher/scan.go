@@ -16,6 +16,10 @@ type File struct {
 	ReadErr error            // the file could not be read (or is too large)
 
 	prints map[*corev1.Pod]string // fingerprints of pods of Result as decoded (see loads)
+	// The fingerprint of Result's objects as decoded (see loads), when objectsKnown:
+	// until a scan drops one of them.
+	objects      string
+	objectsKnown bool
 }
 
 // Failed reports whether the file cannot be used as it is: it was not readable or
@@ -126,21 +130,22 @@ func (s *Snapshot) dropObjectConflicts() {
 				cms = append(cms, cm)
 			}
 		}
-		f.Result.ConfigMaps = cms
 		secrets := f.Result.Secrets[:0]
 		for _, sec := range f.Result.Secrets {
 			if take(manifests.ObjectRef{Kind: manifests.KindSecret, Namespace: sec.Namespace, Name: sec.Name}) {
 				secrets = append(secrets, sec)
 			}
 		}
-		f.Result.Secrets = secrets
 		classes := f.Result.RuntimeClasses[:0]
 		for _, rc := range f.Result.RuntimeClasses {
 			if take(manifests.ObjectRef{Kind: manifests.KindRuntimeClass, Name: rc.Name}) {
 				classes = append(classes, rc)
 			}
 		}
-		f.Result.RuntimeClasses = classes
+		if len(cms) < len(f.Result.ConfigMaps) || len(secrets) < len(f.Result.Secrets) || len(classes) < len(f.Result.RuntimeClasses) {
+			f.objectsKnown = false // some were dropped: not the objects as decoded
+		}
+		f.Result.ConfigMaps, f.Result.Secrets, f.Result.RuntimeClasses = cms, secrets, classes
 	}
 }
 

@@ -345,7 +345,21 @@ type fileObjects struct {
 }
 
 func objectsOf(f File) fileObjects {
-	return fileObjects{configMaps: f.Result.ConfigMaps, secrets: f.Result.Secrets, classes: f.Result.RuntimeClasses, fingerprint: f.Result.Objects().Fingerprint()}
+	fp := f.objects
+	if !f.objectsKnown {
+		fp = objectsPrint(f.Result)
+	}
+	return fileObjects{configMaps: f.Result.ConfigMaps, secrets: f.Result.Secrets, classes: f.Result.RuntimeClasses, fingerprint: fp}
+}
+
+// objectPrints counts the files whose objects were fingerprinted (objectsPrint), for
+// tests.
+var objectPrints atomic.Int64
+
+// objectsPrint is the fingerprint of the result's own objects, counted.
+func objectsPrint(r manifests.Result) string {
+	objectPrints.Add(1)
+	return r.Objects().Fingerprint()
 }
 
 // podPrints counts the pods fingerprinted (podPrint), for tests: marshalling and
