@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/staticpod/staticpod/manifests"
 )
 
@@ -12,6 +14,12 @@ type File struct {
 	Path    string
 	Result  manifests.Result // empty when ReadErr is set
 	ReadErr error            // the file could not be read (or is too large)
+
+	prints map[*corev1.Pod]string // fingerprints of pods of Result as decoded (see loads)
+	// The fingerprint of Result's objects as decoded (see loads), when objectsKnown:
+	// until a scan drops one of them.
+	objects      string
+	objectsKnown bool
 }
 
 // Failed reports whether the file cannot be used as it is: it was not readable or
@@ -122,21 +130,22 @@ func (s *Snapshot) dropObjectConflicts() {
 				cms = append(cms, cm)
 			}
 		}
-		f.Result.ConfigMaps = cms
 		secrets := f.Result.Secrets[:0]
 		for _, sec := range f.Result.Secrets {
 			if take(manifests.ObjectRef{Kind: manifests.KindSecret, Namespace: sec.Namespace, Name: sec.Name}) {
 				secrets = append(secrets, sec)
 			}
 		}
-		f.Result.Secrets = secrets
 		classes := f.Result.RuntimeClasses[:0]
 		for _, rc := range f.Result.RuntimeClasses {
 			if take(manifests.ObjectRef{Kind: manifests.KindRuntimeClass, Name: rc.Name}) {
 				classes = append(classes, rc)
 			}
 		}
-		f.Result.RuntimeClasses = classes
+		if len(cms) < len(f.Result.ConfigMaps) || len(secrets) < len(f.Result.Secrets) || len(classes) < len(f.Result.RuntimeClasses) {
+			f.objectsKnown = false // some were dropped: not the objects as decoded
+		}
+		f.Result.ConfigMaps, f.Result.Secrets, f.Result.RuntimeClasses = cms, secrets, classes
 	}
 }
 
@@ -151,10 +160,24 @@ func (s Snapshot) Objects() manifests.Objects {
 }
 
 // resolve checks the references of every file's pods to ConfigMaps and Secrets against
-// objs: a pod that reads one that is missing makes its file fail.
+// objs: a pod that reads one that is missing makes its file fail. A pod that passes
+// gets the overhead of its RuntimeClass, if it had none: its fingerprint as decoded is
+// forgotten then, for File.print to compute that of the pod as it now is.
 func (s *Snapshot) resolve(objs manifests.Objects) {
 	for i := range s.Files {
-		s.Files[i].Result.CheckReferences(objs)
+		f := &s.Files[i]
+		var bare []*corev1.Pod // pods without an overhead, that admission may give one
+		for _, pod := range f.Result.Pods {
+			if pod.Spec.Overhead == nil && f.prints[pod] != "" {
+				bare = append(bare, pod)
+			}
+		}
+		f.Result.CheckReferences(objs)
+		for _, pod := range bare {
+			if pod.Spec.Overhead != nil {
+				delete(f.prints, pod)
+			}
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -44,6 +45,7 @@ type Watcher struct {
 
 	// Owned by Run.
 	good     map[string][]*corev1.Pod // path -> pods of its last good read
+	prints   map[string][]string      // path -> fingerprints of good's pods, in order
 	goodObjs map[string]fileObjects   // path -> ConfigMaps and Secrets of its last good read
 	reported map[string]string        // path -> problems last logged, to log on change only
 	last     string                   // fingerprint of the last snapshot sent
@@ -67,17 +69,7 @@ const (
 // snapshot is sent at once, even when the path does not exist (an empty source is a
 // ready source, as on the kubelet). It returns nil when ctx is done.
 func (w *Watcher) Run(ctx context.Context, emit func(context.Context, manifests.Update) error) error {
-	if w.Period == 0 {
-		w.Period = DefaultPeriod
-	}
-	if w.Settle == 0 {
-		w.Settle = settle
-	}
-	if w.Log == nil {
-		w.Log = slog.New(slog.DiscardHandler)
-	}
-	w.good, w.goodObjs, w.reported, w.last = map[string][]*corev1.Pod{}, map[string]fileObjects{}, map[string]string{}, "\x00"
-	w.loads = newLoads(w.Node)
+	w.start()
 	fsw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", w.Path, err)
@@ -144,6 +136,21 @@ func (w *Watcher) Run(ctx context.Context, emit func(context.Context, manifests.
 	}
 }
 
+// start sets the defaults and forgets what earlier scans took.
+func (w *Watcher) start() {
+	if w.Period == 0 {
+		w.Period = DefaultPeriod
+	}
+	if w.Settle == 0 {
+		w.Settle = settle
+	}
+	if w.Log == nil {
+		w.Log = slog.New(slog.DiscardHandler)
+	}
+	w.good, w.prints, w.goodObjs, w.reported, w.last = map[string][]*corev1.Pod{}, map[string][]string{}, map[string]fileObjects{}, map[string]string{}, "\x00"
+	w.loads = newLoads(w.Node)
+}
+
 // tookEvent tells a test's afterEvent of an event taken.
 func (w *Watcher) tookEvent(source, path string, settling bool) {
 	if w.afterEvent != nil {
@@ -200,6 +207,7 @@ func (w *Watcher) scan(ctx context.Context, emit func(context.Context, manifests
 	// A file that fails to read or validate keeps its last good pods in the snapshot,
 	// and is listed in its failures.
 	u := manifests.Update{Source: manifests.SourceFile, Objects: manifests.NewObjects()}
+	var prints []string // of u.Pods, for the snapshot's fingerprint
 	present := map[string]bool{}
 	problems := problemsByFile(snap)
 	for _, f := range snap.Files {
@@ -209,6 +217,7 @@ func (w *Watcher) scan(ctx context.Context, emit func(context.Context, manifests
 		if f.Failed() {
 			kept := w.good[f.Path]
 			u.Pods = append(u.Pods, kept...)
+			prints = append(prints, w.prints[f.Path]...)
 			objs := w.goodObjs[f.Path]
 			u.Objects.Add(objs.configMaps, objs.secrets)
 			u.Objects.AddRuntimeClasses(objs.classes)
@@ -219,19 +228,22 @@ func (w *Watcher) scan(ctx context.Context, emit func(context.Context, manifests
 			u.Failures = append(u.Failures, manifests.Failure{Location: f.Path, Problems: problems, Invalid: true})
 		}
 		w.good[f.Path] = f.Result.Pods
+		w.prints[f.Path] = f.podPrintsOf()
 		w.goodObjs[f.Path] = objectsOf(f)
 		u.Pods = append(u.Pods, f.Result.Pods...)
+		prints = append(prints, w.prints[f.Path]...)
 		u.Objects.Add(f.Result.ConfigMaps, f.Result.Secrets)
 		u.Objects.AddRuntimeClasses(f.Result.RuntimeClasses)
 	}
 	for path := range w.good {
 		if !present[path] {
 			delete(w.good, path) // a file removed removes its pods and objects
+			delete(w.prints, path)
 			delete(w.goodObjs, path)
 			w.report(path, nil)
 		}
 	}
-	fp := fingerprint(u)
+	fp := fingerprint(u, prints)
 	if fp == w.last {
 		return true, nil
 	}
@@ -257,7 +269,7 @@ func (w *Watcher) onlyWholeChanged(snap Snapshot, whole map[string]bool) bool {
 			}
 		case trouble != w.reported[f.Path]:
 			return false // a file that is not whole broke, or recovered
-		case trouble == "" && !samePods(f.Result.Pods, w.good[f.Path]):
+		case trouble == "" && !samePods(f, w.prints[f.Path]):
 			return false // changed, or appeared, without being whole yet
 		case trouble == "" && objectsOf(f).fingerprint != w.goodObjs[f.Path].fingerprint:
 			return false
@@ -271,14 +283,15 @@ func (w *Watcher) onlyWholeChanged(snap Snapshot, whole map[string]bool) bool {
 	return true
 }
 
-// samePods reports whether two lists hold the same pods, by content (never by UID
-// alone: a manifest may give its UID, which then stays while the spec changes).
-func samePods(a, b []*corev1.Pod) bool {
-	if len(a) != len(b) {
+// samePods reports whether the file holds the pods whose fingerprints are prints, in
+// order: by content (never by UID alone: a manifest may give its UID, which then stays
+// while the spec changes).
+func samePods(f File, prints []string) bool {
+	if len(f.Result.Pods) != len(prints) {
 		return false
 	}
-	for i := range a {
-		if manifests.Fingerprint(a[i]) != manifests.Fingerprint(b[i]) {
+	for i, pod := range f.Result.Pods {
+		if f.print(pod) != prints[i] {
 			return false
 		}
 	}
@@ -332,7 +345,31 @@ type fileObjects struct {
 }
 
 func objectsOf(f File) fileObjects {
-	return fileObjects{configMaps: f.Result.ConfigMaps, secrets: f.Result.Secrets, classes: f.Result.RuntimeClasses, fingerprint: f.Result.Objects().Fingerprint()}
+	fp := f.objects
+	if !f.objectsKnown {
+		fp = objectsPrint(f.Result)
+	}
+	return fileObjects{configMaps: f.Result.ConfigMaps, secrets: f.Result.Secrets, classes: f.Result.RuntimeClasses, fingerprint: fp}
+}
+
+// objectPrints counts the files whose objects were fingerprinted (objectsPrint), for
+// tests.
+var objectPrints atomic.Int64
+
+// objectsPrint is the fingerprint of the result's own objects, counted.
+func objectsPrint(r manifests.Result) string {
+	objectPrints.Add(1)
+	return r.Objects().Fingerprint()
+}
+
+// podPrints counts the pods fingerprinted (podPrint), for tests: marshalling and
+// hashing a pod is most of what a scan costs.
+var podPrints atomic.Int64
+
+// podPrint is manifests.Fingerprint, counted.
+func podPrint(pod *corev1.Pod) string {
+	podPrints.Add(1)
+	return manifests.Fingerprint(pod)
 }
 
 func uidsOf(pods []*corev1.Pod) []types.UID {
@@ -343,13 +380,10 @@ func uidsOf(pods []*corev1.Pod) []types.UID {
 	return out
 }
 
-// fingerprint identifies a snapshot: its pods' contents (see samePods), its objects
-// and its failures.
-func fingerprint(u manifests.Update) string {
-	parts := []string{"objects " + u.Objects.Fingerprint()}
-	for _, p := range u.Pods {
-		parts = append(parts, manifests.Fingerprint(p))
-	}
+// fingerprint identifies a snapshot: its pods' contents (prints, their fingerprints:
+// see samePods), its objects and its failures.
+func fingerprint(u manifests.Update, prints []string) string {
+	parts := append([]string{"objects " + u.Objects.Fingerprint()}, prints...)
 	sort.Strings(parts)
 	for _, f := range u.Failures {
 		parts = append(parts, "!"+f.Location+"\n"+strings.Join(f.Problems, "\n"))
