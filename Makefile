@@ -13,7 +13,7 @@ FUZZFLAGS ?=
 # endpoint, the CRI log reader, and the labels state is rebuilt from after a restart.
 FUZZ_TARGETS := manifests:FuzzLoad api:FuzzAPI logs:FuzzRead containerdrt:FuzzLabels
 
-.PHONY: all build release release-check deps test-deps test test-containerd2 unit fuzz-quick fuzz chaos soak lint run run-clean bench bench-quick bench-compare bench-go clean man install vm-test vm-test-arm64
+.PHONY: all build release release-check deps test-deps test test-containerd2 unit fuzz-quick fuzz chaos soak lint run run-clean bench bench-containerd2 bench-quick bench-compare bench-go clean man install vm-test vm-test-arm64
 
 all: build
 
@@ -122,6 +122,13 @@ bench: deps build
 	mkdir -p .cache/bench-profiles
 	$(GO) run ./internal/bench/cmd/staticpod-bench -staticpod $(BIN) -md BENCH.md -json BENCH.json -profile .cache/bench-profiles
 	$(GO) test -count=1 -run TestREADMENumbersAreBENCHJSONs . -update-readme
+
+# bench-containerd2 measures the starts (floors, start, present) again on containerd
+# CONTAINERD2_VERSION, built or reused as for test-containerd2.
+bench-containerd2: deps build
+	bin=$$(GO=$(GO) CONTAINERD2_VERSION=$(CONTAINERD2_VERSION) CONTAINERD2_CACHE=$(CONTAINERD2_CACHE) ./hack/containerd2.sh build) && \
+	PATH=$$bin:$$PATH STATICPOD_TEST_CONTAINERD=$$bin/containerd $(GO) run ./internal/bench/cmd/staticpod-bench -staticpod $(BIN) \
+		-only floors,start,present -md BENCH-containerd2.md -json BENCH-containerd2.json
 
 bench-quick: deps build
 	$(GO) run ./internal/bench/cmd/staticpod-bench -staticpod $(BIN) -quick -md /tmp/BENCH-quick.md -json /tmp/BENCH-quick.json

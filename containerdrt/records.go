@@ -36,7 +36,10 @@ type records struct {
 // are done: a list that begins after the count was read sees them.
 func (c *records) count(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	err := invoker(ctx, method, req, reply, cc, opts...)
-	n, _ := c.calls.LoadOrStore(method, new(atomic.Uint64))
+	n, ok := c.calls.Load(method)
+	if !ok {
+		n, _ = c.calls.LoadOrStore(method, new(atomic.Uint64))
+	}
 	n.(*atomic.Uint64).Add(1)
 	if svc, op, ok := strings.Cut(method, "/containerd.services.containers.v1.Containers/"); ok && svc == "" && op != "Get" && op != "List" {
 		c.changes.Add(1)

@@ -223,7 +223,7 @@ func (r *Run) floors(ctx context.Context) (floorSet, error) {
 			}
 		}
 	}
-	for range r.repeats(2) {
+	for range r.repeats(3) {
 		d, cpu, err := r.floor.Start(ctx, 100, false, true)
 		if err != nil {
 			return nil, err

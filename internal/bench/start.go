@@ -18,7 +18,7 @@ func (r *Run) starts(ctx context.Context, n *Node, fs floorSet) error {
 		pods int
 		reps int
 	}
-	for _, s := range []shape{{"host", 1, 7}, {"pod", 1, 7}, {"host", 20, 3}, {"pod", 20, 3}, {"pod", 100, 2}} {
+	for _, s := range []shape{{"host", 1, 7}, {"pod", 1, 7}, {"host", 20, 3}, {"pod", 20, 3}, {"pod", 100, 3}} {
 		var samples []float64
 		cpu, phases := floorSet{}, floorSet{}
 		for rep := range r.repeats(s.reps) {
