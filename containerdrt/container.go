@@ -146,8 +146,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 // startTask creates and starts c's task and records when it started (containerd keeps
 // no start time of its own).
 func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Creator) error {
-	defer r.repairs.lost.CreatingTask(c.ID())()
-	defer r.startingTask(c.ID())()
+	defer r.repairs.lost.CreatingTask(c.ID())() // the repair leaves its shim and its start time alone
 	task, err := r.newTask(ctx, c, ioc)
 	if err != nil {
 		r.repairs.lost.Watch() // containerd may have left a shim of the failed creation
@@ -166,15 +165,6 @@ func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Cre
 		r.log.Warn("record container start", "id", c.ID(), "err", convertErr(err))
 	}
 	return nil
-}
-
-// startingTask notes that the task of container id is being started, until the
-// function it returns is called: the repair then leaves its start time to startTask,
-// which records it once the task has started (in a burst a relist often lands in
-// between, and would record a later time in another write).
-func (r *Runtime) startingTask(id string) func() {
-	r.starting.Store(id, true)
-	return func() { r.starting.Delete(id) }
 }
 
 // newTask creates c's task, again after clearing what a creation cut short left in its

@@ -133,9 +133,11 @@ func (rp *repairer) mend(ctx context.Context, s sighting) containers.Container {
 		if !keepTask(info) {
 			rp.deleteTaskAside(ctx, info.ID) // its exit is recorded; a delete left undone
 		}
-	case proc != nil && proc.Status == task.Status_RUNNING && info.Labels[labelStartedAt] == "" && !rp.starting(info.ID):
+	case proc != nil && proc.Status == task.Status_RUNNING && info.Labels[labelStartedAt] == "" && !rp.lost.Creating(info.ID):
 		// Started by a staticpod that stopped before it recorded the start: the time
-		// of this sighting is the best left.
+		// of this sighting is the best left. A task being started here is left to
+		// startTask, which records its start once it has started (in a burst a relist
+		// often lands in between, and would record a later time in another write).
 		var all map[string]string
 		if all, err = rp.rt.setLabels(ctx, info.ID, map[string]string{labelStartedAt: time.Now().UTC().Format(time.RFC3339Nano)}); err == nil {
 			info.Labels = all
@@ -295,11 +297,4 @@ func killOrphans(info containers.Container) int {
 		break
 	}
 	return killed
-}
-
-// starting reports whether this Runtime is starting the task of container id now, and
-// will record its start itself.
-func (rp *repairer) starting(id string) bool {
-	_, ok := rp.rt.starting.Load(id)
-	return ok
 }

@@ -189,7 +189,7 @@ func TestRepairLeavesTheStartOfATaskBeingStartedToItsStart(t *testing.T) {
 		}
 		r.Repair(r.ctx)
 	}
-	done := r.startingTask(id)
+	done := r.repairs.lost.CreatingTask(id)
 	repair()
 	if got := startedAt(); got != "" {
 		t.Errorf("repair recorded start %s of a task being started, want it left to the start", got)

@@ -80,7 +80,6 @@ type Runtime struct {
 
 	handlers handlers.Set // the runtime handlers pods may name, set by New
 	facts    factCache    // what creating a container needs of its image, by digest
-	starting sync.Map     // container ID -> true while startTask starts its task
 
 	rootMu        sync.Mutex // guards rootInstalled
 	rootInstalled bool       // the sandbox root holds this binary (see sandboxRoot)

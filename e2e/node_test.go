@@ -167,6 +167,12 @@ func (n *node) write(name, content string) {
 // containers lists the node's containers (not sandboxes) by "pod/name/attempt".
 func (n *node) containers() map[string]runner.Container {
 	n.t.Helper()
+	return n.containersBy(func(c runner.Container) string { return fmt.Sprintf("%s/%s/%d", c.PodName, c.Name, c.Attempt) })
+}
+
+// containersBy lists the node's containers (not sandboxes) by key.
+func (n *node) containersBy(key func(runner.Container) string) map[string]runner.Container {
+	n.t.Helper()
 	all, err := n.rt.List(n.ctx)
 	if err != nil {
 		n.t.Fatal(err)
@@ -174,7 +180,7 @@ func (n *node) containers() map[string]runner.Container {
 	out := map[string]runner.Container{}
 	for _, c := range all {
 		if c.Kind == runner.KindContainer {
-			out[fmt.Sprintf("%s/%s/%d", c.PodName, c.Name, c.Attempt)] = c
+			out[key(c)] = c
 		}
 	}
 	return out

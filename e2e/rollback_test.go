@@ -62,17 +62,9 @@ func (n *node) awaitReadyAs(what string, check func(corev1.Pod) bool) corev1.Pod
 // stop a kill -9 cut short, not yet removed) could hide the running one of the other.
 func (n *node) revisionContainers() map[string]runner.Container {
 	n.t.Helper()
-	all, err := n.rt.List(n.ctx)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	out := map[string]runner.Container{}
-	for _, c := range all {
-		if c.Kind == runner.KindContainer {
-			out[fmt.Sprintf("%s/%s/%d/%s", c.PodName, c.Name, c.Attempt, c.PodUID)] = c
-		}
-	}
-	return out
+	return n.containersBy(func(c runner.Container) string {
+		return fmt.Sprintf("%s/%s/%d/%s", c.PodName, c.Name, c.Attempt, c.PodUID)
+	})
 }
 
 // runningOf returns the running container of the pod of uid, if one runs.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,17 +43,9 @@ func discard(context.Context, manifests.Update) error { return nil }
 // again.
 func TestWatcherFingerprintsABurstOncePerPod(t *testing.T) {
 	const files = 100
-	dir := t.TempDir()
-	updates, p := startWatcher(t, &Watcher{Path: dir, Node: "n", Period: time.Hour})
-	awaitUpdate(t, updates, "start")
-	before := podPrints.Load()
-	written := 0
-	writeMany(t, dir, files, func(path string) {
-		written++
-		awaitMatch(t, updates, path, func(u manifests.Update) bool { return len(u.Pods) == written })
-	})
-	noUpdate(t, updates, p, "the burst taken") // every scan of the burst is done
-	if got := podPrints.Load() - before; got > 3*files {
+	got := pacedBurst(t, files, func(name string) string { return pod(name, "busybox:1") },
+		func(u manifests.Update, written int) bool { return len(u.Pods) == written }, &podPrints)
+	if got > 3*files {
 		t.Fatalf("%d pods fingerprinted for a burst of %d files of one pod each, want at most %d", got, files, 3*files)
 	}
 }
@@ -62,22 +55,35 @@ func TestWatcherFingerprintsABurstOncePerPod(t *testing.T) {
 // about once, when the file is decoded, not once per file per scan.
 func TestWatcherFingerprintsTheObjectsOfABurstOncePerFile(t *testing.T) {
 	const files = 100
-	dir := t.TempDir()
-	updates, p := startWatcher(t, &Watcher{Path: dir, Node: "n", Period: time.Hour})
-	awaitUpdate(t, updates, "start")
-	before := objectPrints.Load()
-	written := 0
 	content := func(name string) string {
 		return strings.Replace(configMap(name), "{name: web}", "{name: "+name+"}", 1) + "---\n" + pod(name, "busybox:1")
 	}
-	writeManyOf(t, dir, files, content, func(path string) {
-		written++
-		awaitMatch(t, updates, path, func(u manifests.Update) bool { return len(u.Pods) == written && u.Objects.Len() == written })
-	})
-	noUpdate(t, updates, p, "the burst taken")
-	if got := objectPrints.Load() - before; got > 3*files {
+	got := pacedBurst(t, files, content,
+		func(u manifests.Update, written int) bool {
+			return len(u.Pods) == written && u.Objects.Len() == written
+		}, &objectPrints)
+	if got > 3*files {
 		t.Fatalf("the objects of %d files fingerprinted for a burst of %d files, want at most %d", got, files, 3*files)
 	}
+}
+
+// pacedBurst writes files manifest files, each the content of its name, into a
+// directory a watcher watches, each as soon as the watcher has sent an update holding
+// all written so far (holds), and returns how much counter grew until the watcher had
+// taken the whole burst.
+func pacedBurst(t *testing.T, files int, content func(name string) string, holds func(u manifests.Update, written int) bool, counter *atomic.Int64) int64 {
+	t.Helper()
+	dir := t.TempDir()
+	updates, p := startWatcher(t, &Watcher{Path: dir, Node: "n", Period: time.Hour})
+	awaitUpdate(t, updates, "start")
+	before := counter.Load()
+	written := 0
+	writeManyOf(t, dir, files, content, func(path string) {
+		written++
+		awaitMatch(t, updates, path, func(u manifests.Update) bool { return holds(u, written) })
+	})
+	noUpdate(t, updates, p, "the burst taken") // every scan of the burst is done
+	return counter.Load() - before
 }
 
 const classPod = "apiVersion: v1\nkind: Pod\nmetadata: {name: app}\nspec:\n  runtimeClassName: light\n  containers: [{name: c, image: busybox}]\n"

@@ -73,6 +73,14 @@ func (l *Lost) CreatingTask(id string) func() {
 	}
 }
 
+// Creating reports whether a task of container id is being created in this process
+// (CreatingTask).
+func (l *Lost) Creating(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.creating[id] > 0
+}
+
 // Confirm returns the shims that look lost now and looked lost at the previous look,
 // and the log writers that look stale now and did then, at most once a period. A shim
 // looks lost when containerd lists no task for the container it was started for, or
