@@ -114,15 +114,15 @@ func (u CPUUse) Total() time.Duration {
 	return u.Daemon + u.Client + u.Containerd + u.Shims + u.Loggers
 }
 
-// cpuMark is what Since needs of the moment it counts from.
-type cpuMark struct {
+// CPUMark is what Since needs of the moment it counts from.
+type CPUMark struct {
 	containerd, daemon, client, containerdSelf time.Duration
 	loggers                                    map[int]time.Duration
 }
 
 // Mark notes the CPU time spent so far, for Since. containerd is its PID.
-func (m *CPUMeter) Mark(containerd int) (cpuMark, error) {
-	var k cpuMark
+func (m *CPUMeter) Mark(containerd int) (CPUMark, error) {
+	var k CPUMark
 	var err error
 	if k.containerd, err = m.usage(cpuContainerd); err != nil {
 		return k, err
@@ -138,7 +138,7 @@ func (m *CPUMeter) Mark(containerd int) (cpuMark, error) {
 
 // Since is the CPU time spent since mark. A logger's time is its own (the processes
 // started as "logger" by a shim), the shims' the rest of containerd's cgroup.
-func (m *CPUMeter) Since(k cpuMark, containerd int) (CPUUse, error) {
+func (m *CPUMeter) Since(k CPUMark, containerd int) (CPUUse, error) {
 	now, err := m.Mark(containerd)
 	if err != nil {
 		return CPUUse{}, err
@@ -166,28 +166,10 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// processCPU is the time every live thread of pid has run, from the scheduler's
-// statistics (nanoseconds; 0 once the process has exited).
+// processCPU is the time every live thread of pid has run (0 once it has exited).
 func processCPU(pid int) time.Duration {
-	tasks, err := os.ReadDir(proc.Path(proc.Root, pid, "task"))
-	if err != nil {
-		return 0
-	}
-	var sum time.Duration
-	for _, t := range tasks {
-		b, err := os.ReadFile(proc.Path(proc.Root, pid, "task", t.Name(), "schedstat"))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b))
-		if len(f) == 0 {
-			continue
-		}
-		if ns, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-			sum += time.Duration(ns)
-		}
-	}
-	return sum
+	d, _ := proc.RunTime(proc.Root, pid)
+	return d
 }
 
 // loggerCPU is the CPU time of each live log writer, by PID.
@@ -198,7 +180,7 @@ func loggerCPU() map[int]time.Duration {
 		return out
 	}
 	for _, p := range procs {
-		if len(p.Args) > 1 && strings.HasPrefix(filepath.Base(p.Args[0]), "staticpod") && p.Args[1] == "logger" {
+		if helperRole(p) == "logger" {
 			out[p.PID] = processCPU(p.PID)
 		}
 	}

@@ -39,10 +39,10 @@ func Classify(procs []testenv.Process, daemon int, address, ns string) map[int]K
 		set[pid] = KindShim
 	}
 	for _, p := range procs {
-		if !shims[p.PPID] || len(p.Args) < 2 || !strings.HasPrefix(filepath.Base(p.Args[0]), "staticpod") {
+		if !shims[p.PPID] {
 			continue
 		}
-		switch p.Args[1] {
+		switch helperRole(p) {
 		case "pause":
 			set[p.PID] = KindPause
 		case "logger":
@@ -50,6 +50,15 @@ func Classify(procs []testenv.Process, daemon int, address, ns string) map[int]K
 		}
 	}
 	return set
+}
+
+// helperRole is what a process of a binary of staticpod's runs as ("pause",
+// "logger"), or "" for any other process.
+func helperRole(p testenv.Process) string {
+	if len(p.Args) < 2 || !strings.HasPrefix(filepath.Base(p.Args[0]), "staticpod") {
+		return ""
+	}
+	return p.Args[1]
 }
 
 // FileID names a file by its device and inode, however it is reached.

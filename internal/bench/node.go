@@ -172,12 +172,19 @@ func (n *Node) AwaitContainers(ctx context.Context, count int, timeout time.Dura
 	}
 }
 
+// overUnixSocket is an HTTP client whose every request goes to the unix socket at
+// socket.
+func overUnixSocket(socket string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}}}
+}
+
 // Pods asks the node's API for its pods.
 func (n *Node) Pods(ctx context.Context) ([]corev1.Pod, error) {
-	hc := http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", n.path("staticpod.sock"))
-	}}, Timeout: 5 * time.Second}
+	hc := overUnixSocket(n.path("staticpod.sock"))
+	hc.Timeout = 5 * time.Second
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://staticpod/pods", nil)
 	if err != nil {
 		return nil, err

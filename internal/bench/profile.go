@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"time"
@@ -13,10 +12,7 @@ import (
 // profileCPU writes the CPU profile of the Go program serving /debug/pprof/ on the unix
 // socket at socket, taken over the next d, to path.
 func profileCPU(ctx context.Context, socket string, d time.Duration, path string) error {
-	hc := http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var dialer net.Dialer
-		return dialer.DialContext(ctx, "unix", socket)
-	}}}
+	hc := overUnixSocket(socket)
 	url := fmt.Sprintf("http://local/debug/pprof/profile?seconds=%d", int(d.Seconds()))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

@@ -236,12 +236,23 @@ func (r *Run) floors(ctx context.Context) (floorSet, error) {
 
 func (fs floorSet) add(key string, d time.Duration) { fs[key] = append(fs[key], ms(d)) }
 
-// cpu adds the CPU time per pod of a burst of pods, in all and by who spent it, to
-// the figures cpu/<key>/<part>.
+// cpu adds the CPU time per pod of a burst of pods under key: its parts are the
+// figures cpu/<key>/<part> (see cpuOf).
 func (fs floorSet) cpu(key string, u CPUUse, pods int) {
 	for part, d := range u.Parts() {
 		fs["cpu/"+key+"/"+part] = append(fs["cpu/"+key+"/"+part], ms(d)/float64(pods))
 	}
+}
+
+// cpuOf is the CPU time per pod of the bursts under key, by part.
+func (fs floorSet) cpuOf(key string) cpuSamples {
+	out := cpuSamples{}
+	for k, v := range fs {
+		if part, ok := strings.CutPrefix(k, "cpu/"+key+"/"); ok {
+			out[part] = v
+		}
+	}
+	return out
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -20,7 +20,7 @@ func (r *Run) starts(ctx context.Context, n *Node, fs floorSet) error {
 	}
 	for _, s := range []shape{{"host", 1, 7}, {"pod", 1, 7}, {"host", 20, 3}, {"pod", 20, 3}, {"pod", 100, 3}} {
 		var samples []float64
-		cpu, phases := floorSet{}, floorSet{}
+		cpu, phases := cpuSamples{}, floorSet{}
 		for rep := range r.repeats(s.reps) {
 			b, err := r.burst(ctx, n, fmt.Sprintf("s%d", rep), s.pods, s.net == "host", "")
 			if err != nil {
@@ -28,7 +28,7 @@ func (r *Run) starts(ctx context.Context, n *Node, fs floorSet) error {
 			}
 			samples = append(samples, ms(b.took))
 			if s.pods > 1 {
-				cpu.cpu("", b.cpu, s.pods)
+				cpu.add(b.cpu, s.pods)
 			}
 			for i, d := range b.phases {
 				phases[phaseNames[i]] = append(phases[phaseNames[i]], ms(d))
@@ -163,19 +163,28 @@ func (r *Run) burst(ctx context.Context, n *Node, prefix string, pods int, hostN
 	return b, n.Clear(ctx)
 }
 
+// cpuSamples are the CPU times per pod of bursts, in ms, by part (see CPUUse.Parts).
+type cpuSamples map[string][]float64
+
+func (c cpuSamples) add(u CPUUse, pods int) {
+	for part, d := range u.Parts() {
+		c[part] = append(c[part], ms(d)/float64(pods))
+	}
+}
+
 // cpuRow is the CPU time per pod that starting pods at once cost staticpod against
 // what the client's burst of as many containers cost, noted by who spent it.
-func cpuRow(net string, pods int, cpu, fs floorSet) Row {
-	floor := fmt.Sprintf("cpu/client/net=%s/n=%d/concurrent=true/", net, pods)
-	part := func(set floorSet, prefix, name string) float64 { return Median(set[prefix+name]) }
+func cpuRow(net string, pods int, cpu cpuSamples, fs floorSet) Row {
+	floor := fs.cpuOf(fmt.Sprintf("client/net=%s/n=%d/concurrent=true", net, pods))
+	med := func(c cpuSamples, part string) float64 { return Median(c[part]) }
 	return NewRow(fmt.Sprintf("cpu/net=%s/pods=%d", net, pods),
 		fmt.Sprintf("%d manifests written → running, %s network: CPU time per pod, every process", pods, netWord(net)),
-		"ms", cpu["cpu//all"]).
-		Against("client, all at once", fs[floor+"all"]).
+		"ms", cpu["all"]).
+		Against("client, all at once", floor["all"]).
 		Want(Target{Ratio: true, Max: 1.3}).
 		Noted("staticpod %.1f, containerd %.1f, shims and runc %.1f, log writers %.1f ms; the client's: client %.1f, containerd %.1f, shims and runc %.1f ms",
-			part(cpu, "cpu//", "daemon"), part(cpu, "cpu//", "containerd"), part(cpu, "cpu//", "shims"), part(cpu, "cpu//", "loggers"),
-			part(fs, floor, "client"), part(fs, floor, "containerd"), part(fs, floor, "shims"))
+			med(cpu, "daemon"), med(cpu, "containerd"), med(cpu, "shims"), med(cpu, "loggers"),
+			med(floor, "client"), med(floor, "containerd"), med(floor, "shims"))
 }
 
 // present measures staticpod started with 20 manifests in its directory → every

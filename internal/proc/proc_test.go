@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -228,5 +229,23 @@ func TestPathJoinsUnderTheProcessDirectory(t *testing.T) {
 	}
 	if got, want := Path("/x", 7), "/x/"+strconv.Itoa(7); got != want {
 		t.Errorf("Path = %q, want %q", got, want)
+	}
+}
+
+func TestRunTimeSumsEveryThreadsSchedstat(t *testing.T) {
+	p := newFakeProc(t)
+	p.files(t, 7, map[string]string{
+		"task/7/schedstat": "1500000 20 3\n",
+		"task/8/schedstat": "2500000 40 5\n",
+	})
+	got, err := RunTime(string(p), 7)
+	if err != nil || got != 4*time.Millisecond {
+		t.Fatalf("RunTime = %v, %v; want 4ms", got, err)
+	}
+	if _, err := RunTime(string(p), 9); err == nil {
+		t.Error("RunTime of a process that is not there: no error")
+	}
+	if own, err := RunTime(Root, os.Getpid()); err != nil || own <= 0 {
+		t.Errorf("RunTime of this process = %v, %v; want some time", own, err)
 	}
 }
