@@ -54,7 +54,7 @@ func New(ctx context.Context, opts Options) (*Run, error) {
 			opts.Idle = 10 * time.Second
 		}
 	}
-	d, err := testenv.StartDaemonWith(ctx, testenv.DaemonOptions{LogLevel: "info"}) // as a user runs it: see LogLevel
+	d, err := testenv.StartDaemonWith(ctx, testenv.DaemonOptions{LogLevel: "info", StateOnTmpfs: true}) // as a user runs it: see both
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,11 @@ type DaemonOptions struct {
 	// metadata) on a tmpfs of that many bytes: a small image filesystem that a test can
 	// fill.
 	RootSize int64
+	// StateOnTmpfs puts the daemon's --state (task bundles, shim sockets and runc's
+	// state) on a tmpfs, as every installed containerd has it: /run/containerd. A
+	// benchmark wants it so; on the disk, the bundles' directories and files compete with
+	// everything else written there.
+	StateOnTmpfs bool
 	// LogLevel is the daemon's log level; "" is debug, which tests want when one fails.
 	// A benchmark runs it as a user does, at info: at debug containerd and its shims
 	// spend much of their time writing what they do.
@@ -83,7 +88,11 @@ func StartDaemonWith(ctx context.Context, opts DaemonOptions) (*Daemon, error) {
 		return nil, err
 	}
 	d.logLevel = opts.LogLevel
-	if err := d.mountRoot(opts.RootSize); err != nil {
+	err = d.mountRoot(opts.RootSize)
+	if err == nil && opts.StateOnTmpfs {
+		err = mountTmpfs(d.State(), "mode=0711")
+	}
+	if err != nil {
 		return nil, errors.Join(err, unmountUnder(d.dir), d.removeDir())
 	}
 	if err := d.launch(bin); err != nil {
@@ -165,11 +174,16 @@ func (d *Daemon) mountRoot(size int64) error {
 	if size == 0 {
 		return nil
 	}
-	if err := os.MkdirAll(d.Root(), 0o711); err != nil {
-		return fmt.Errorf("containerd root: %w", err)
+	return mountTmpfs(d.Root(), fmt.Sprintf("size=%d,mode=0711", size))
+}
+
+// mountTmpfs mounts a tmpfs with options data at dir, which it creates.
+func mountTmpfs(dir, data string) error {
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	if err := syscall.Mount("tmpfs", d.Root(), "tmpfs", 0, fmt.Sprintf("size=%d,mode=0711", size)); err != nil {
-		return fmt.Errorf("mount a tmpfs of %d bytes at %s: %w", size, d.Root(), err)
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, data); err != nil {
+		return fmt.Errorf("mount a tmpfs (%s) at %s: %w", data, dir, err)
 	}
 	return nil
 }
