@@ -6,19 +6,17 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/errdefs"
 	"github.com/moby/sys/signal"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/containerdrt/cgroups"
 	"github.com/staticpod/staticpod/containerdrt/poddir"
-	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/logs"
 	"github.com/staticpod/staticpod/runner"
@@ -48,12 +46,12 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
-	facts, err := r.imageFacts(ctx, req.Image)
+	facts, err := r.images.Facts(ctx, req.Image)
 	if err != nil {
-		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
+		return runner.Container{}, fmt.Errorf("create container %s: %w", id, convertErr(err))
 	}
 	in := p.in
-	in.Image = facts.config.Config
+	in.Image = facts.Config.Config
 	if in.ImageVolumes, err = r.mountImageVolumes(ctx, req, in.PodDir); err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}
@@ -76,7 +74,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	if r.cfg.Images.Snapshotter != "" {
 		newOpts = append(newOpts, client.WithSnapshotter(r.cfg.Images.Snapshotter))
 	}
-	rootfs := withSnapshotOf(id, facts.chainID)
+	rootfs := withSnapshotOf(id, facts.ChainID)
 	if in.UserNSHostID != 0 || r.cfg.Images.Snapshotter == "" {
 		// The client's own way: a remapped snapshot (a copy owned by the pod's IDs
 		// where the snapshotter cannot map them), or a snapshotter New could not name.
@@ -90,20 +88,44 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 		}
 	}
 	newOpts = append(newOpts, rootfs, client.WithNewSpec(opts...), client.WithContainerLabels(labels))
-	created, err := r.client.NewContainer(ctx, id, newOpts...)
+	created, err := r.newContainer(ctx, id, newOpts...)
 	if errdefs.IsAlreadyExists(err) {
 		// A staticpod that stopped while creating this attempt left its snapshot, or
 		// the container, behind: what never started is removed and made anew.
 		if err := r.removeUnstarted(ctx, id); err != nil {
 			return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 		}
-		created, err = r.client.NewContainer(ctx, id, newOpts...)
+		created, err = r.newContainer(ctx, id, newOpts...)
 	}
 	if err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, convertErr(err))
 	}
-	info, _ := created.Info(ctx, client.WithoutRefreshedMetadata) // as created: no task yet
-	return r.container(info, nil)
+	return r.container(created, nil) // as created: no task yet
+}
+
+// newContainer creates the record of container id as the client's NewContainer does,
+// in a lease of its own (its snapshot may be prepared before the record holds it), but
+// with the namespace's runtime New read instead of reading it at each creation.
+func (r *Runtime) newContainer(ctx context.Context, id string, opts ...client.NewContainerOpts) (containers.Container, error) {
+	if r.defaultRuntime == "" {
+		created, err := r.client.NewContainer(ctx, id, opts...)
+		if err != nil {
+			return containers.Container{}, err
+		}
+		return created.Info(ctx, client.WithoutRefreshedMetadata)
+	}
+	ctx, done, err := r.client.WithLease(ctx)
+	if err != nil {
+		return containers.Container{}, err
+	}
+	defer done(ctx)
+	info := containers.Container{ID: id, Runtime: containers.RuntimeInfo{Name: r.defaultRuntime}}
+	for _, o := range opts {
+		if err := o(ctx, r.client, &info); err != nil {
+			return containers.Container{}, err
+		}
+	}
+	return r.client.ContainerService().Create(ctx, info)
 }
 
 // removeUnstarted removes what an interrupted creation of container id left: the
@@ -141,52 +163,6 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
 	return nil
-}
-
-// startTask creates and starts c's task and records when it started (containerd keeps
-// no start time of its own).
-func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Creator) error {
-	defer r.repairs.lost.CreatingTask(c.ID())() // the repair leaves its shim and its start time alone
-	task, err := r.newTask(ctx, c, ioc)
-	if err != nil {
-		r.repairs.lost.Watch() // containerd may have left a shim of the failed creation
-		return convertErr(err)
-	}
-	started := time.Now().UTC() // before Start: a short-lived process may exit before Start returns
-	if err := task.Start(ctx); err != nil {
-		if _, derr := task.Delete(ctx, client.WithProcessKill); derr != nil {
-			r.log.Warn("delete task that failed to start", "id", c.ID(), "err", derr)
-		}
-		return convertErr(err)
-	}
-	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)}); err != nil {
-		// The container runs: failing its start would have it removed. Repair records
-		// a start time for a running task that has none.
-		r.log.Warn("record container start", "id", c.ID(), "err", convertErr(err))
-	}
-	return nil
-}
-
-// newTask creates c's task, again after clearing what a creation cut short left in its
-// way (clearForTask) or runc's state of a container whose process is gone, and again
-// after a shim of its group that was exiting is gone.
-func (r *Runtime) newTask(ctx context.Context, c client.Container, ioc cio.Creator) (client.Task, error) {
-	task, err := c.NewTask(ctx, ioc)
-	for try := 0; try < 3 && err != nil && ctx.Err() == nil && r.clearForTask(ctx, c.ID(), err); try++ {
-		task, err = c.NewTask(ctx, ioc)
-	}
-	if err != nil && strings.Contains(err.Error(), shims.RuncStateExists) && shims.RemoveStaleRuncState(shims.RuncRoot, r.cfg.Namespace, c.ID()) {
-		r.log.Warn("removed runc's state of a container whose process is gone", "id", c.ID())
-		task, err = c.NewTask(ctx, ioc)
-	}
-	for wait := shimExitWait; err != nil && strings.Contains(err.Error(), errShimGone) && wait <= 4*shimExitWait; wait *= 2 {
-		// The task joined its group's shim as that shim exited: once it is gone, the
-		// next try starts a new one.
-		r.log.Info("the shim of the container's group was exiting; trying again", "id", c.ID(), "err", err)
-		time.Sleep(wait)
-		task, err = c.NewTask(ctx, ioc)
-	}
-	return task, err
 }
 
 // BeginStop records the deadline of a stop that begins, unless one began already.
@@ -372,4 +348,18 @@ func (r *Runtime) RemovePodData(ctx context.Context, uid types.UID) error {
 func loadedLabels(ctx context.Context, c client.Container) map[string]string {
 	info, _ := c.Info(ctx, client.WithoutRefreshedMetadata) // never fails without a refresh
 	return info.Labels
+}
+
+// withSnapshotOf prepares snapshot id for the container from the unpacked layers of
+// an image whose chain ID is parent, in the container's snapshotter, as
+// client.WithNewSnapshot does when it is given no remapping: without reading the
+// image again, or the snapshotter's capabilities.
+func withSnapshotOf(id, parent string) client.NewContainerOpts {
+	return func(ctx context.Context, c *client.Client, info *containers.Container) error {
+		if _, err := c.SnapshotService(info.Snapshotter).Prepare(ctx, id, parent); err != nil {
+			return err
+		}
+		info.SnapshotKey = id
+		return nil
+	}
 }

@@ -3,6 +3,7 @@ package containerdrt
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -317,12 +318,11 @@ func TestPodStartAsksContainerdOnlyWhatItMust(t *testing.T) {
 	}
 	sandbox := callsSince(before, r.Calls())
 	const (
-		leases     = "/containerd.services.leases.v1.Leases/Create"
 		create     = "/containerd.services.containers.v1.Containers/Create"
 		namespaces = "/containerd.services.namespaces.v1.Namespaces/Get"
 	)
-	if sandbox[leases] != 0 || sandbox[create] != 1 {
-		t.Errorf("a pinned sandbox took %d leases and %d creations of a record, want 0 and 1 (all calls: %v)", sandbox[leases], sandbox[create], sandbox)
+	if want := map[string]uint64{create: 1}; !maps.Equal(sandbox, want) {
+		t.Errorf("a pinned sandbox made the calls %v, want %v: a record, no lease, no read of the namespace's labels", sandbox, want)
 	}
 	before = r.Calls()
 	c := &pod.Spec.Containers[0]
@@ -335,11 +335,22 @@ func TestPodStartAsksContainerdOnlyWhatItMust(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.mustRemove(t, created.ID) })
+	if n := callsSince(before, r.Calls())[namespaces]; n != 0 {
+		t.Errorf("creating a container read the namespace's labels %d times, want 0", n)
+	}
+	before = r.Calls()
 	if err := r.StartContainer(r.ctx, created.ID); err != nil {
 		t.Fatal(err)
 	}
-	if n := callsSince(before, r.Calls())[namespaces]; n != 0 {
-		t.Errorf("creating and starting a container read the namespace's labels %d times, want 0", n)
+	// Its record once, the mounts of its snapshot, its task made and started, its start
+	// time recorded.
+	want := map[string]uint64{
+		"/containerd.services.containers.v1.Containers/Get": 1, "/containerd.services.snapshots.v1.Snapshots/Mounts": 1,
+		"/containerd.services.tasks.v1.Tasks/Create": 1, "/containerd.services.tasks.v1.Tasks/Start": 1,
+		"/containerd.services.containers.v1.Containers/Update": 1,
+	}
+	if got := callsSince(before, r.Calls()); !maps.Equal(got, want) {
+		t.Errorf("StartContainer made the calls %v, want %v", got, want)
 	}
 	// The next container of the image needs nothing of it but its snapshot.
 	before = r.Calls()
@@ -352,6 +363,15 @@ func TestPodStartAsksContainerdOnlyWhatItMust(t *testing.T) {
 		if strings.Contains(method, ".images.") || strings.Contains(method, ".content.") || strings.Contains(method, ".introspection.") {
 			t.Errorf("a second container of image %s called %s %d times, want none", img.Ref, method, n)
 		}
+	}
+	// Making sure of an image read before asks for its record and its layers' snapshot.
+	before = r.Calls()
+	if _, err := r.EnsureImage(r.ctx, runner.PullRequest{Image: c.Image, Policy: c.ImagePullPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]uint64{"/containerd.services.images.v1.Images/Get": 1, "/containerd.services.snapshots.v1.Snapshots/Stat": 1}
+	if got := callsSince(before, r.Calls()); !maps.Equal(got, want) {
+		t.Errorf("EnsureImage of image %s read before made the calls %v, want %v", img.Ref, got, want)
 	}
 }
 

@@ -1,6 +1,7 @@
 package containerdrt
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,7 +80,9 @@ type Runtime struct {
 	log    *slog.Logger
 
 	handlers handlers.Set // the runtime handlers pods may name, set by New
-	facts    factCache    // what creating a container needs of its image, by digest
+	// defaultRuntime is containerd's runtime for the namespace, read by New; "" when
+	// it could not be, and the client asks at each use.
+	defaultRuntime string
 
 	rootMu        sync.Mutex // guards rootInstalled
 	rootInstalled bool       // the sandbox root holds this binary (see sandboxRoot)
@@ -122,15 +125,14 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
 	}
-	if cfg.Images.Snapshotter == "" {
-		cfg.Images.Snapshotter = defaultSnapshotter(ctx, c, cfg.Namespace)
-	}
+	snapshotter, defaultRuntime := namespaceDefaults(ctx, c, cfg.Namespace)
+	cfg.Images.Snapshotter = cmp.Or(cfg.Images.Snapshotter, snapshotter)
 	imgs, err := images.New(c, cfg.Images, cfg.Logger)
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, net: podnet.New(cfg.CNI, cfg.Logger), images: imgs, records: recs, started: time.Now(),
+	r := &Runtime{client: c, cfg: cfg, log: cfg.Logger, defaultRuntime: defaultRuntime, net: podnet.New(cfg.CNI, cfg.Logger), images: imgs, records: recs, started: time.Now(),
 		users: userns.New(filepath.Join(cfg.RootDir, podsDir)), cdi: newCDIRegistry(cfg.CDISpecDirs)}
 	r.repairs = newRepairer(r)
 	// An observer's: it makes none, and takes the layout New gives even where it
@@ -349,19 +351,18 @@ func primaryIP() string {
 	return v6
 }
 
-// defaultSnapshotter is the snapshotter containerd uses for namespace ns when none is
-// named: the namespace's label, else containerd's default; "" when containerd cannot
-// tell now. Resolved once, it spares every image check and container creation a read
-// of the namespace's labels.
-func defaultSnapshotter(ctx context.Context, c *client.Client, ns string) string {
+// namespaceDefaults are the snapshotter and the runtime containerd uses for namespace
+// ns when none is named: the namespace's labels, else containerd's defaults; "" when
+// containerd cannot tell now. Read once, they spare every image check, container
+// creation and sandbox record a read of the namespace's labels.
+func namespaceDefaults(ctx context.Context, c *client.Client, ns string) (snapshotter, runtime string) {
 	labels, err := c.NamespaceService().Labels(ctx, ns)
 	switch {
 	case errdefs.IsNotFound(err):
-		return defaults.DefaultSnapshotter // a namespace not made yet has no labels
+		return defaults.DefaultSnapshotter, defaults.DefaultRuntime // a namespace not made yet has no labels
 	case err != nil:
-		return "" // asked again at each use, as the client does
-	case labels[defaults.DefaultSnapshotterNSLabel] != "":
-		return labels[defaults.DefaultSnapshotterNSLabel]
+		return "", "" // asked again at each use, as the client does
 	}
-	return defaults.DefaultSnapshotter
+	return cmp.Or(labels[defaults.DefaultSnapshotterNSLabel], defaults.DefaultSnapshotter),
+		cmp.Or(labels[defaults.DefaultRuntimeNSLabel], defaults.DefaultRuntime)
 }

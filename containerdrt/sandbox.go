@@ -187,7 +187,10 @@ func (r *Runtime) startPinnedSandbox(ctx context.Context, id string, p sandboxPl
 	}
 	labels[labelPinnedFiles] = strings.Join(files, ",")
 	labels[labelStartedAt] = time.Now().UTC().Format(time.RFC3339Nano)
-	info := containers.Container{ID: id, Labels: labels, Runtime: containers.RuntimeInfo{Name: r.client.Runtime()}}
+	info := containers.Container{ID: id, Labels: labels, Runtime: containers.RuntimeInfo{Name: r.defaultRuntime}}
+	if info.Runtime.Name == "" {
+		info.Runtime.Name = r.client.Runtime()
+	}
 	s, err := oci.GenerateSpec(ctx, r.client, &info, pinnedSpec(dir, spec)...)
 	if err != nil {
 		return containers.Container{}, fmt.Errorf("create sandbox %s: %w", id, err)

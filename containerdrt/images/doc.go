@@ -5,7 +5,8 @@
 // credential provider plugins), the imports of
 // --image-dir and the pins of its archives, and the store's side of image garbage
 // collection (the image filesystem, the images with their sizes, removals). It answers
-// what is present by asking containerd each time.
+// what is present by asking containerd each time; what a present image holds (its
+// config and layers, named by digest) it reads once (Facts).
 //
 // It decides nothing: which image to pull is the runner's plan, and which images may go
 // is the runner's image GC policy; containerdrt's Runtime gives each call its namespace

@@ -34,10 +34,10 @@ func (s *Store) Ensure(ctx context.Context, req runner.PullRequest) (runner.Imag
 		return runner.Image{}, err
 	}
 	if policy != corev1.PullAlways {
-		img, err := s.local(ctx, name)
+		out, err := s.local(ctx, name)
 		switch {
 		case err == nil:
-			return describe(ctx, img)
+			return out, nil
 		case !errdefs.IsNotFound(err):
 			return runner.Image{}, err
 		case policy == corev1.PullNever:
@@ -51,10 +51,11 @@ func (s *Store) Ensure(ctx context.Context, req runner.PullRequest) (runner.Imag
 	if err != nil {
 		return runner.Image{}, err
 	}
-	out, err := describe(ctx, img)
+	f, err := s.factsOf(ctx, img)
 	if err != nil {
-		return out, err
+		return runner.Image{}, err
 	}
+	out := describe(img, f)
 	out.Pulled = true
 	// Its content for this platform, as containerd's CRI tells the kubelet an image's size.
 	if out.Size, err = img.Size(ctx); err != nil {
@@ -81,17 +82,28 @@ func (s *Store) config(ctx context.Context, ref string) (ocispec.ImageConfig, er
 	return spec.Config, nil
 }
 
-// local returns the image named name, unpacked for the snapshotter (unpacking it if it is
-// not, which needs no registry). An absent image is an errdefs not-found error.
-func (s *Store) local(ctx context.Context, name string) (client.Image, error) {
+// local describes the image named name, unpacked for the snapshotter (unpacking it if
+// it is not, which needs no registry). An absent image is an errdefs not-found error.
+// An image whose facts are known is unpacked when the snapshot of its layers is there:
+// asking that takes two calls to containerd, not five.
+func (s *Store) local(ctx context.Context, name string) (runner.Image, error) {
 	img, err := s.client.GetImage(ctx, name)
 	if err != nil {
-		return nil, err
+		return runner.Image{}, err
+	}
+	if f, ok := s.facts.get(img.Target().Digest.String()); ok && s.cfg.Snapshotter != "" {
+		if _, err := s.client.SnapshotService(s.cfg.Snapshotter).Stat(ctx, f.ChainID); err == nil {
+			return describe(img, f), nil
+		}
 	}
 	if err := s.unpack(ctx, img); err != nil {
-		return nil, err
+		return runner.Image{}, err
 	}
-	return img, nil
+	f, err := s.factsOf(ctx, img)
+	if err != nil {
+		return runner.Image{}, err
+	}
+	return describe(img, f), nil
 }
 
 // unpack unpacks img for the snapshotter unless it already is.
@@ -162,14 +174,6 @@ func (s *Store) pullWith(ctx context.Context, name string, creds hostCredentials
 
 // describe returns what the runner knows of img: its name, config digest (the image ID)
 // and manifest or index digest (the repo digest).
-func describe(ctx context.Context, img client.Image) (runner.Image, error) {
-	conf, err := img.Config(ctx)
-	if err != nil {
-		return runner.Image{}, fmt.Errorf("read config of image %s: %w", img.Name(), err)
-	}
-	return runner.Image{
-		Ref:    img.Name(),
-		ID:     conf.Digest.String(),
-		Digest: img.Target().Digest.String(),
-	}, nil
+func describe(img client.Image, f Facts) runner.Image {
+	return runner.Image{Ref: img.Name(), ID: f.ConfigDigest, Digest: img.Target().Digest.String()}
 }

@@ -44,6 +44,8 @@ type Store struct {
 
 	archiveMu sync.Mutex          // guards archives
 	archives  map[string][]string // archive path in the image dir -> the images it brought
+
+	facts factCache // what the images used hold, by manifest digest: see Facts
 }
 
 // New returns the image store of c. It loads the credential provider plugins of cfg and
