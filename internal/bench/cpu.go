@@ -194,7 +194,7 @@ const settle = relistPeriod
 // Parts is the use by who spent it, and in all ("all"), by name.
 func (u CPUUse) Parts() map[string]time.Duration {
 	return map[string]time.Duration{
-		"all": u.Total(), "daemon": u.Daemon, "client": u.Client,
+		"all": u.Total(), "replayed": u.Total() - u.Daemon, "daemon": u.Daemon, "client": u.Client,
 		"containerd": u.Containerd, "shims": u.Shims, "loggers": u.Loggers,
 	}
 }

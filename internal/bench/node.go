@@ -234,3 +234,24 @@ spec:
 // SIGTERM comes (a shell waiting on a child it started runs its trap at once; PID 1
 // has no default action for SIGTERM), so that no removal waits out a grace period.
 const Stopper = "trap 'exit 0' TERM; sleep 3600 & wait"
+
+// Containers is how many containers the node's namespace holds.
+func (n *Node) Containers(ctx context.Context) (int, error) {
+	cs, err := n.d.Client.Containers(namespaces.WithNamespace(ctx, n.Name))
+	return len(cs), err
+}
+
+// RemovePrefixed removes the manifests whose names begin with prefix and waits until
+// the namespace holds left containers.
+func (n *Node) RemovePrefixed(ctx context.Context, prefix string, left int) error {
+	entries, err := os.ReadDir(n.Manifests)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) {
+			os.Remove(filepath.Join(n.Manifests, e.Name()))
+		}
+	}
+	return n.AwaitContainers(ctx, left, 3*time.Minute)
+}

@@ -40,6 +40,7 @@ type Run struct {
 	events *Events
 	meter  *CPUMeter
 	floor  *Floor
+	replay *Floor // the client starting staticpod's own containers again: see Replay
 	Report Report
 }
 
@@ -64,6 +65,9 @@ func New(ctx context.Context, opts Options) (*Run, error) {
 		return nil, err
 	}
 	r.floor, err = NewFloor(ctx, d, "floor", r.events, r.meter)
+	if err == nil {
+		r.replay, err = NewFloor(ctx, d, "replay", r.events, r.meter)
+	}
 	if err != nil {
 		r.Close()
 		return nil, err
@@ -75,7 +79,7 @@ func New(ctx context.Context, opts Options) (*Run, error) {
 func (r *Run) Close() error {
 	r.events.Close()
 	ctx := context.Background()
-	for _, ns := range []string{"floor", "bench", "restart", "relist-only", "crun", "footprint"} {
+	for _, ns := range []string{"floor", "replay", "bench", "restart", "relist-only", "crun", "footprint"} {
 		r.d.PurgeNamespace(ctx, ns)
 	}
 	err := errors.Join(r.d.Stop(ctx), testenv.UnmountUnder(r.opts.Dir))
