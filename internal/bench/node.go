@@ -71,6 +71,7 @@ func (n *Node) Start() error {
 		"--containerd-address", n.d.Address,
 		"--containerd-namespace", n.Name,
 		"--api-socket", n.path("staticpod.sock"),
+		"--device-plugin-dir", n.path("device-plugins"), // not the host's, which another node of the run serves too
 		"--image-dir", "",
 		"--cni-conf-dir", "",
 		"--hostname-override", nodeName,
