@@ -79,6 +79,10 @@ type daemon struct {
 // runDaemon wires flags -> logger -> containerd -> runtime -> runner -> API -> sources,
 // under one context that SIGTERM and SIGINT cancel. On the way out the pods keep
 // running (an upgrade of staticpod must not take a control plane down), unless
+// errStoppedEarly is setup's when the daemon is told to stop before containerd
+// answered: it stops as at any other time, without an error.
+var errStoppedEarly = errors.New("stopped before containerd answered")
+
 // --stop-pods-on-exit.
 func runDaemon(c *cli.Context) error {
 	log, err := systemd.NewLogger(c.String("log-level"), c.String("log-format"))
@@ -120,7 +124,10 @@ func runDaemon(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	d := &daemon{c: c, log: log, node: node, self: self, root: c.String("root-dir"), headers: headers, restrict: restrict, grace: grace}
-	if err := d.setup(ctx); err != nil {
+	if err := d.setup(ctx); errors.Is(err, errStoppedEarly) {
+		log.Info("stopped before containerd answered")
+		return nil
+	} else if err != nil {
 		return err
 	}
 	defer d.rt.Close()
@@ -185,6 +192,9 @@ func (d *daemon) setup(ctx context.Context) error {
 	rt, err := containerdrt.New(ctx, runtimeConfig(c, d.root, self, d.log))
 	if errors.Is(err, containerdrt.ErrConfig) {
 		return err
+	}
+	if err != nil && ctx.Err() != nil {
+		return errStoppedEarly // told to stop: nothing runs yet, and containerd is not at fault
 	}
 	if err != nil {
 		return fmt.Errorf("%w (is containerd running? --start-containerd starts one)", err)

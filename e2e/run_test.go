@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -207,5 +209,76 @@ func TestASecondDaemonLeavesThePodsAlone(t *testing.T) {
 	}
 	if strings.Contains(second.out.String(), "staticpod started") {
 		t.Errorf("the second daemon started before it found the root dir taken:\n%s", second.out)
+	}
+}
+
+// A daemon told to stop while containerd has not answered yet stops as at any other
+// time, at once and without an error: nothing ran, and containerd is not at fault.
+// once stops with the signal's exit code and says so, as it already did.
+func TestStoppedWhileContainerdIsSilent(t *testing.T) {
+	dir := t.TempDir()
+	flags := []string{"--root-dir", filepath.Join(dir, "root"), "--pod-log-dir", filepath.Join(dir, "log/pods")}
+	out, code := stopWhileContainerdIsSilent(t, append([]string{"run", "--pod-manifest-path", filepath.Join(dir, "manifests"), "--cni-conf-dir", "",
+		"--container-log-dir", filepath.Join(dir, "log/containers"), "--api-socket", filepath.Join(dir, "staticpod.sock"),
+		"--device-plugin-dir", ""}, flags...))
+	if code != 0 || strings.Contains(out, "is containerd running?") {
+		t.Errorf("run stopped while containerd is silent: exit %d, want 0 and no word of containerd:\n%s", code, out)
+	}
+	manifests := filepath.Join(dir, "once")
+	if err := os.MkdirAll(manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(manifests, "job.yaml"), []byte(podManifest("job", "Never", "true")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code = stopWhileContainerdIsSilent(t, append([]string{"once"}, append(flags, manifests)...))
+	if code != 128+int(syscall.SIGTERM) || !strings.Contains(out, "staticpod once: terminated") || strings.Contains(out, "is containerd running?") {
+		t.Errorf("once stopped while containerd is silent: exit %d, want %d and why:\n%s", code, 128+int(syscall.SIGTERM), out)
+	}
+}
+
+// stopWhileContainerdIsSilent runs staticpod with args and --containerd-address at a
+// socket that accepts and never answers, sends SIGTERM a second later, and returns its
+// output and exit code.
+func stopWhileContainerdIsSilent(t *testing.T, args []string) (string, int) {
+	t.Helper()
+	mute := filepath.Join(t.TempDir(), "mute.sock")
+	l, err := net.Listen("unix", mute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	cmd := exec.Command(binary, append([]string{args[0], "--containerd-address", mute}, args[1:]...)...)
+	var out testenv.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	time.Sleep(time.Second) // waiting for containerd's answer
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+		return out.String(), cmd.ProcessState.ExitCode()
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("%v: no exit 5 s after SIGTERM\n%s", args[0], out.String())
+		return "", 0
 	}
 }
