@@ -238,8 +238,8 @@ func TestStoppedWhileContainerdIsSilent(t *testing.T) {
 }
 
 // stopWhileContainerdIsSilent runs staticpod with args and --containerd-address at a
-// socket that accepts and never answers, sends SIGTERM a second later, and returns its
-// output and exit code.
+// socket that accepts and never answers, sends SIGTERM once staticpod dialled it, and
+// returns its output and exit code.
 func stopWhileContainerdIsSilent(t *testing.T, args []string) (string, int) {
 	t.Helper()
 	mute := filepath.Join(t.TempDir(), "mute.sock")
@@ -248,6 +248,7 @@ func stopWhileContainerdIsSilent(t *testing.T, args []string) (string, int) {
 		t.Fatal(err)
 	}
 	defer l.Close()
+	dialled := make(chan struct{})
 	go func() {
 		var held []net.Conn
 		defer func() {
@@ -260,7 +261,9 @@ func stopWhileContainerdIsSilent(t *testing.T, args []string) (string, int) {
 			if err != nil {
 				return
 			}
-			held = append(held, c)
+			if held = append(held, c); len(held) == 1 {
+				close(dialled)
+			}
 		}
 	}()
 	cmd := exec.Command(binary, append([]string{args[0], "--containerd-address", mute}, args[1:]...)...)
@@ -271,14 +274,22 @@ func stopWhileContainerdIsSilent(t *testing.T, args []string) (string, int) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	time.Sleep(time.Second) // waiting for containerd's answer
+	select {
+	case <-dialled:
+		time.Sleep(100 * time.Millisecond) // waiting for containerd's answer
+	case <-exited:
+		t.Fatalf("%v: exited before it dialled containerd\n%s", args[0], out.String())
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("%v: no dial of containerd in 30 s\n%s", args[0], out.String())
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-exited:
 		return out.String(), cmd.ProcessState.ExitCode()
-	case <-time.After(5 * time.Second):
+	case <-time.After(10 * time.Second):
 		cmd.Process.Kill()
-		t.Fatalf("%v: no exit 5 s after SIGTERM\n%s", args[0], out.String())
+		t.Fatalf("%v: no exit 10 s after SIGTERM\n%s", args[0], out.String())
 		return "", 0
 	}
 }
