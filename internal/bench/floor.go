@@ -63,21 +63,30 @@ func (f *Floor) Start(ctx context.Context, count int, hostNet, concurrent bool) 
 		}
 		return task.Start(ctx)
 	}
+	return f.measured(count, func() error {
+		var g errgroup.Group
+		for i := range count {
+			if concurrent {
+				g.Go(func() error { return one(i) })
+			} else if err := one(i); err != nil {
+				return err
+			}
+		}
+		return g.Wait()
+	})
+}
+
+// measured runs start, which starts count containers in the floor's namespace, and
+// returns the time from its call to containerd's event of the last task's start, and
+// the CPU time that cost up to settle after it.
+func (f *Floor) measured(count int, start func() error) (time.Duration, CPUUse, error) {
 	cpu, err := f.meter.Mark(f.d.PID())
 	if err != nil {
 		return 0, CPUUse{}, err
 	}
 	mark := f.events.Mark()
-	start := time.Now()
-	var g errgroup.Group
-	for i := range count {
-		if concurrent {
-			g.Go(func() error { return one(i) })
-		} else if err := one(i); err != nil {
-			return 0, CPUUse{}, err
-		}
-	}
-	if err := g.Wait(); err != nil {
+	begun := time.Now()
+	if err := start(); err != nil {
 		return 0, CPUUse{}, err
 	}
 	started, err := f.events.Await(mark, count, time.Minute, In(f.ns, "/tasks/start"))
@@ -86,7 +95,7 @@ func (f *Floor) Start(ctx context.Context, count int, hostNet, concurrent bool) 
 	}
 	time.Sleep(settle)
 	use, err := f.meter.Since(cpu, f.d.PID())
-	return Last(started).Sub(start), use, err
+	return Last(started).Sub(begun), use, err
 }
 
 // StartCtr starts one container with `ctr run -d` and returns the time from the

@@ -70,26 +70,13 @@ func (f *Floor) Replay(ctx context.Context, ns, dir string) (time.Duration, CPUU
 		}
 		return task.Start(ctx)
 	}
-	cpu, err := f.meter.Mark(f.d.PID())
-	if err != nil {
-		return 0, CPUUse{}, err
-	}
-	mark := f.events.Mark()
-	start := time.Now()
-	var g errgroup.Group
-	for _, p := range plans {
-		g.Go(func() error { return one(p) })
-	}
-	if err := g.Wait(); err != nil {
-		return 0, CPUUse{}, err
-	}
-	started, err := f.events.Await(mark, len(plans), time.Minute, In(f.ns, "/tasks/start"))
-	if err != nil {
-		return 0, CPUUse{}, err
-	}
-	time.Sleep(settle)
-	use, err := f.meter.Since(cpu, f.d.PID())
-	return Last(started).Sub(start), use, err
+	return f.measured(len(plans), func() error {
+		var g errgroup.Group
+		for _, p := range plans {
+			g.Go(func() error { return one(p) })
+		}
+		return g.Wait()
+	})
 }
 
 // replayPlans reads the running containers of ctx's namespace into what Replay
