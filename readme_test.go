@@ -27,7 +27,6 @@ var headline = []struct{ id, work string }{
 	{"start/net=pod/pods=20", "20 pods (own network) written at once → all running"},
 	{"start/net=pod/pods=100", "100 pods (own network) at once"},
 	{"same/net=pod/pods=20", "20 pods (own network) at once, beside 20 running, against the same containers"},
-	{"same-cpu/net=pod/pods=20", "the same: CPU time per pod"},
 	{"present/pods=20", "staticpod started with 20 manifests present → all running"},
 	{"remove/net=pod/exited", "manifest removed → app exited on SIGTERM"},
 	{"restart/first/net=pod/exit-event", "SIGKILL of a container → running again"},
