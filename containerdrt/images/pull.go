@@ -7,7 +7,6 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	corev1 "k8s.io/api/core/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
@@ -62,24 +61,6 @@ func (s *Store) Ensure(ctx context.Context, req runner.PullRequest) (runner.Imag
 		return runner.Image{}, fmt.Errorf("read size of image %s: %w", img.Name(), err)
 	}
 	return out, nil
-}
-
-// config returns the image's OCI config (Entrypoint, Cmd, Env, WorkingDir, User,
-// StopSignal). The image must be present: Ensure it first.
-func (s *Store) config(ctx context.Context, ref string) (ocispec.ImageConfig, error) {
-	name, err := normalizeRef(ref)
-	if err != nil {
-		return ocispec.ImageConfig{}, err
-	}
-	img, err := s.client.GetImage(ctx, name)
-	if err != nil {
-		return ocispec.ImageConfig{}, fmt.Errorf("get image %s: %w", name, err)
-	}
-	spec, err := img.Spec(ctx)
-	if err != nil {
-		return ocispec.ImageConfig{}, fmt.Errorf("read config of image %s: %w", name, err)
-	}
-	return spec.Config, nil
 }
 
 // local describes the image named name, unpacked for the snapshotter (unpacking it if

@@ -197,12 +197,13 @@ func TestPulledImageRuns(t *testing.T) {
 	reg := startTestRegistry(t, "", "")
 	ref := reg.push(t, "app/runs:1", imageOptionsFor(t, ""))
 	imgs := newStore(d.Client, Config{}, pullLogger(t))
-	if _, err := imgs.Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullIfNotPresent}); err != nil {
+	img, err := imgs.Ensure(ctx, runner.PullRequest{Image: ref, Policy: corev1.PullIfNotPresent})
+	if err != nil {
 		t.Fatalf("Ensure(%s) = %v", ref, err)
 	}
-	conf, err := imgs.config(ctx, ref)
-	if err != nil || !strings.Contains(strings.Join(conf.Env, " "), "TEST_NAME="+t.Name()) {
-		t.Errorf("config(%s) = %+v, %v, want the image's env", ref, conf, err)
+	f, err := imgs.Facts(ctx, img)
+	if conf := f.Config.Config; err != nil || !strings.Contains(strings.Join(conf.Env, " "), "TEST_NAME="+t.Name()) {
+		t.Errorf("Facts(%s) = %+v, %v, want the image's env", ref, conf, err)
 	}
 	out := mustRunImage(t, ctx, d, ref, "cat", "/etc/test-name")
 	if out != t.Name() {

@@ -146,16 +146,7 @@ func (n *Node) Remove(name string) error {
 }
 
 // Clear removes every manifest and waits until the namespace holds no container.
-func (n *Node) Clear(ctx context.Context) error {
-	entries, err := os.ReadDir(n.Manifests)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		os.Remove(filepath.Join(n.Manifests, e.Name()))
-	}
-	return n.AwaitContainers(ctx, 0, 3*time.Minute)
-}
+func (n *Node) Clear(ctx context.Context) error { return n.RemovePrefixed(ctx, "", 0) }
 
 // AwaitContainers waits until the node's namespace holds count containers.
 func (n *Node) AwaitContainers(ctx context.Context, count int, timeout time.Duration) error {
