@@ -25,7 +25,7 @@ const (
 // It also records the OOM kills the shim reports (recordOOM): with the systemd cgroup
 // driver, systemd removes a container's scope, and with it memory.events, as soon as
 // its last process is gone, before a relist can read it. And it tells List of every
-// change of a container record in the namespace (RecordsChanged), made by anyone; one
+// change of a container record in the namespace (recordsChanged), made by anyone; one
 // it misses is seen recordsRefresh later.
 func (r *Runtime) WatchExits(ctx context.Context, notify func()) error {
 	ctx = namespaces.WithNamespace(ctx, r.cfg.Namespace)
@@ -45,7 +45,7 @@ func (r *Runtime) WatchExits(ctx context.Context, notify func()) error {
 			case topicExit:
 				notify()
 			default:
-				r.RecordsChanged()
+				r.recordsChanged(recordEventOf(e))
 			}
 		case err := <-errs:
 			if ctx.Err() != nil {
@@ -70,4 +70,21 @@ func (r *Runtime) recordOOM(ctx context.Context, e *events.Envelope) {
 	if _, err := r.setLabels(ctx, oom.ContainerID, map[string]string{labelOOMKilled: "true"}); err != nil {
 		r.log.Warn("record an OOM kill", "id", oom.ContainerID, "err", err)
 	}
+}
+
+// recordEventOf is what the event of a change of a container record tells.
+func recordEventOf(e *events.Envelope) recordEvent {
+	v, err := typeurl.UnmarshalAny(e.Event)
+	if err != nil {
+		return recordEvent{}
+	}
+	switch ev := v.(type) {
+	case *apievents.ContainerCreate:
+		return recordEvent{id: ev.ID, op: "create"}
+	case *apievents.ContainerUpdate:
+		return recordEvent{id: ev.ID, op: "update", labels: ev.Labels}
+	case *apievents.ContainerDelete:
+		return recordEvent{id: ev.ID, op: "delete"}
+	}
+	return recordEvent{}
 }

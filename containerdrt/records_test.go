@@ -11,9 +11,10 @@ import (
 	"github.com/staticpod/staticpod/internal/testenv"
 )
 
-// A relist lists the container records again only when they may have changed: after a
-// write through the Runtime at once, after a change made by another client once it is
-// reported (RecordsChanged, from containerd's events) or recordsRefresh has passed.
+// A relist lists every container record only every recordsRefresh. Between, it sees a
+// write through the Runtime at once, from containerd's answer to it, and a change made
+// by another client once it is reported (RecordsChanged, from containerd's events), by
+// reading that record alone.
 func TestListReusesRecordsUntilTheyChange(t *testing.T) {
 	r := newTestRuntime(t)
 	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: records}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
@@ -42,12 +43,17 @@ func TestListReusesRecordsUntilTheyChange(t *testing.T) {
 
 	stamp := func(sec int) string { return time.Unix(int64(sec), 0).UTC().Format(time.RFC3339) }
 	own, theirs, later := stamp(1000), stamp(2000), stamp(3000)
-	// A write through the Runtime is seen by the next List.
+	gets := func() uint64 { return r.Calls()["/containerd.services.containers.v1.Containers/Get"] }
+	// A write through the Runtime is seen by the next List, with no read.
 	if _, err := r.setLabels(r.ctx, id, map[string]string{labelStopDeadline: own}); err != nil {
 		t.Fatal(err)
 	}
+	before := gets()
 	if got := label(); got != own {
 		t.Fatalf("after a write through the Runtime List reports %q, want %s", got, own)
+	}
+	if r.records.taken != taken || gets() != before {
+		t.Fatalf("after a write through the Runtime the records were read again (%d reads of one)", gets()-before)
 	}
 
 	// Another client's write is seen once reported, not before.
@@ -63,9 +69,14 @@ func TestListReusesRecordsUntilTheyChange(t *testing.T) {
 	if got := label(); got != own {
 		t.Fatalf("another client's unreported write: List reports %q, want the records reused (%s)", got, own)
 	}
-	r.RecordsChanged()
+	before = gets()
+	r.recordsChanged(recordEvent{id: id, op: "update", labels: map[string]string{labelStopDeadline: theirs}})
 	if got := label(); got != theirs {
-		t.Fatalf("after RecordsChanged List reports %q, want %s", got, theirs)
+		t.Fatalf("after the report of the change List reports %q, want %s", got, theirs)
+	}
+	if r.records.taken != taken || gets() != before+1 {
+		t.Fatalf("after the report of the change of one record: %d reads of one, all listed again: %v; want that one read",
+			gets()-before, r.records.taken != taken)
 	}
 	r.records.mu.Lock()
 	r.records.taken = time.Now().Add(-recordsRefresh)
@@ -78,10 +89,11 @@ func TestListReusesRecordsUntilTheyChange(t *testing.T) {
 	}
 }
 
-// The exit watch reports changes of container records made by anyone. The watch starts
-// once the Runtime's own writes are done, so that only events of the other client's
-// writes can count: until the watch has subscribed they are lost, so the other client
-// writes again at every poll.
+// The exit watch reports changes of container records made by anyone, and those of
+// another client have their record read again; those of the Runtime's own writes do
+// not. The watch starts once the Runtime's own writes are done, so that only events of
+// the other client's writes can count: until the watch has subscribed they are lost, so
+// the other client writes again at every poll.
 func TestWatchExitsReportsRecordChanges(t *testing.T) {
 	r := newTestRuntime(t)
 	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: watched}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
@@ -110,4 +122,28 @@ func TestWatchExitsReportsRecordChanges(t *testing.T) {
 		}
 		return r.records.changes.Load() > before
 	})
+	if !r.stale(cs["c"].ID) {
+		t.Fatal("another client's write was reported, and its record is not to be read again")
+	}
+
+	if _, err := r.relist(r.ctx); err != nil { // reads it again
+		t.Fatal(err)
+	}
+
+	// The event of a write the Runtime made itself: its record is not read again.
+	labels, err := r.setLabels(r.ctx, cs["c"].ID, map[string]string{labelMessage: "ours"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.recordsChanged(recordEvent{id: cs["c"].ID, op: "update", labels: labels})
+	if r.stale(cs["c"].ID) {
+		t.Fatal("the event of the Runtime's own write has its record read again")
+	}
+}
+
+// stale tells whether the next List reads record id again.
+func (r *testRuntime) stale(id string) bool {
+	r.records.mu.Lock()
+	defer r.records.mu.Unlock()
+	return r.records.stale[id]
 }

@@ -119,7 +119,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err := cfg.complete(); err != nil {
 		return nil, err
 	}
-	recs := &records{}
+	recs := newRecords(cfg.Namespace)
 	c, err := client.New(cfg.Address, client.WithDefaultNamespace(cfg.Namespace), client.WithTimeout(10*time.Second),
 		client.WithExtraDialOpts([]grpc.DialOption{grpc.WithChainUnaryInterceptor(recs.count)}))
 	if err != nil {
