@@ -144,7 +144,11 @@ func fileName(key string) string {
 }
 
 // save writes rec as the record of key, before the Store acts on it: a kill -9 of
-// staticpod right after finds it.
+// staticpod right after finds it. A rollback is synced to the disk, for the machine's
+// crash too: the revision it left must not come back. A Ready revision is not: the
+// loop saves one for every pod that becomes Ready, a sync costs it a wait on the disk
+// each (many at a boot), and what a crash of the machine can lose is only the last
+// revision to go back to, which the pod's next Ready status saves again.
 func (s *Store) save(key string, rec *record) error {
 	if s.opts.Dir != "" {
 		name := fileName(key)
@@ -155,7 +159,11 @@ func (s *Store) save(key string, rec *record) error {
 		if err != nil {
 			return fmt.Errorf("keep revision of %s: %w", key, err)
 		}
-		if err := atomicfile.WriteFileDurably(filepath.Join(s.opts.Dir, name), data, 0o600); err != nil {
+		write := atomicfile.WriteFile
+		if rec.RolledBack != nil {
+			write = atomicfile.WriteFileDurably
+		}
+		if err := write(filepath.Join(s.opts.Dir, name), data, 0o600); err != nil {
 			return fmt.Errorf("keep revision of %s: %w", key, err)
 		}
 	}
