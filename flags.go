@@ -42,6 +42,7 @@ func runFlags() []cli.Flag {
 		str("manifest-url-ca-file", "", "PEM file of CA certificates trusted for an https --manifest-url, beside the system's"),
 		spcli.NodeNameFlag(),
 		str("root-dir", spcli.DefaultRootDir, "directory for staticpod's state"),
+		str("run-dir", "", "directory for what lasts no longer than a boot, best on a tmpfs: the pods' /etc files, /dev/shm and termination logs, their pinned namespaces (default: "+spcli.DefaultRunDir+" with the default --root-dir, else <root-dir>/run)"),
 		str("device-plugin-dir", devices.DefaultDir, "directory of the device plugins' sockets: kubelet.sock, where they register, is served there (\"\" for none)"),
 		str("pod-log-dir", logs.DefaultPodsDir, "directory for the pods' CRI log files"),
 		str("container-log-dir", logs.DefaultContainersDir, "directory of the kubelet-style <pod>_<namespace>_<container>-<id>.log links (\"\" for none)"),

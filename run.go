@@ -154,19 +154,23 @@ func runDaemon(c *cli.Context) error {
 	return err
 }
 
-// lockDirs takes the root dir's and the pod log dir's locks, before anything (a
+// lockDirs takes the root dir's, the run dir's and the pod log dir's locks, before anything (a
 // private containerd, the runtime, a relist that removes the data of pods it does not
 // know) touches them: a second staticpod on either, whatever its containerd namespace,
 // stops here and touches nothing.
 func lockDirs(c *cli.Context) (*dirlock.Lock, error) {
-	dirs := []string{c.String("root-dir")}
+	runDir := spcli.RunDir(c.String("run-dir"), c.String("root-dir"))
+	if err := os.MkdirAll(runDir, 0o700); err != nil { // root's alone, as the API socket's directory
+		return nil, err
+	}
+	dirs := []string{c.String("root-dir"), runDir}
 	if logDir := c.String("pod-log-dir"); logDir != "" {
 		dirs = append(dirs, logDir)
 	}
 	lock, err := dirlock.Acquire(dirs...)
 	var held *dirlock.HeldError
 	if errors.As(err, &held) {
-		return nil, cli.Exit(fmt.Sprintf("%v; this one stops, touching nothing: give it a --root-dir and a --pod-log-dir of its own", err), spcli.ExitUsage)
+		return nil, cli.Exit(fmt.Sprintf("%v; this one stops, touching nothing: give it a --root-dir, a --run-dir and a --pod-log-dir of its own", err), spcli.ExitUsage)
 	}
 	return lock, err
 }
@@ -360,6 +364,7 @@ func runtimeConfig(c *cli.Context, root, self string, log *slog.Logger) containe
 		Address:   c.String("containerd-address"),
 		Namespace: c.String("containerd-namespace"),
 		RootDir:   root,
+		RunDir:    spcli.RunDir(c.String("run-dir"), root),
 		PodLogDir: c.String("pod-log-dir"),
 		Self:      self,
 		Log: containerdrt.LogConfig{

@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -30,7 +31,21 @@ import (
 const (
 	DefaultContainerdAddress = "/run/containerd/containerd.sock"
 	DefaultRootDir           = "/var/lib/staticpod"
+	DefaultRunDir            = "/run/staticpod"
 )
+
+// RunDir is the run dir of a daemon (containerdrt.Config.RunDir): runDir if given,
+// else DefaultRunDir with the default root dir, else <root>/run, so that two daemons
+// with root dirs of their own never share one.
+func RunDir(runDir, root string) string {
+	switch {
+	case runDir != "":
+		return runDir
+	case filepath.Clean(root) == DefaultRootDir:
+		return DefaultRunDir
+	}
+	return filepath.Join(root, "run")
+}
 
 // Env is the environment variable that sets a flag: STATICPOD_<FLAG>, upper case with
 // underscores, e.g. STATICPOD_POD_MANIFEST_PATH.

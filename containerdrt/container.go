@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -318,16 +319,11 @@ func deleteTask(ctx context.Context, c client.Container, task client.Task) error
 	return convertErr(err)
 }
 
-// RemovePodData deletes the pod's directory (unmounting its tmpfs volumes and the
-// images of its image volumes), the views of those images, its cgroup and its log
-// directory.
+// RemovePodData deletes the pod's directories (removePodDirs), the views of the images
+// of its image volumes, its cgroup and its log directory.
 func (r *Runtime) RemovePodData(ctx context.Context, uid types.UID) error {
-	dir, err := r.podDir(uid)
-	if err != nil {
-		return fmt.Errorf("remove pod data: %w", err)
-	}
-	if err := poddir.Remove(dir); err != nil {
-		return fmt.Errorf("remove pod data %s: %w", uid, err)
+	if err := r.removePodDirs(uid); err != nil {
+		return err
 	}
 	if err := r.users.Release(string(uid)); err != nil {
 		return fmt.Errorf("remove pod data %s: %w", uid, err)
@@ -341,6 +337,21 @@ func (r *Runtime) RemovePodData(ctx context.Context, uid types.UID) error {
 		return err
 	}
 	return poddir.RemoveLogs(r.cfg.PodLogDir, uid)
+}
+
+// removePodDirs deletes the pod's directories, in the run dir and in the root dir,
+// unmounting its /dev/shm, its tmpfs volumes and the images of its image volumes.
+func (r *Runtime) removePodDirs(uid types.UID) error {
+	dir, err := r.podDir(uid)
+	if err != nil {
+		return fmt.Errorf("remove pod data: %w", err)
+	}
+	for _, d := range []string{filepath.Join(r.cfg.RunDir, podsDir, string(uid)), dir} {
+		if err := poddir.Remove(d); err != nil {
+			return fmt.Errorf("remove pod data %s: %w", uid, err)
+		}
+	}
+	return nil
 }
 
 // loadedLabels are the labels of a container as LoadContainer read them: no second

@@ -30,7 +30,7 @@ func (r *Runtime) EtcHosts(uid types.UID) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(dir, poddir.EtcHostsFile), nil
+	return filepath.Join(r.runDirOf(dir), poddir.EtcHostsFile), nil
 }
 
 // Layers is what the writable layers of the containers with these IDs hold: each is

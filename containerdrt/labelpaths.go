@@ -62,15 +62,26 @@ func (r *Runtime) logPathOf(labels map[string]string) string {
 }
 
 // terminationPathOf is the host file of the container's termination log
-// (LabelTermination), under the root dir's pod directories.
+// (LabelTermination), under the run dir's pod directories (or the root dir's, where
+// an earlier staticpod made it).
 func (r *Runtime) terminationPathOf(labels map[string]string) string {
-	return inside(filepath.Join(r.cfg.RootDir, podsDir), labels[LabelTermination])
+	return insideAny(labels[LabelTermination], filepath.Join(r.cfg.RunDir, podsDir), filepath.Join(r.cfg.RootDir, podsDir))
 }
 
 // pinsOf is the directory of a pinned sandbox's namespaces (labelPinned), under the
-// root dir's pin directories.
+// run dir's pin directories (or the root dir's, where an earlier staticpod pinned it).
 func (r *Runtime) pinsOf(labels map[string]string) string {
-	return inside(filepath.Join(r.cfg.RootDir, namespacesDir), labels[labelPinned])
+	return insideAny(labels[labelPinned], r.pinDirs()...)
+}
+
+// insideAny is p when it is inside one of dirs (see inside), else "".
+func insideAny(p string, dirs ...string) string {
+	for _, dir := range dirs {
+		if inside(dir, p) != "" {
+			return p
+		}
+	}
+	return ""
 }
 
 // logLinkOf is the kubelet-style symlink to the container's log, in the containers

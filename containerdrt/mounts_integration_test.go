@@ -59,7 +59,7 @@ func (e *mountsEnv) mustPrepare(pod *corev1.Pod, podIP string) string {
 			t.Errorf("pod dir after poddir.Remove: %v, want it gone", err)
 		}
 	})
-	if err := poddir.PreparePod(pod, podDir, "192.0.2.10", manifests.Objects{}); err != nil {
+	if err := poddir.PreparePod(pod, podDir, podDir, "192.0.2.10", manifests.Objects{}); err != nil {
 		t.Fatalf("poddir.PreparePod: %v", err)
 	}
 	return podDir
@@ -82,7 +82,7 @@ func (e *mountsEnv) mustRun(pod *corev1.Pod, podDir, container, script string, e
 // mountOpts prepares the host side of the mounts of the pod's container named
 // container and returns the options spec.Mounts makes of them.
 func (e *mountsEnv) mountOpts(pod *corev1.Pod, podDir, container string) ([]oci.SpecOpts, error) {
-	in := spec.Input{Pod: pod, Attempt: e.attempt, PodDir: podDir, PodIP: "127.0.0.1", HostIP: "192.0.2.10"}
+	in := spec.Input{Pod: pod, Attempt: e.attempt, PodDir: podDir, RunDir: podDir, PodIP: "127.0.0.1", HostIP: "192.0.2.10"}
 	for i := range pod.Spec.Containers {
 		if pod.Spec.Containers[i].Name == container {
 			in.Container = &pod.Spec.Containers[i]
@@ -225,7 +225,7 @@ func TestMountsEmptyDirSharedInContainers(t *testing.T) {
 	pod.Spec.Containers = []corev1.Container{{Name: "writer", VolumeMounts: mounts}, {Name: "reader", VolumeMounts: mounts}}
 	podDir := e.mustPrepare(pod, "127.0.0.1")
 	e.mustSucceed(pod, podDir, "writer", "echo on-disk > /scratch/msg; echo in-memory > /mem/msg")
-	if err := poddir.PreparePod(pod, podDir, "192.0.2.10", manifests.Objects{}); err != nil { // as before each container
+	if err := poddir.PreparePod(pod, podDir, podDir, "192.0.2.10", manifests.Objects{}); err != nil { // as before each container
 		t.Fatal(err)
 	}
 	out := e.mustSucceed(pod, podDir, "reader", "cat /scratch/msg /mem/msg; grep ' /mem ' /proc/mounts; df -k /mem | tail -n 1")

@@ -22,7 +22,7 @@ func (r *Runtime) PreparePod(ctx context.Context, pod *corev1.Pod, objs manifest
 	if err != nil {
 		return fmt.Errorf("prepare pod %s: %w", manifests.Key(pod), err)
 	}
-	if err := poddir.PreparePod(pod, podDir, r.cfg.HostIP, objs); err != nil {
+	if err := poddir.PreparePod(pod, podDir, r.runDirOf(podDir), r.cfg.HostIP, objs); err != nil {
 		return fmt.Errorf("prepare pod %s: %w", manifests.Key(pod), err)
 	}
 	return nil

@@ -171,7 +171,13 @@ func (rp *repairer) releaseKeptTasks(ctx context.Context, infos []containers.Con
 // by a staticpod killed while it removed a sandbox, or by a loss of containerd's
 // records. infos are all of staticpod's containers.
 func (rp *repairer) removeOrphanPins(ctx context.Context, infos []containers.Container) {
-	dir := filepath.Join(rp.rt.cfg.RootDir, namespacesDir)
+	for _, dir := range rp.rt.pinDirs() {
+		rp.removeOrphanPinsIn(ctx, dir, infos)
+	}
+}
+
+// removeOrphanPinsIn is removeOrphanPins in one directory of pin directories.
+func (rp *repairer) removeOrphanPinsIn(ctx context.Context, dir string, infos []containers.Container) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return

@@ -16,7 +16,7 @@ import (
 )
 
 // A pod with its own network needs no process to hold its namespaces: they are pinned
-// as files, bind mounts of the namespaces' nsfs entries under the root dir, as
+// as files, bind mounts of the namespaces' nsfs entries under the run dir, as
 // containerd's CRI pins a pod's network namespace and `ip netns add` does. The pod's
 // containers join them by path. A namespace lives as long as a mount of it, a process
 // in it or an open descriptor to it, so the pod's namespaces outlive restarts of all of
@@ -24,7 +24,8 @@ import (
 // once nothing runs in them. Only a pod that shares one PID namespace between its
 // containers still has a sandbox process: a PID namespace needs an init.
 
-// namespacesDir is under the root dir: one directory of pins per sandbox.
+// namespacesDir is under the run dir (the root dir for sandboxes pinned before the run
+// dir held them): one directory of pins per sandbox.
 const namespacesDir = "namespaces"
 
 // nsfsMagic is the file system type statfs reports for a namespace file.
@@ -53,9 +54,23 @@ type pinSpec struct {
 	self   string
 }
 
-// pinDir is the directory of the pins of sandbox id.
+// pinDir is the directory of the pins of sandbox id: in the run dir, or in the root dir
+// where a staticpod that pinned them there did.
 func (r *Runtime) pinDir(id string) string {
-	return filepath.Join(r.cfg.RootDir, namespacesDir, id)
+	if old := filepath.Join(r.cfg.RootDir, namespacesDir, id); exists(old) {
+		return old
+	}
+	return filepath.Join(r.cfg.RunDir, namespacesDir, id)
+}
+
+// pinDirs are the directories that hold pin directories.
+func (r *Runtime) pinDirs() []string {
+	return []string{filepath.Join(r.cfg.RunDir, namespacesDir), filepath.Join(r.cfg.RootDir, namespacesDir)}
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // pinNamespaces creates new namespaces as spec says, sets them up (loopback up, the

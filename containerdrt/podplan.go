@@ -94,6 +94,7 @@ func (r *Runtime) planContainer(req runner.CreateRequest, id string) (containerP
 	if p.in.PodDir, p.in.UserNSHostID, err = r.podDirAndUserNS(pod); err != nil {
 		return p, err
 	}
+	p.in.RunDir = r.runDirOf(p.in.PodDir)
 	if req.Sandbox != nil {
 		p.in.SandboxNS, p.in.SandboxID = r.sandboxNamespaces(req.Sandbox), req.Sandbox.ID
 	}
@@ -111,7 +112,7 @@ func (r *Runtime) planContainer(req runner.CreateRequest, id string) (containerP
 	p.labels = containerLabels(pod, c, req.Attempt)
 	p.labels[LabelHash] = req.Hash
 	p.labels[LabelLogPath] = logFilePath(r.cfg.PodLogDir, pod, c.Name, req.Attempt)
-	p.labels[LabelTermination] = poddir.TerminationLogPath(p.in.PodDir, c.Name, req.Attempt)
+	p.labels[LabelTermination] = poddir.TerminationLogPath(p.in.RunDir, c.Name, req.Attempt)
 	p.labels[labelImageID] = req.Image.Digest
 	if req.Sandbox != nil && req.Sandbox.PID == 0 {
 		p.labels[labelSandbox] = req.Sandbox.ID // a pinned sandbox: see keepTask

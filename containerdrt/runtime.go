@@ -25,6 +25,7 @@ import (
 	"github.com/staticpod/staticpod/containerdrt/cgroups"
 	"github.com/staticpod/staticpod/containerdrt/handlers"
 	"github.com/staticpod/staticpod/containerdrt/images"
+	"github.com/staticpod/staticpod/containerdrt/poddir"
 	"github.com/staticpod/staticpod/containerdrt/podnet"
 	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/containerdrt/userns"
@@ -42,9 +43,14 @@ const (
 
 // Config configures a Runtime.
 type Config struct {
-	Address    string        // containerd's socket: a path, or unix:///path (see shims.SocketPath)
-	Namespace  string        // the containerd namespace staticpod owns
-	RootDir    string        // pods/<uid> (volumes, /etc files), pinned namespaces, the sandbox root
+	Address   string // containerd's socket: a path, or unix:///path (see shims.SocketPath)
+	Namespace string // the containerd namespace staticpod owns
+	RootDir   string // pods/<uid> (volumes, image volumes, user namespaces), the sandbox root
+	// RunDir holds what lasts no longer than the machine's boot: pods/<uid> (the pod's
+	// /etc files, /dev/shm and termination logs) and the pinned namespaces
+	// (namespaces/<sandbox>). On a tmpfs (/run) these cost a fraction of what files on
+	// a disk do, many pods at once. "" = RootDir/run.
+	RunDir     string
 	PodLogDir  string        // CRI log files: <dir>/<namespace>_<name>_<uid>/<container>/<attempt>.log
 	Self       string        // run as log writer and sandbox: staticpod-helper (see internal/helper) or staticpod; "" = this binary
 	Log        LogConfig     // rotation of container logs and their /var/log/containers links
@@ -194,6 +200,9 @@ func (cfg *Config) complete() error {
 	if cfg.RootDir == "" || cfg.PodLogDir == "" {
 		return fmt.Errorf("containerd runtime: root dir and pod log dir are required")
 	}
+	if cfg.RunDir == "" {
+		cfg.RunDir = filepath.Join(cfg.RootDir, "run")
+	}
 	return nil
 }
 
@@ -311,6 +320,17 @@ func (r *Runtime) podDir(uid types.UID) (string, error) {
 		return "", fmt.Errorf("pod directory: %w", err)
 	}
 	return filepath.Join(r.cfg.RootDir, podsDir, string(uid)), nil
+}
+
+// runDirOf is the directory of the files that last no longer than the machine's boot
+// (see Config.RunDir) of the pod whose directory (podDir) is podDir. A pod prepared by
+// a staticpod that kept them in the pod's directory (its /etc/hostname is there) keeps
+// them there: its containers share one /etc/hosts and one /dev/shm.
+func (r *Runtime) runDirOf(podDir string) string {
+	if _, err := os.Lstat(filepath.Join(podDir, poddir.HostnameFile)); err == nil {
+		return podDir
+	}
+	return filepath.Join(r.cfg.RunDir, podsDir, filepath.Base(podDir))
 }
 
 // podDirAndUserNS are pod's directory (podDir) and the first host ID of its user

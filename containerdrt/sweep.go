@@ -10,8 +10,6 @@ import (
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/core/leases"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/staticpod/staticpod/containerdrt/poddir"
 )
 
 // sweepCreations ends what a staticpod killed in the middle of creating a container
@@ -80,16 +78,27 @@ func (rp *repairer) sweepImageVolumes(ctx context.Context, infos []containers.Co
 // else would ever find. Like sweepCreations it runs once, at the first repair, before any
 // worker prepares a pod; a pod that is still wanted gets its directories anew.
 func (rp *repairer) sweepPodData(infos []containers.Container) {
+	// Both places of pod directories (see Config.RunDir), each pod once.
+	seen := map[string]bool{}
+	var entries []os.DirEntry
+	for _, dir := range []string{filepath.Join(rp.rt.cfg.RootDir, podsDir), filepath.Join(rp.rt.cfg.RunDir, podsDir)} {
+		in, _ := os.ReadDir(dir)
+		for _, e := range in {
+			if !seen[e.Name()] {
+				seen[e.Name()] = true
+				entries = append(entries, e)
+			}
+		}
+	}
 	uids := make(map[string]bool, len(infos))
 	for _, info := range infos {
 		uids[info.Labels[LabelPodUID]] = true
 	}
-	entries, _ := os.ReadDir(filepath.Join(rp.rt.cfg.RootDir, podsDir))
 	for _, e := range entries {
 		if uids[e.Name()] {
 			continue
 		}
-		if err := poddir.Remove(filepath.Join(rp.rt.cfg.RootDir, podsDir, e.Name())); err != nil {
+		if err := rp.rt.removePodDirs(types.UID(e.Name())); err != nil {
 			rp.rt.log.Warn("remove the data of a pod that is gone", "uid", e.Name(), "err", err)
 			continue
 		}

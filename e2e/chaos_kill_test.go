@@ -321,7 +321,7 @@ func (n *node) awaitNoLeaks(want map[string]string) {
 	})
 	await("pod directories", func() []string {
 		var out []string
-		for _, dir := range []string{n.path("root/pods"), n.path("log/pods")} {
+		for _, dir := range []string{n.path("root/pods"), n.path("root/run/pods"), n.path("log/pods")} {
 			entries := podEntries(dir)
 			for _, e := range entries {
 				if !uids[e.Name()] && !uids[e.Name()[strings.LastIndexByte(e.Name(), '_')+1:]] {

@@ -83,7 +83,7 @@ func TestChaosManifestDirectoryMovedAwayAndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.await("every pod gone", time.Minute, func(cs map[string]runner.Container) bool { return len(cs) == 0 })
-	for _, dir := range []string{n.path("root/pods"), n.path("root/namespaces"), n.path("log/pods")} {
+	for _, dir := range []string{n.path("root/pods"), n.path("root/run/pods"), n.path("root/run/namespaces"), n.path("log/pods")} {
 		testenv.Await(t, dir+" empty", 10*time.Second, func() bool {
 			return len(podEntries(dir)) == 0
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -186,30 +187,42 @@ func (n *node) activeSnapshots() []string {
 }
 
 // A staticpod killed after it removed a pod's last container and before it removed the
-// pod's data leaves the pod's directory, with its /dev/shm mounted, and its logs, which
-// no container names any longer: the next staticpod removes them when it starts.
+// pod's data leaves the pod's directories, with its /dev/shm mounted, and its logs,
+// which no container names any longer: the next staticpod removes them when it starts.
+// So it does with those of a pod that an earlier staticpod laid out in the root dir.
 func TestDataOfAPodRemovedHalfWayIsRemovedAtStart(t *testing.T) {
 	n := newNode(t)
-	uid := "0123456789abcdef0123456789abcdef"
-	shm := n.path("root/pods/" + uid + "/shm")
-	logs := n.path("log/pods/default_gone-node1_" + uid)
-	for _, dir := range []string{shm, filepath.Join(logs, "main")} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+	uids := []string{"0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"}
+	var dirs []string // each pod's directories
+	for i, uid := range uids {
+		shm := n.path("root/run/pods/" + uid + "/shm")
+		if i == 1 { // laid out before the run dir
+			shm = n.path("root/pods/" + uid + "/shm")
+		}
+		dirs = append(dirs, n.path("root/pods/"+uid), n.path("root/run/pods/"+uid), n.path("log/pods/default_gone"+strconv.Itoa(i)+"-node1_"+uid))
+		for _, dir := range []string{shm, filepath.Join(dirs[len(dirs)-1], "main"), n.path("root/pods/" + uid)} {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := syscall.Mount("shm", shm, "tmpfs", 0, "size=64k"); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := syscall.Mount("shm", shm, "tmpfs", 0, "size=64k"); err != nil {
-		t.Fatal(err)
 	}
 	n.write("kept.yaml", podManifest("kept", "Always", "sleep 3600"))
 	n.start()
 	n.await("the wanted pod running", time.Minute, running("kept-node1/main/0"))
-	testenv.Await(t, "the removed pod's data gone", 10*time.Second, func() bool {
-		_, errPod := os.Stat(n.path("root/pods/" + uid))
-		_, errLogs := os.Stat(logs)
-		return os.IsNotExist(errPod) && os.IsNotExist(errLogs) && len(mountPoints(t, n.path("root/pods/"+uid))) == 0
+	testenv.Await(t, "the removed pods' data gone", 10*time.Second, func() bool {
+		for _, dir := range dirs {
+			if _, err := os.Stat(dir); !os.IsNotExist(err) || len(mountPoints(t, dir)) > 0 {
+				return false
+			}
+		}
+		return true
 	})
-	if entries, _ := os.ReadDir(n.path("root/pods")); len(entries) != 1 {
-		t.Errorf("pod directories: %d, want the wanted pod's alone", len(entries))
+	for _, dir := range []string{"root/pods", "root/run/pods"} {
+		if entries, _ := os.ReadDir(n.path(dir)); len(entries) != 1 {
+			t.Errorf("pod directories in %s: %d, want the wanted pod's alone", dir, len(entries))
+		}
 	}
 }

@@ -89,12 +89,17 @@ func bothRunning(cs map[string]runner.Container) bool {
 	return running("a-node1/main/0")(cs) && running("b-node1/main/0")(cs)
 }
 
-// pins are the pin directories of the node's sandboxes, sorted.
+// pins are the pin directories of the node's sandboxes: in its run dir, then in its
+// root dir (where a staticpod before the run dir pinned them), each sorted.
 func (n *node) pins() []string {
 	n.t.Helper()
-	dirs, err := filepath.Glob(n.path("root/namespaces/*"))
-	if err != nil {
-		n.t.Fatal(err)
+	var dirs []string
+	for _, pattern := range []string{"root/run/namespaces/*", "root/namespaces/*"} {
+		found, err := filepath.Glob(n.path(pattern))
+		if err != nil {
+			n.t.Fatal(err)
+		}
+		dirs = append(dirs, found...)
 	}
 	return dirs
 }

@@ -485,10 +485,12 @@ func (n *node) awaitNothingLeft(daemon *staticpod, seen ...map[string]podProcess
 		return len(others) == 0
 	})
 	pods := n.path("root/pods")
-	testenv.Await(n.t, "the pods' directories under "+pods+" removed", 10*time.Second, func() bool {
-		entries, _ := os.ReadDir(pods)
-		return len(entries) == 0
-	})
+	for _, dir := range []string{pods, n.path("root/run/pods")} {
+		testenv.Await(n.t, "the pods' directories under "+dir+" removed", 10*time.Second, func() bool {
+			entries, _ := os.ReadDir(dir)
+			return len(entries) == 0
+		})
+	}
 	mounts, _ := os.ReadFile("/proc/self/mounts")
 	for _, line := range strings.Split(string(mounts), "\n") {
 		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], pods+"/") {

@@ -27,8 +27,8 @@ const (
 	terminationLogMode = 0o666 // the kubelet's: a container user other than root writes it
 )
 
-// PrepareContainer makes the host side of the container's mounts, in a pod directory
-// that PreparePod made, and returns it for spec.Mounts: the bind source of each
+// PrepareContainer makes the host side of the container's mounts, in the pod's
+// directories that PreparePod made, and returns it for spec.Mounts: the bind source of each
 // volumeMount (a hostPath checked, and created for the *OrCreate types; a subPath
 // created if missing and bind-mounted in the pod's dir), the pod's /etc files (its
 // /etc/hosts written now, naming the pod's IP, as the kubelet writes it), the
@@ -41,10 +41,10 @@ func PrepareContainer(in spec.Input) (spec.Prepared, error) {
 		return spec.Prepared{}, fmt.Errorf("container %q: %w", in.Container.Name, err)
 	}
 	p := spec.Prepared{Hostname: hostname}
-	if err := writeHosts(in.Pod, in.PodDir, in.PodIP); err != nil {
+	if err := writeHosts(in.Pod, in.RunDir, in.PodIP); err != nil {
 		return spec.Prepared{}, fmt.Errorf("container %q: %w", in.Container.Name, err)
 	}
-	if err := rootOwner(in).lchown(filepath.Join(in.PodDir, etcHostsFile)); err != nil {
+	if err := rootOwner(in).lchown(filepath.Join(in.RunDir, etcHostsFile)); err != nil {
 		return spec.Prepared{}, fmt.Errorf("container %q: %w", in.Container.Name, err)
 	}
 	for i, vm := range in.Container.VolumeMounts {
@@ -155,7 +155,7 @@ func prepareManaged(in spec.Input, p *spec.Prepared) error {
 		if spec.VolumeAt(in.Container, f.dst) {
 			continue
 		}
-		src := filepath.Join(in.PodDir, f.file)
+		src := filepath.Join(in.RunDir, f.file)
 		if _, err := os.Stat(src); err != nil {
 			return fmt.Errorf("mount %s: %w", f.dst, err)
 		}
@@ -181,7 +181,7 @@ func prepareTerminationLog(in spec.Input) (string, error) {
 	if dst == "" || spec.VolumeAt(in.Container, dst) {
 		return "", nil
 	}
-	path := TerminationLogPath(in.PodDir, in.Container.Name, in.Attempt)
+	path := TerminationLogPath(in.RunDir, in.Container.Name, in.Attempt)
 	if err := os.MkdirAll(filepath.Dir(path), containerDirMode); err != nil {
 		return "", fmt.Errorf("create termination log dir: %w", err)
 	}
@@ -213,7 +213,7 @@ func prepareShm(in spec.Input) (string, error) {
 	case in.SandboxNS == "" || in.Pod.Spec.HostNetwork:
 		return "", nil // the namespace rules of spec.Container: no shared IPC namespace
 	}
-	dir := filepath.Join(in.PodDir, shmDir)
+	dir := filepath.Join(in.RunDir, shmDir)
 	if err := os.MkdirAll(dir, podDirMode); err != nil {
 		return "", fmt.Errorf("create %s: %w", dir, err)
 	}

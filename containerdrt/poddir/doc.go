@@ -1,6 +1,7 @@
-// Package poddir makes a pod's directory, <root-dir>/pods/<uid>, after the kubelet's
-// /var/lib/kubelet/pods/<uid>, and everything else on the host that a pod's containers
-// mount: the pod's /etc/hosts, /etc/hostname and /etc/resolv.conf (etc.go), its
+// Package poddir makes a pod's directories after the kubelet's
+// /var/lib/kubelet/pods/<uid>: <root-dir>/pods/<uid> for what outlives a boot,
+// <run-dir>/pods/<uid> for what does not (see PreparePod). It makes everything else on
+// the host that a pod's containers mount: the pod's /etc/hosts, /etc/hostname and /etc/resolv.conf (etc.go), its
 // volumes (volumes.go: emptyDirs, tmpfs ones included, and configMap, secret,
 // projected and downwardAPI volumes, written atomically as the kubelet's AtomicWriter
 // does in projected.go), hostPath checks and the *OrCreate

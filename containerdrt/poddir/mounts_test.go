@@ -40,7 +40,7 @@ func prepared(t *testing.T, pod *corev1.Pod) spec.Input {
 	t.Helper()
 	fakeHostFiles(t, "127.0.0.1 localhost\n", "nameserver 192.0.2.53\n")
 	podDir := mustPreparePod(t, pod, "127.0.0.1")
-	return spec.Input{Pod: pod, Container: &pod.Spec.Containers[0], PodDir: podDir, PodIP: "127.0.0.1", HostIP: "192.0.2.10"}
+	return spec.Input{Pod: pod, Container: &pod.Spec.Containers[0], PodDir: podDir, RunDir: podDir, PodIP: "127.0.0.1", HostIP: "192.0.2.10"}
 }
 
 // applyMounts prepares the host side of the container's mounts and applies the mounts

@@ -77,10 +77,10 @@ func TestUserNamespacePodFilesOwnedByMappedIDs(t *testing.T) {
 			podDir := filepath.Join(pods, string(pod.UID))
 			t.Cleanup(func() { Remove(podDir) })
 			objs := podtest.Objects("fast")
-			if err := PreparePod(pod, podDir, "192.0.2.10", objs); err != nil {
+			if err := PreparePod(pod, podDir, podDir, "192.0.2.10", objs); err != nil {
 				t.Fatalf("PreparePod: %v", err)
 			}
-			in := spec.Input{Pod: pod, Container: &pod.Spec.Containers[0], PodDir: podDir, SandboxNS: "/proc/1/ns", UserNSHostID: m.HostID, Objects: objs}
+			in := spec.Input{Pod: pod, Container: &pod.Spec.Containers[0], PodDir: podDir, RunDir: podDir, SandboxNS: "/proc/1/ns", UserNSHostID: m.HostID, Objects: objs}
 			in.Container.TerminationMessagePath = "/dev/termination-log"
 			if _, err := PrepareContainer(in); err != nil {
 				t.Fatalf("PrepareContainer: %v", err)
@@ -125,7 +125,7 @@ func TestUserNamespacePodWithoutMappingIsRefused(t *testing.T) {
 	pod := userNSPod(-1)
 	podDir := filepath.Join(t.TempDir(), "pods", string(pod.UID))
 	t.Cleanup(func() { Remove(podDir) })
-	err := PreparePod(pod, podDir, "192.0.2.10", podtest.Objects("fast"))
+	err := PreparePod(pod, podDir, podDir, "192.0.2.10", podtest.Objects("fast"))
 	if err == nil || !strings.Contains(err.Error(), "no user namespace recorded") {
 		t.Errorf("PreparePod = %v, want it refused for want of a mapping", err)
 	}

@@ -21,15 +21,17 @@ import (
 	"github.com/staticpod/staticpod/internal/atomicfile"
 )
 
-// The layout of a pod's directory, <root-dir>/pods/<uid>, after the kubelet's
-// /var/lib/kubelet/pods/<uid>.
+// The layout of a pod's two directories, after the kubelet's
+// /var/lib/kubelet/pods/<uid>: <root-dir>/pods/<uid> holds what may outlive a boot of
+// the machine (volumes), <run-dir>/pods/<uid> what may not (the /etc files, /dev/shm,
+// termination logs). A pod prepared before the second existed has all in the first.
 const (
-	etcHostsFile   = "etc-hosts"     // the pod's /etc/hosts
-	hostnameFile   = "hostname"      // the pod's /etc/hostname
-	resolvConfFile = "resolv.conf"   // the pod's /etc/resolv.conf
+	etcHostsFile   = "etc-hosts"     // run dir: the pod's /etc/hosts
+	hostnameFile   = "hostname"      // run dir: the pod's /etc/hostname
+	resolvConfFile = "resolv.conf"   // run dir: the pod's /etc/resolv.conf
+	containersDir  = "containers"    // run dir: containers/<name>/<attempt>.termination-log
+	shmDir         = "shm"           // run dir: the /dev/shm its containers share through the sandbox
 	volumesDir     = "volumes"       // volumes/<name>: emptyDir, downwardAPI, configMap, secret and projected volumes
-	containersDir  = "containers"    // containers/<name>/<attempt>.termination-log
-	shmDir         = "shm"           // the /dev/shm its containers share through the sandbox
 	imageVolumeDir = "image-volumes" // image-volumes/<id>: the images of image volumes, mounted read-only
 
 	podDirMode      = 0o750
@@ -38,29 +40,31 @@ const (
 	downwardDirMode = 0o755
 )
 
-// PreparePod creates the pod's directory and what every container of the pod mounts
-// from it: /etc/hostname and /etc/resolv.conf (/etc/hosts, which names the pod's IP, is
+// PreparePod creates the pod's directories (podDir, runDir: see the layout above) and
+// what every container of the pod mounts from them: /etc/hostname and /etc/resolv.conf (/etc/hosts, which names the pod's IP, is
 // written with each container: PrepareContainer), emptyDir directories (tmpfs for medium Memory), downwardAPI
 // files, and the files of configMap, secret and projected volumes from objs (secret and
 // projected volumes on a tmpfs). It is idempotent, and is called before the containers
 // each sync creates, so files follow the host (its /etc/hosts, its resolv.conf) as they
 // do on a kubelet.
-func PreparePod(pod *corev1.Pod, podDir, hostIP string, objs manifests.Objects) error {
-	if err := os.MkdirAll(podDir, podDirMode); err != nil {
-		return fmt.Errorf("create pod dir %s: %w", podDir, err)
+func PreparePod(pod *corev1.Pod, podDir, runDir, hostIP string, objs manifests.Objects) error {
+	for _, dir := range []string{podDir, runDir} {
+		if err := os.MkdirAll(dir, podDirMode); err != nil {
+			return fmt.Errorf("create pod dir %s: %w", dir, err)
+		}
 	}
-	if err := writeEtcFiles(pod, podDir); err != nil {
+	if err := writeEtcFiles(pod, runDir); err != nil {
 		return err
 	}
 	// Downward API values come from the pod as a container of it would see them; a
 	// volume's resourceFieldRef always names its container.
-	in := spec.Input{Pod: pod, Container: &corev1.Container{}, PodDir: podDir, HostIP: hostIP, Objects: objs}
+	in := spec.Input{Pod: pod, Container: &corev1.Container{}, PodDir: podDir, RunDir: runDir, HostIP: hostIP, Objects: objs}
 	var err error
 	if in.UserNSHostID, err = userNamespace(pod, podDir); err != nil {
 		return fmt.Errorf("prepare pod dir %s: %w", podDir, err)
 	}
 	for _, f := range []string{hostnameFile, resolvConfFile} {
-		if err := rootOwner(in).lchown(filepath.Join(podDir, f)); err != nil {
+		if err := rootOwner(in).lchown(filepath.Join(runDir, f)); err != nil {
 			return err
 		}
 	}
@@ -132,8 +136,11 @@ func ImageVolumeDir(podDir, id string) (string, error) {
 	return filepath.Join(podDir, imageVolumeDir, id), nil
 }
 
-// EtcHostsFile is the pod's /etc/hosts in its directory.
-const EtcHostsFile = etcHostsFile
+// EtcHostsFile is the pod's /etc/hosts in its run dir; HostnameFile its /etc/hostname.
+const (
+	EtcHostsFile = etcHostsFile
+	HostnameFile = hostnameFile
+)
 
 // VolumeDir is the directory of a volume made in the pod's directory: an emptyDir
 // (a tmpfs mounted there for medium Memory), downwardAPI, configMap, secret or

@@ -2,6 +2,7 @@ package poddir
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -53,7 +54,7 @@ func mustPreparePod(t *testing.T, pod *corev1.Pod, podIP string) string {
 			t.Errorf("Remove: %v", err)
 		}
 	})
-	if err := PreparePod(pod, podDir, "192.0.2.10", manifests.Objects{}); err != nil {
+	if err := PreparePod(pod, podDir, podDir, "192.0.2.10", manifests.Objects{}); err != nil {
 		t.Fatalf("PreparePod: %v", err)
 	}
 	if err := writeHosts(pod, podDir, podIP); err != nil { // as PrepareContainer does
@@ -243,7 +244,7 @@ func TestResolvConfSystemdResolvedStub(t *testing.T) {
 		t.Errorf("without systemd's file: resolv.conf = %q, want the host's %q", got, want)
 	}
 	podtest.WriteFile(t, systemdResolvConf, "nameserver 192.0.2.1\nsearch lan\n")
-	if err := PreparePod(pod, podDir, "", manifests.Objects{}); err != nil {
+	if err := PreparePod(pod, podDir, podDir, "", manifests.Objects{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := podtest.ReadFile(t, filepath.Join(podDir, resolvConfFile)), "search lan\nnameserver 192.0.2.1\n"; got != want {
@@ -266,7 +267,7 @@ func TestPreparePodIdempotentModes(t *testing.T) {
 	pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	podDir := mustPreparePod(t, pod, "127.0.0.1")
 	podtest.WriteFile(t, filepath.Join(volumeDir(podDir, "scratch"), "kept"), "data")
-	if err := PreparePod(pod, podDir, "", manifests.Objects{}); err != nil {
+	if err := PreparePod(pod, podDir, podDir, "", manifests.Objects{}); err != nil {
 		t.Fatalf("second PreparePod: %v", err)
 	}
 	for path, want := range map[string]os.FileMode{
@@ -349,7 +350,8 @@ func TestDownwardAPIUnknownContainer(t *testing.T) {
 	pod.Spec.Volumes = []corev1.Volume{{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 		Items: []corev1.DownwardAPIVolumeFile{{Path: "mem", ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "nope", Resource: "limits.memory"}}},
 	}}}}
-	err := PreparePod(pod, filepath.Join(t.TempDir(), "pod"), "", manifests.Objects{})
+	dir := t.TempDir()
+	err := PreparePod(pod, filepath.Join(dir, "pod"), filepath.Join(dir, "run"), "", manifests.Objects{})
 	if !errors.Is(err, runner.ErrCreateConfig) || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("PreparePod = %v, want a %v naming container \"nope\"", err, runner.ErrCreateConfig)
 	}
@@ -365,7 +367,7 @@ func TestMemoryEmptyDirMountedOnce(t *testing.T) {
 	pod.Spec.Volumes = []corev1.Volume{{Name: "mem", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &limit}}}}
 	podDir := filepath.Join(t.TempDir(), "pod")
 	for range 2 {
-		if err := PreparePod(pod, podDir, "", manifests.Objects{}); err != nil {
+		if err := PreparePod(pod, podDir, podDir, "", manifests.Objects{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -435,7 +437,7 @@ func TestContainerHostname(t *testing.T) {
 			pod := podtest.Pod("web")
 			tc.edit(pod)
 			podDir := mustPreparePod(t, pod, "127.0.0.1")
-			p, err := PrepareContainer(spec.Input{Pod: pod, Container: &pod.Spec.Containers[0], PodDir: podDir})
+			p, err := PrepareContainer(spec.Input{Pod: pod, Container: &pod.Spec.Containers[0], PodDir: podDir, RunDir: podDir})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -446,5 +448,49 @@ func TestContainerHostname(t *testing.T) {
 				t.Errorf("/etc/hostname = %q, want %q", got, tc.want+"\n")
 			}
 		})
+	}
+}
+
+// With a run dir of its own, a pod's /etc files, termination logs and /dev/shm are
+// there, and its volumes in its pod directory; Remove of each takes what it holds.
+func TestRunDirHoldsWhatLastsNoLongerThanABoot(t *testing.T) {
+	fakeHostFiles(t, "127.0.0.1 localhost\n", hostResolv)
+	pod := podtest.Pod("web")
+	pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	pod.Spec.Containers[0].TerminationMessagePath = "/dev/termination-log"
+	dir := t.TempDir()
+	podDir, runDir := filepath.Join(dir, "pods", "web"), filepath.Join(dir, "run", "pods", "web")
+	if err := PreparePod(pod, podDir, runDir, "192.0.2.10", manifests.Objects{}); err != nil {
+		t.Fatal(err)
+	}
+	in := spec.Input{Pod: pod, Container: &pod.Spec.Containers[0], PodDir: podDir, RunDir: runDir, SandboxNS: "/proc/1/ns", PodIP: "10.0.0.5"}
+	p, err := PrepareContainer(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Remove(runDir) })
+	for what, got := range map[string]string{"/etc/hosts": p.EtcHosts, "/etc/hostname": p.EtcHostname, "/etc/resolv.conf": p.ResolvConf,
+		"the termination log": p.TerminationLog, "/dev/shm": p.Shm} {
+		if !strings.HasPrefix(got, runDir+"/") {
+			t.Errorf("%s is %q, want it in the run dir %s", what, got, runDir)
+		}
+	}
+	if len(p.Volumes) != 1 || !strings.HasPrefix(p.Volumes[0].Path, podDir+"/") {
+		t.Errorf("volumes %+v, want scratch in the pod directory %s", p.Volumes, podDir)
+	}
+	for _, f := range []string{etcHostsFile, hostnameFile, resolvConfFile, containersDir, shmDir} {
+		if _, err := os.Lstat(filepath.Join(podDir, f)); err == nil {
+			t.Errorf("%s is in the pod directory too", f)
+		}
+	}
+	if err := Remove(runDir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(runDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("run dir after Remove: %v", err)
+	}
+	if _, err := os.Stat(p.Volumes[0].Path); err != nil {
+		t.Errorf("the volume went with the run dir: %v", err)
 	}
 }

@@ -169,7 +169,7 @@ func TestObjectVolumesInPodDir(t *testing.T) {
 	}
 	root := t.TempDir()
 	podDir := filepath.Join(root, "pods", string(pod.UID))
-	if err := PreparePod(pod, podDir, "", podtest.Objects("fast")); err != nil {
+	if err := PreparePod(pod, podDir, podDir, "", podtest.Objects("fast")); err != nil {
 		t.Fatal(err)
 	}
 	mounts := podtest.MountsAt(t, podDir)
@@ -191,7 +191,7 @@ func TestObjectVolumesInPodDir(t *testing.T) {
 	if got := tree(t, volumeDir(podDir, "cfg"))["mode"]; got != "-rw-r--r-- slow" {
 		t.Errorf("configMap volume after a failed sync: mode = %q, want it kept", got)
 	}
-	if err := PreparePod(pod, podDir, "", manifests.NewObjects()); !errors.Is(err, runner.ErrCreateConfig) {
+	if err := PreparePod(pod, podDir, podDir, "", manifests.NewObjects()); !errors.Is(err, runner.ErrCreateConfig) {
 		t.Errorf("PreparePod without the objects = %v, want a CreateContainerConfigError", err)
 	}
 	if err := Remove(podDir); err != nil {

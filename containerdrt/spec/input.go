@@ -25,9 +25,13 @@ type Input struct {
 	// sandbox holds the namespace, as the file "user" in SandboxNS.
 	UserNSHostID uint32
 	PodDir       string // <root-dir>/pods/<uid>: its file system is the pod's ephemeral storage
-	PodIP        string // the pod's IP as containers see it (127.0.0.1 on its own netns)
-	HostIP       string // the node's primary IP
-	SeccompDir   string // directory of Localhost seccomp profiles
+	// RunDir is <run-dir>/pods/<uid>: the pod's files that last no longer than the
+	// machine's boot (its /etc files, /dev/shm, termination logs); PodDir for a pod
+	// laid out before they moved there.
+	RunDir     string
+	PodIP      string // the pod's IP as containers see it (127.0.0.1 on its own netns)
+	HostIP     string // the node's primary IP
+	SeccompDir string // directory of Localhost seccomp profiles
 	// AppArmorProfile is the loaded AppArmor profile the process runs under, "" for
 	// none: AppArmorProfile decides it, the runtime loads it before the spec is built.
 	AppArmorProfile string

@@ -51,6 +51,13 @@ func NewNode(ctx context.Context, d *testenv.Daemon, dir, name, binary string, f
 	if err := os.MkdirAll(n.Manifests, 0o755); err != nil {
 		return nil, err
 	}
+	if hasRunDir(binary) {
+		// As /run/staticpod is on every machine with systemd (Run.Close unmounts it).
+		if err := testenv.MountTmpfs(n.path("run"), "mode=0700"); err != nil {
+			return nil, err
+		}
+		n.Flags = append([]string{"--run-dir", n.path("run")}, n.Flags...)
+	}
 	if _, err := testenv.ImportImage(ctx, d.Client, name, testenv.ImageOptions{Ref: Image}); err != nil {
 		return nil, err
 	}
@@ -58,6 +65,13 @@ func NewNode(ctx context.Context, d *testenv.Daemon, dir, name, binary string, f
 }
 
 func (n *Node) path(rel string) string { return filepath.Join(n.Dir, rel) }
+
+// hasRunDir tells whether binary takes --run-dir: a staticpod from before it had its
+// files of one boot in its root dir.
+func hasRunDir(binary string) bool {
+	out, _ := exec.Command(binary, "run", "--help").Output()
+	return strings.Contains(string(out), "--run-dir")
+}
 
 // Start runs `staticpod run` for the node, with staticpod's defaults but for where it
 // keeps things, as a service manager starts it: without the Go runtime's settings of

@@ -177,6 +177,10 @@ func (d *Daemon) mountRoot(size int64) error {
 	return mountTmpfs(d.Root(), fmt.Sprintf("size=%d,mode=0711", size))
 }
 
+// MountTmpfs mounts a tmpfs with options data at dir, which it creates. UnmountUnder
+// unmounts it.
+func MountTmpfs(dir, data string) error { return mountTmpfs(dir, data) }
+
 // mountTmpfs mounts a tmpfs with options data at dir, which it creates.
 func mountTmpfs(dir, data string) error {
 	if err := os.MkdirAll(dir, 0o711); err != nil {
