@@ -346,10 +346,8 @@ func (r *Runtime) removePodDirs(uid types.UID) error {
 	if err != nil {
 		return fmt.Errorf("remove pod data: %w", err)
 	}
-	for _, d := range []string{filepath.Join(r.cfg.RunDir, podsDir, string(uid)), dir} {
-		if err := poddir.Remove(d); err != nil {
-			return fmt.Errorf("remove pod data %s: %w", uid, err)
-		}
+	if err := poddir.Remove(filepath.Join(r.cfg.RunDir, podsDir, string(uid)), dir); err != nil {
+		return fmt.Errorf("remove pod data %s: %w", uid, err)
 	}
 	return nil
 }

@@ -76,33 +76,50 @@ func PreparePod(pod *corev1.Pod, podDir, runDir, hostIP string, objs manifests.O
 	return nil
 }
 
-// Remove unmounts every mount under podDir (subPath binds first, then tmpfs
-// emptyDirs, the pod's /dev/shm, the images of image volumes), deepest first and lazily (MNT_DETACH: a container
-// that still runs keeps its view), then removes the directory. A missing directory is
-// not an error.
-func Remove(podDir string) error {
-	dir, err := filepath.EvalSymlinks(podDir)
-	if errors.Is(err, fs.ErrNotExist) {
+// Remove unmounts every mount under the pod's directories (subPath binds first, then
+// tmpfs emptyDirs, the pod's /dev/shm, the images of image volumes), deepest first and
+// lazily (MNT_DETACH: a container that still runs keeps its view), then removes the
+// directories. A missing directory is not an error. The host's mount table is read
+// once for all of them: reading it costs the kernel every mount's line.
+func Remove(podDirs ...string) error {
+	var dirs []string // resolved
+	for _, podDir := range podDirs {
+		dir, err := filepath.EvalSymlinks(podDir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("remove pod dir %s: %w", podDir, err)
+		}
+		if err := cleanSubPaths(dir); err != nil {
+			return fmt.Errorf("remove pod dir %s: %w", podDir, err)
+		}
+		dirs = append(dirs, dir)
+	}
+	if len(dirs) == 0 {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("remove pod dir %s: %w", podDir, err)
+	if err := unmountUnder(dirs...); err != nil {
+		return fmt.Errorf("remove pod dirs %s: %w", strings.Join(podDirs, ", "), err)
 	}
-	if err := cleanSubPaths(dir); err != nil {
-		return fmt.Errorf("remove pod dir %s: %w", podDir, err)
-	}
-	if err := unmountUnder(dir); err != nil {
-		return fmt.Errorf("remove pod dir %s: %w", podDir, err)
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("remove pod dir %s: %w", podDir, err)
+	for _, dir := range dirs {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("remove pod dir %s: %w", dir, err)
+		}
 	}
 	return nil
 }
 
-// unmountUnder detaches every mount at or below dir (resolved), deepest first.
-func unmountUnder(dir string) error {
-	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
+// unmountUnder detaches every mount at or below one of dirs (resolved), deepest first.
+func unmountUnder(dirs ...string) error {
+	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) {
+		for _, dir := range dirs {
+			if m.Mountpoint == dir || strings.HasPrefix(m.Mountpoint, dir+"/") {
+				return false, false
+			}
+		}
+		return true, false
+	})
 	if err != nil {
 		return fmt.Errorf("read mountinfo: %w", err)
 	}
