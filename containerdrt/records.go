@@ -160,13 +160,16 @@ func (c *records) reported(ev recordEvent) {
 	c.stale[ev.id] = true
 }
 
-// list returns the records: every one listed anew when none are kept, when
-// recordsRefresh has passed, or with fresh (a Runtime that only observes knows of no
-// writes); else those kept, with the stale ones read again. The slice, sorted by ID as
-// containerd lists them, is the caller's; the records in it are read-only.
+// list returns the records, sorted by ID as containerd lists them. With fresh (a
+// Runtime that only observes knows of no writes) they are listed anew; else every one
+// is listed anew when none are kept or recordsRefresh has passed, or else those kept
+// are returned, the stale ones read again. The records are read-only.
 func (c *records) list(ctx context.Context, store containers.Store, fresh bool) ([]containers.Container, error) {
+	if fresh {
+		return store.List(ctx) // an observer's: it keeps nothing
+	}
 	c.mu.Lock()
-	whole := fresh || c.whole || c.byID == nil || time.Since(c.taken) >= recordsRefresh
+	whole := c.whole || c.byID == nil || time.Since(c.taken) >= recordsRefresh
 	began := c.gen
 	if whole {
 		c.whole = false // a write of unknown records from now on asks for another
