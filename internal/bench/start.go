@@ -190,6 +190,7 @@ func cpuRow(net string, pods int, cpu cpuSamples, fs floorSet) Row {
 func (r *Run) present(ctx context.Context, n *Node, fs floorSet) error {
 	var samples, theirs []float64
 	for rep := range r.repeats(3) {
+		time.Sleep(settle) // the last round's removals done: its shims and log writers gone
 		if err := n.Stop(); err != nil {
 			return err
 		}
