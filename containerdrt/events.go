@@ -32,6 +32,7 @@ func (r *Runtime) WatchExits(ctx context.Context, notify func()) error {
 	filter := func(topic string) string {
 		return fmt.Sprintf(`topic==%q,namespace==%q`, topic, r.cfg.Namespace)
 	}
+	r.records.subscribing()
 	ch, errs := r.client.Subscribe(ctx, filter(topicExit), filter(topicOOM),
 		fmt.Sprintf(`topic~="^/containers/",namespace==%q`, r.cfg.Namespace))
 	for {

@@ -44,6 +44,11 @@ type records struct {
 	whole bool                            // list every record anew at the next List
 	stale map[string]bool                 // to read again (Get) at the next List
 	taken time.Time                       // when all were last listed
+	// live is whether containerd's events of record changes reach reported: from the
+	// first event after the exit watch subscribed. Until then another client's write
+	// may go unreported (a staticpod killed a moment before this one started has its
+	// last calls land now), so every write lists all anew, as any write did before.
+	live bool
 	// touched is the generation of each record's last change, for a read that began
 	// before it not to overwrite it; gen counts changes.
 	touched map[string]uint64
@@ -103,6 +108,9 @@ func (c *records) wrote(id string, req, reply any, err error) {
 		return
 	}
 	c.touch(id)
+	if !c.live {
+		c.whole = true
+	}
 	var rec *containersapi.Container
 	switch r := reply.(type) {
 	case *containersapi.CreateContainerResponse:
@@ -121,6 +129,14 @@ func (c *records) wrote(id string, req, reply any, err error) {
 		c.byID[id] = recordOf(rec)
 		delete(c.stale, id)
 	}
+}
+
+// subscribing tells that the exit watch (re)subscribes to containerd's events: until
+// its first event, events may be lost.
+func (c *records) subscribing() {
+	c.mu.Lock()
+	c.live = false
+	c.mu.Unlock()
 }
 
 // touch records a change of id, under mu.
@@ -144,6 +160,10 @@ func (c *records) reported(ev recordEvent) {
 	c.changes.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.live {
+		// The events reach us from now on: one more list of all sees what came before.
+		c.live, c.whole = true, true
+	}
 	if ev.id == "" {
 		c.whole = true
 		return

@@ -43,6 +43,18 @@ func TestListReusesRecordsUntilTheyChange(t *testing.T) {
 
 	stamp := func(sec int) string { return time.Unix(int64(sec), 0).UTC().Format(time.RFC3339) }
 	own, theirs, later := stamp(1000), stamp(2000), stamp(3000)
+	// Until containerd's events of record changes are known to arrive, a write through
+	// the Runtime has every record listed anew: another client's may go unreported.
+	if _, err := r.setLabels(r.ctx, id, map[string]string{labelStopDeadline: stamp(500)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := label(); got != stamp(500) || r.records.taken == taken {
+		t.Fatalf("before any event: List reports %q after a write through the Runtime, listed all anew: %v; want %s, anew", got, r.records.taken != taken, stamp(500))
+	}
+	// The exit watch's first event: one more list of all, then the events are trusted.
+	r.recordsChanged(recordEvent{id: id, op: "update"})
+	label()
+	taken = r.records.taken
 	gets := func() uint64 { return r.Calls()["/containerd.services.containers.v1.Containers/Get"] }
 	// A write through the Runtime is seen by the next List, with no read.
 	if _, err := r.setLabels(r.ctx, id, map[string]string{labelStopDeadline: own}); err != nil {
