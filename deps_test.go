@@ -50,7 +50,8 @@ const module = "github.com/staticpod/staticpod"
 // networks through CNI), handlers (the runtime handlers: a leaf), shims (finding and ending shims and log writers from /proc,
 // runc's and containerd's leftovers on the disk: only internal/proc and logs, never the
 // runtime it serves) and stats (usage read from the cgroups: cgroups and logs);
-// internal/atomicfile, a leaf, writes a file whole; only main imports everything. A package added to the module needs a rule here.
+// internal/atomicfile, a leaf, writes a file whole; internal/gcpace, a leaf, paces
+// main's garbage collector by the runner's work; only main imports everything. A package added to the module needs a rule here.
 var rules = map[string][]string{
 	"":                              {"*"},
 	"manifests":                     nil,
@@ -99,6 +100,7 @@ var rules = map[string][]string{
 	"internal/systemd":              nil,
 	"internal/proc":                 nil, // a leaf: whoever reads /proc may use it
 	"internal/atomicfile":           nil, // a leaf: whoever writes a file whole may use it
+	"internal/gcpace":               nil, // a leaf: main paces its collector with it
 	"internal/helper":               nil, // it embeds the helper program's bytes, not its packages
 	helperCommand:                   {"logs", "internal/pause"},
 	"internal/testenv":              {"internal/ctrd", "internal/proc"},

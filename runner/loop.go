@@ -173,6 +173,7 @@ func (l *loop) apply(ctx context.Context, u manifests.Update) {
 	if u.Unchanged {
 		return
 	}
+	l.deps.busy()
 	l.progress() // enact below acts on a rollback
 	desired, conflicts := l.config.Apply(u)
 	l.pub.setObjects(u.Source, u.Objects)

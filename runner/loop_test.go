@@ -736,3 +736,35 @@ func TestRepairFollowsEveryRelistAndPrecedesTheFirstSync(t *testing.T) {
 		t.Errorf("relists after the first = %v, want each List followed by a Repair", relists)
 	}
 }
+
+// Busy is told of work (an update that changes what runs, a sync that acts) and of
+// nothing else: the daemon's collector is lean while Busy is not called.
+func TestBusyIsToldOfWorkOnly(t *testing.T) {
+	h := newHarness(t)
+	busy := 0
+	h.r.opts.Busy = func() { busy++ }
+	l := newLoop(h.r, &sync.WaitGroup{})
+	var spawned []*worker
+	l.spawn = func(_ context.Context, w *worker) { spawned = append(spawned, w) }
+	pod := testPod(t, "web", "httpd -f", corev1.RestartPolicyAlways)
+	if _, err := h.r.pleg.Relist(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	l.apply(h.ctx, manifests.Update{Source: "file", Pods: []*corev1.Pod{pod}})
+	if busy != 1 || len(spawned) != 1 {
+		t.Fatalf("after the update that brings a pod: Busy called %d times, %d workers; want 1 and 1", busy, len(spawned))
+	}
+	l.apply(h.ctx, manifests.Update{Source: "file", Unchanged: true})
+	if busy != 1 {
+		t.Fatalf("an unchanged update called Busy: %d calls, want 1", busy)
+	}
+	h.sync(spawned[0]) // starts the pod
+	if busy != 2 {
+		t.Fatalf("after the sync that started the pod: Busy called %d times, want 2", busy)
+	}
+	h.sync(spawned[0]) // nothing to do
+	h.sync(spawned[0])
+	if busy != 2 {
+		t.Fatalf("syncs with nothing to do called Busy: %d calls, want 2", busy)
+	}
+}

@@ -55,6 +55,11 @@ type Options struct {
 	// or a runtime that stops answering stops the calls. The daemon pings systemd's
 	// watchdog from it. It must return quickly.
 	Heartbeat func()
+
+	// Busy, when set, is called whenever the runner takes on work: a source's update
+	// that changes what runs, and each sync in which a worker acts on its pod. The daemon
+	// paces its garbage collector by it. It must be cheap and safe from any goroutine.
+	Busy func()
 }
 
 // Runner keeps the pods its sources want running on its Runtime.
@@ -96,6 +101,9 @@ func New(opts Options) (*Runner, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Busy == nil {
+		opts.Busy = func() {}
 	}
 	finished, err := results.New(opts.ResultsDir)
 	if err != nil {

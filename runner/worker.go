@@ -70,6 +70,7 @@ type workerDeps struct {
 	now      func() time.Time
 	hostIP   string // reported as status.hostIP
 	devices  *devices.Manager
+	busy     func() // Options.Busy, or nothing
 }
 
 // workerDeps returns what a worker uses of r's parts.
@@ -77,6 +78,7 @@ func (r *Runner) workerDeps() workerDeps {
 	return workerDeps{
 		rt: r.rt, pub: r.pub, pleg: r.pleg, asks: r.asks, prober: r.prober, backoffs: r.backoffs, results: r.results,
 		events: r.events, metrics: r.metrics, log: r.log, now: r.now, hostIP: r.opts.HostIP, devices: r.opts.Devices,
+		busy: r.opts.Busy,
 	}
 }
 
@@ -274,6 +276,7 @@ func (w *worker) syncOnce(ctx context.Context) (gone bool) {
 	}
 	acted := w.execute(ctx, withStartTime(pod, w.obs.StartTime), rt, actions)
 	if acted {
+		w.busy()
 		w.synced = w.pleg.Started()
 		w.asks.request(w.uid)
 	}

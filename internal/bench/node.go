@@ -108,7 +108,7 @@ func (n *Node) Start() error {
 }
 
 // goRuntimeSettings are the environment variables that change how the Go runtime
-// behaves: the daemon picks its own GOGC (see leanHeap in staticpod's run.go) unless
+// behaves: the daemon paces its own GOGC (see internal/gcpace) unless
 // GOGC is set, and its memory is measured as it runs for a user.
 var goRuntimeSettings = []string{"GOGC", "GOMEMLIMIT", "GODEBUG", "GOMAXPROCS"}
 
