@@ -119,12 +119,21 @@ func (w *Watcher) Run(ctx context.Context, emit func(context.Context, manifests.
 				}
 				w.tookEvent(eventFsnotify, ev.Name, settleC != nil)
 			case c := <-whole:
-				name := filepath.Join(filepath.Clean(w.Path), c.name)
-				if w.relevant(name) {
-					wholeSince[name] = !c.gone
-					quick, waiting = true, false
+				// Every file completed while the last scan ran is taken by one scan: a
+				// burst of n files costs as many scans as the watcher falls behind, not n.
+				for more := true; more; {
+					name := filepath.Join(filepath.Clean(w.Path), c.name)
+					if w.relevant(name) {
+						wholeSince[name] = !c.gone
+						quick, waiting = true, false
+					}
+					w.tookEvent(eventCompletion, name, settleC != nil)
+					select {
+					case c = <-whole:
+					default:
+						more = false
+					}
 				}
-				w.tookEvent(eventCompletion, name, settleC != nil)
 			case err := <-fsw.Errors:
 				w.Log.Warn("file watch error; the periodic rescan goes on", "path", w.Path, "err", err)
 			case <-settleC:

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -348,4 +349,62 @@ func TestWatcherSendsDeletionsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	noUpdate(t, updates, p, "a file renamed away")
+}
+
+// The files completed while the watcher sends a snapshot are taken by one quick scan,
+// not a scan each: a burst of n files written faster than they are scanned would
+// otherwise read the directory n times.
+func TestWatcherTakesTheFilesCompletedMeanwhileInOneScan(t *testing.T) {
+	dir := t.TempDir()
+	w := &Watcher{Path: dir, Node: "n", Period: time.Hour, Settle: time.Hour}
+	var scans atomic.Int32
+	w.afterScan = func() { scans.Add(1) }
+	entered := make(chan struct{}, 100)
+	updates := make(chan manifests.Update) // unbuffered: the watcher waits in emit until the test takes its snapshot
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		done <- w.Run(ctx, func(ctx context.Context, u manifests.Update) error {
+			entered <- struct{}{}
+			select {
+			case updates <- u:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	defer func() { cancel(); <-done }()
+	awaitUpdate(t, updates, "start")
+	if err := os.WriteFile(filepath.Join(dir, "first.yaml"), []byte(pod("first", "busybox:1")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-entered: // the start's
+	case <-time.After(10 * time.Second):
+	}
+	select {
+	case <-entered: // the watcher sends first.yaml's snapshot, and waits for the test to take it
+	case <-time.After(10 * time.Second):
+		t.Fatal("no snapshot sent for first.yaml")
+	}
+	for i := range 10 {
+		name := fmt.Sprintf("p%02d", i)
+		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(pod(name, "busybox:1")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the kernel's events reach the watcher's queue
+	before := scans.Load()
+	if got := names(awaitUpdate(t, updates, "first.yaml")); len(got) != 1 {
+		t.Fatalf("first snapshot %v, want first-n alone", got)
+	}
+	if got := names(awaitUpdate(t, updates, "the ten files written meanwhile")); len(got) != 11 {
+		t.Fatalf("next snapshot %v, want all 11 pods", got)
+	}
+	// The scan that sent first.yaml's snapshot ends once the test took it; then one scan
+	// takes the ten.
+	if n := scans.Load() - before; n != 2 {
+		t.Errorf("%d scans from the first snapshot to the one with the ten files, want 2", n)
+	}
 }
