@@ -327,17 +327,18 @@ func fitLabel(key, value string) string {
 }
 
 // setLabels sets (or, with an empty value, removes) labels of a container and returns
-// all of its labels.
+// all of its labels, in one call: the update names only the labels it sets, as the
+// client's SetLabels does, with no record read first.
 func (r *Runtime) setLabels(ctx context.Context, id string, labels map[string]string) (map[string]string, error) {
-	c, err := r.client.LoadContainer(ctx, id)
+	paths := make([]string, 0, len(labels))
+	for k := range labels {
+		paths = append(paths, "labels."+k)
+	}
+	updated, err := r.client.ContainerService().Update(ctx, containers.Container{ID: id, Labels: labels}, paths...)
 	if err != nil {
 		return nil, convertErr(err)
 	}
-	all, err := c.SetLabels(ctx, labels)
-	if err != nil {
-		return nil, convertErr(err)
-	}
-	return all, nil
+	return updated.Labels, nil
 }
 
 // oomKilled reports whether the kernel's OOM killer killed a process of the
