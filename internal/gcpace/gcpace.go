@@ -10,6 +10,7 @@ package gcpace
 import (
 	"context"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -17,15 +18,18 @@ import (
 )
 
 // Pacer switches the collector's GOGC between Idle and Busy. Work marks work now, and
-// switches to Busy at once; Run switches back to Idle, returning the heap's free memory
-// to the system, once no work was marked for Quiet.
+// switches to Busy at once; Run switches back to Idle once no work was marked for
+// Quiet, and collects at once, so that the heap's goal falls to the idle one: Go's
+// scavenger then returns what the heap no longer needs to the system, a little at a
+// time. (Returning it all at once, debug.FreeOSMemory, made the next pod's start pay
+// for the page faults: 5.7 → 9.0 ms from its manifest to its container's record.)
 type Pacer struct {
 	Idle, Busy int           // GOGC percents
 	Quiet      time.Duration // how long after the last work the heap is made lean again
 
-	set  func(percent int) // debug.SetGCPercent, for tests
-	free func()            // debug.FreeOSMemory, for tests
-	now  func() time.Time
+	set     func(percent int) // debug.SetGCPercent, for tests
+	collect func()            // runtime.GC, for tests
+	now     func() time.Time
 
 	last atomic.Int64 // UnixNano of the last Work
 	busy atomic.Bool  // the collector is at Busy; changed only under mu
@@ -53,7 +57,7 @@ func ForDaemon() *Pacer {
 
 // New returns a Pacer at idle, and sets the collector to idle.
 func New(idle, busy int, quiet time.Duration) *Pacer {
-	p := &Pacer{Idle: idle, Busy: busy, Quiet: quiet, set: func(n int) { debug.SetGCPercent(n) }, free: debug.FreeOSMemory, now: time.Now}
+	p := &Pacer{Idle: idle, Busy: busy, Quiet: quiet, set: func(n int) { debug.SetGCPercent(n) }, collect: runtime.GC, now: time.Now}
 	p.set(idle)
 	return p
 }
@@ -103,6 +107,6 @@ func (p *Pacer) settle() {
 	}
 	p.mu.Unlock()
 	if idle {
-		p.free()
+		p.collect()
 	}
 }

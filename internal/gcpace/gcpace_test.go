@@ -19,9 +19,9 @@ type fake struct {
 func newFake() *fake {
 	f := &fake{at: time.Unix(1000, 0)}
 	f.Pacer = &Pacer{Idle: 50, Busy: 200, Quiet: 10 * time.Second,
-		set:  func(n int) { f.record(map[int]string{50: "idle", 200: "busy"}[n]) },
-		free: func() { f.record("free") },
-		now:  func() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.at },
+		set:     func(n int) { f.record(map[int]string{50: "idle", 200: "busy"}[n]) },
+		collect: func() { f.record("collect") },
+		now:     func() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.at },
 	}
 	return f
 }
@@ -58,8 +58,8 @@ func TestWorkSwitchesToBusyOnceAndQuietBackToIdle(t *testing.T) {
 	}
 	f.advance(time.Second)
 	f.settle()
-	if got := f.took(); !slices.Equal(got, []string{"idle", "free"}) {
-		t.Fatalf("10 s after the last work: %v, want idle, then the free memory returned", got)
+	if got := f.took(); !slices.Equal(got, []string{"idle", "collect"}) {
+		t.Fatalf("10 s after the last work: %v, want idle, then a collection to the idle goal", got)
 	}
 	f.settle()
 	f.Work()
@@ -85,7 +85,7 @@ func TestTheLastSwitchIsInForce(t *testing.T) {
 	wg.Wait()
 	var switches []string
 	for _, c := range f.took() {
-		if c != "free" {
+		if c != "collect" {
 			switches = append(switches, c)
 		}
 	}
