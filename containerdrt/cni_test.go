@@ -139,7 +139,7 @@ spec:
   containers:
   - {name: c, image: `+testImage+`, command: [sleep, "3600"]}
 `)
-	sb, err := r.StartSandbox(r.ctx, pod, 0, manifests.Objects{})
+	sb, err := r.startSandbox(pod, 0, manifests.Objects{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestPodNetworkSetupFails(t *testing.T) {
 			if tt.want == "no IP addresses available" {
 				r.mustRunPod(t, loadPod(t, pod(t, "first")))
 			}
-			_, err := r.StartSandbox(r.ctx, loadPod(t, pod(t, "failing")), 0, manifests.Objects{})
+			_, err := r.startSandbox(loadPod(t, pod(t, "failing")), 0, manifests.Objects{})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("StartSandbox: %v, want an error with %q", err, tt.want)
 			}
@@ -237,7 +237,7 @@ func TestPodNetworkTornDownWithoutItsRecord(t *testing.T) {
 	n := testenv.CNI(t, testBridge)
 	r := newTestRuntime(t, withCNI(n))
 	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: lost}\nspec:\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n  - {name: d, image: "+testImage+", command: [sleep, \"3600\"], ports: [{containerPort: 80, hostPort: 18080}]}\n")
-	sb, err := r.StartSandbox(r.ctx, pod, 0, manifests.Objects{})
+	sb, err := r.startSandbox(pod, 0, manifests.Objects{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestPodNetworkTornDownWithoutItsRecord(t *testing.T) {
 	}
 
 	// A reboot: the namespaces are gone, the records stay.
-	sb, err = r.StartSandbox(r.ctx, pod, 1, manifests.Objects{})
+	sb, err = r.startSandbox(pod, 1, manifests.Objects{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestPodNetworkTornDownAfterAFirewallReload(t *testing.T) {
 	n := testenv.CNI(t, testBridge)
 	r := newTestRuntime(t, withCNI(n))
 	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: flushed}\nspec:\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"], ports: [{containerPort: 80, hostPort: 18081}]}\n")
-	sb, err := r.StartSandbox(r.ctx, pod, 0, manifests.Objects{})
+	sb, err := r.startSandbox(pod, 0, manifests.Objects{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestInterruptedPodNetworkSetupIsUndone(t *testing.T) {
 	r := newTestRuntime(t, withCNI(n))
 	for _, shared := range []bool{false, true} {
 		pod := loadPod(t, fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: cut-%v}\nspec:\n  shareProcessNamespace: %v\n  containers:\n  - {name: c, image: %s, command: [sleep, \"3600\"]}\n", shared, shared, testImage))
-		sb, err := r.StartSandbox(r.ctx, pod, 0, manifests.Objects{})
+		sb, err := r.startSandbox(pod, 0, manifests.Objects{})
 		if err != nil {
 			t.Fatal(err)
 		}

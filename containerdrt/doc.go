@@ -23,9 +23,12 @@
 // A pod's host side is made before its containers, as the kubelet makes a pod's
 // cgroup and mounts its volumes before it asks its runtime for containers:
 // PreparePod makes the pod's cgroup (package cgroups) and its directory with the /etc
-// files and volumes (package poddir). A sandbox or a container is made from its pod
-// read once into a plan (podplan.go: IDs, runtime handler and cgroup, user namespace,
-// hostname, network, labels), not from the pod. A container is then created in two
+// files and volumes (package poddir), and resolves once per sync what the pod's sandbox
+// and containers share (runner.PodConfig: its directories, user namespace, cgroup,
+// runtime handler, hostname), which the runner hands back to StartSandbox and
+// CreateContainer, as the kubelet resolves a pod's sandbox config once per sync. A
+// sandbox or a container is made from that and what it adds (IDs, network, labels),
+// read into a plan (podplan.go), not from the pod. A container is then created in two
 // steps (CreateContainer): package poddir prepares the host side of the container's own
 // mounts (hostPaths, subPaths, /dev/shm, the termination-message file; this package
 // mounts the images of image volumes there first, imagevolume.go), then package spec

@@ -86,8 +86,8 @@ const maxGraceSeconds = int64(math.MaxInt64 / time.Second)
 // tells a restarted staticpod which definition runs under the UID; one that is not
 // valid UTF-8 or too long for a label is left out, and the pod is then told by its name
 // and source alone (runner.RunningPod). The pod's status.startTime, when the runner
-// gives one, is recorded too (runner.Container.PodStart).
-func podLabels(pod *corev1.Pod, kind runner.Kind, name string, attempt int) map[string]string {
+// gives one (start), is recorded too (runner.Container.PodStart).
+func podLabels(pod *corev1.Pod, start runner.Timestamp, kind runner.Kind, name string, attempt int) map[string]string {
 	labels := map[string]string{
 		LabelKind:         string(kind),
 		LabelPodUID:       string(pod.UID),
@@ -100,8 +100,8 @@ func podLabels(pod *corev1.Pod, kind runner.Kind, name string, attempt int) map[
 	if loc := pod.Annotations[manifests.AnnotationLocation]; utf8.ValidString(loc) && len(LabelPodLocation)+len(loc) <= maxLabelSize {
 		labels[LabelPodLocation] = loc
 	}
-	if st := pod.Status.StartTime; st != nil && !st.IsZero() {
-		labels[LabelPodStartTime] = string(runner.TimestampOf(st.Time))
+	if start != "" {
+		labels[LabelPodStartTime] = string(start)
 	}
 	return labels
 }
@@ -165,13 +165,13 @@ func stopLabels(labels map[string]string, pod *corev1.Pod, c *corev1.Container) 
 	}
 }
 
-// sandboxLabels are the labels of pod's sandbox: the pod's; hash, of the pod's fields
-// the sandbox is made from (manifests.SandboxHash), by which the runner tells when an
-// edit of the pod needs a new sandbox; and how the pod is networked: what tears down
-// its pod network (a), or why it has none (note).
-func sandboxLabels(pod *corev1.Pod, attempt int, hash string, a *podnet.Attachment, note string) map[string]string {
-	labels := podLabels(pod, runner.KindSandbox, pod.Name, attempt)
-	labels[LabelHash] = hash
+// sandboxLabels are the labels of pod's sandbox (cfg resolved the pod): the pod's; the
+// hash of the pod's fields the sandbox is made from (manifests.SandboxHash), by which
+// the runner tells when an edit of the pod needs a new sandbox; and how the pod is
+// networked: what tears down its pod network (a), or why it has none (note).
+func sandboxLabels(pod *corev1.Pod, cfg runner.PodConfig, attempt int, a *podnet.Attachment, note string) map[string]string {
+	labels := podLabels(pod, cfg.Start, runner.KindSandbox, pod.Name, attempt)
+	labels[LabelHash] = cfg.SandboxHash
 	if a != nil {
 		labels[labelNetwork] = a.Record.Label(maxLabelSize - len(labelNetwork))
 	} else if note != "" {
@@ -180,11 +180,11 @@ func sandboxLabels(pod *corev1.Pod, attempt int, hash string, a *podnet.Attachme
 	return labels
 }
 
-// containerLabels are the labels of attempt of container c of pod that its spec
-// gives: the pod's, its termination message policy and what stopping it needs
+// containerLabels are the labels of attempt of container c of pod (cfg resolved the
+// pod) that its spec gives: the pod's, its termination message policy and what stopping it needs
 // (stopLabels).
-func containerLabels(pod *corev1.Pod, c *corev1.Container, attempt int) map[string]string {
-	labels := podLabels(pod, runner.KindContainer, c.Name, attempt)
+func containerLabels(pod *corev1.Pod, cfg runner.PodConfig, c *corev1.Container, attempt int) map[string]string {
+	labels := podLabels(pod, cfg.Start, runner.KindContainer, c.Name, attempt)
 	labels[LabelTermPolicy] = string(c.TerminationMessagePolicy)
 	stopLabels(labels, pod, c)
 	return labels

@@ -95,7 +95,7 @@ func TestPodLocationLabelRoundTrip(t *testing.T) {
 		pod := &corev1.Pod{}
 		pod.UID, pod.Name, pod.Namespace = "0123abcd", "etcd-n", "kube-system"
 		pod.Annotations = map[string]string{manifests.AnnotationSource: "file", manifests.AnnotationLocation: tc.location}
-		labels := podLabels(pod, runner.KindContainer, "c", 0)
+		labels := podLabels(pod, "", runner.KindContainer, "c", 0)
 		for k, v := range labels {
 			if len(k)+len(v) > maxLabelSize || !utf8.ValidString(v) {
 				t.Errorf("%s: label %s is %d bytes (valid UTF-8: %v)", tc.name, k, len(k)+len(v), utf8.ValidString(v))
@@ -126,9 +126,14 @@ func TestPodStartTimeLabelRoundTrip(t *testing.T) {
 	} {
 		pod := &corev1.Pod{Status: corev1.PodStatus{StartTime: tc.start}}
 		pod.UID, pod.Name, pod.Namespace = "0123abcd", "job-n", "default"
+		r := &Runtime{cfg: Config{RootDir: t.TempDir()}}
+		cfg, err := r.podConfig(pod, manifests.Objects{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, kind := range []runner.Kind{runner.KindSandbox, runner.KindContainer} {
 			var got runner.Container
-			if err := fromLabels(&got, podLabels(pod, kind, "c", 0)); err != nil {
+			if err := fromLabels(&got, podLabels(pod, cfg.Start, kind, "c", 0)); err != nil {
 				t.Fatal(err)
 			}
 			if !got.PodStart.Time().Equal(tc.want) {

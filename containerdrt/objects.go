@@ -8,24 +8,26 @@ import (
 
 	"github.com/staticpod/staticpod/containerdrt/poddir"
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner"
 )
 
 // PreparePod makes the pod's cgroup with its limits and its directory: its /etc files,
-// emptyDirs and the volumes staticpod writes (see runner.Runtime).
-func (r *Runtime) PreparePod(ctx context.Context, pod *corev1.Pod, objs manifests.Objects) error {
+// emptyDirs and the volumes staticpod writes, and returns what it resolved of the pod
+// for its sandbox and containers (podConfig; see runner.Runtime).
+func (r *Runtime) PreparePod(ctx context.Context, pod *corev1.Pod, objs manifests.Objects) (runner.PodConfig, error) {
 	ctx, cancel := r.call(ctx)
 	defer cancel()
 	if err := r.cgroup.EnsurePod(ctx, pod); err != nil {
-		return fmt.Errorf("prepare pod %s: %w", manifests.Key(pod), err)
+		return runner.PodConfig{}, fmt.Errorf("prepare pod %s: %w", manifests.Key(pod), err)
 	}
-	podDir, _, err := r.podDirAndUserNS(pod) // the user namespace allocated first: the pod's files are owned in it
+	cfg, err := r.podConfig(pod, objs) // the user namespace allocated first: the pod's files are owned in it
 	if err != nil {
-		return fmt.Errorf("prepare pod %s: %w", manifests.Key(pod), err)
+		return runner.PodConfig{}, fmt.Errorf("prepare pod %s: %w", manifests.Key(pod), err)
 	}
-	if err := poddir.PreparePod(pod, podDir, r.runDirOf(podDir), r.cfg.HostIP, objs); err != nil {
-		return fmt.Errorf("prepare pod %s: %w", manifests.Key(pod), err)
+	if err := poddir.PreparePod(pod, cfg.Dir, cfg.RunDir, r.cfg.HostIP, objs); err != nil {
+		return runner.PodConfig{}, fmt.Errorf("prepare pod %s: %w", manifests.Key(pod), err)
 	}
-	return nil
+	return cfg, nil
 }
 
 // SyncVolumes brings the pod's configMap, secret and projected volumes up to date with

@@ -81,7 +81,7 @@ spec:
 func TestPinnedSandboxLost(t *testing.T) {
 	r := newTestRuntime(t)
 	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: lostpins}\nspec:\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
-	sb, err := r.StartSandbox(r.ctx, pod, 0, manifests.Objects{})
+	sb, err := r.startSandbox(pod, 0, manifests.Objects{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,8 @@ func TestInterruptedReapIsFinished(t *testing.T) {
 func TestPodStartAsksContainerdOnlyWhatItMust(t *testing.T) {
 	r := newTestRuntime(t)
 	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: calls}\nspec:\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
-	if err := r.PreparePod(r.ctx, pod, manifests.Objects{}); err != nil {
+	cfg, err := r.PreparePod(r.ctx, pod, manifests.Objects{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -308,7 +309,7 @@ func TestPodStartAsksContainerdOnlyWhatItMust(t *testing.T) {
 		}
 	})
 	before := r.Calls()
-	sb, err := r.StartSandbox(r.ctx, pod, 0, manifests.Objects{})
+	sb, err := r.StartSandbox(r.ctx, pod, cfg, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +355,7 @@ func TestPodStartAsksContainerdOnlyWhatItMust(t *testing.T) {
 	}
 	// The next container of the image needs nothing of it but its snapshot.
 	before = r.Calls()
-	again, err := r.CreateContainer(r.ctx, runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Sandbox: &sb, Image: img, Attempt: 1})
+	again, err := r.CreateContainer(r.ctx, runner.CreateRequest{Pod: pod, Config: cfg, Container: c, Hash: manifests.ContainerHash(c), Sandbox: &sb, Image: img, Attempt: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/internal/pause"
+	"github.com/staticpod/staticpod/runner"
 )
 
 // A pod with its own network needs no process to hold its namespaces: they are pinned
@@ -61,6 +62,19 @@ func (r *Runtime) pinDir(id string) string {
 		return old
 	}
 	return filepath.Join(r.cfg.RunDir, namespacesDir, id)
+}
+
+// sandboxNamespaces is the directory of the namespace files a container of sb's pod
+// joins: the sandbox process's /proc/<pid>/ns, or the pins of a pinned sandbox; "" when
+// there is no sandbox.
+func (r *Runtime) sandboxNamespaces(sb *runner.Container) string {
+	switch {
+	case sb == nil:
+		return ""
+	case sb.PID > 0:
+		return fmt.Sprintf("/proc/%d/ns", sb.PID)
+	}
+	return r.pinDir(sb.ID)
 }
 
 // pinDirs are the directories that hold pin directories.

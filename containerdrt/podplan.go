@@ -1,8 +1,8 @@
 package containerdrt
 
 import (
+	"errors"
 	"fmt"
-	"path"
 	"strconv"
 	"strings"
 
@@ -19,12 +19,44 @@ import (
 	"github.com/staticpod/staticpod/runner"
 )
 
-// A pod is read once, before anything of it is made in containerd, into a plan of
-// what is made: the kubelet reads a pod into a PodSandboxConfig, and each container
-// of it into a ContainerConfig, before it asks its runtime for them. planSandbox and
-// planContainer resolve here what the pod says about its sandbox and containers (IDs,
-// runtime handler, user namespace, hostname, network, labels); the sandbox kinds
-// (sandbox.go) and CreateContainer (container.go) build from the plan, not the pod.
+// A pod is read once per sync, before anything of it is made in containerd:
+// PreparePod resolves what the pod's sandbox and containers share (podConfig: its
+// directory, user namespace, cgroup, runtime handler, hostname), as the kubelet
+// resolves a pod's sandbox config once per sync. planSandbox and planContainer then
+// read what each sandbox and container adds (IDs, network, labels), so that the
+// sandbox kinds (sandbox.go) and CreateContainer (container.go) build from a plan, not
+// the pod.
+
+// podConfig resolves pod for its sandbox and containers: its directory and user
+// namespace (allocated on first use), its cgroup, its runtime handler (from objs, the
+// objects of its source: its RuntimeClass), its hostname, whether its containers share
+// a PID namespace, the hash of what its sandbox is made from, and its start time.
+func (r *Runtime) podConfig(pod *corev1.Pod, objs manifests.Objects) (runner.PodConfig, error) {
+	var cfg runner.PodConfig
+	var err error
+	if cfg.Dir, cfg.UserNS, err = r.podDirAndUserNS(pod); err != nil {
+		return cfg, err
+	}
+	cfg.RunDir = r.runDirOf(cfg.Dir)
+	cfg.Cgroup = r.cgroup.Pod(pod)
+	cfg.CgroupDir = r.cgroup.DirOf(cfg.Cgroup)
+	handler, class := manifests.RuntimeHandler(pod, objs)
+	cfg.Handler = handler
+	if class != nil {
+		cfg.RuntimeClass = class.Name
+	}
+	cfg.Hostname, _ = poddir.Hostname(pod)
+	cfg.SharesPID = manifests.SharesPIDNamespace(pod)
+	cfg.SandboxHash = manifests.SandboxHash(pod)
+	if st := pod.Status.StartTime; st != nil && !st.IsZero() {
+		cfg.Start = runner.TimestampOf(st.Time)
+	}
+	return cfg, nil
+}
+
+// errNotPrepared is a sandbox or container asked for with no PodConfig: PreparePod
+// was not called first.
+var errNotPrepared = errors.New("the pod was not prepared (PreparePod) before it")
 
 // sandboxPlan is what a pod's sandbox is made from; the sandbox's ID is the runtime's
 // name for what is made (sandboxID), not part of the plan.
@@ -43,26 +75,26 @@ type sandboxPlan struct {
 	run    podRuntime // a sandbox process's cgroup and runtime handler
 }
 
-// planSandbox reads pod for its sandbox id of attempt. A pod whose runtime handler (from
-// objs, the objects of its source) is unknown gets no sandbox, as on the kubelet.
-func (r *Runtime) planSandbox(pod *corev1.Pod, id string, attempt int, objs manifests.Objects) (sandboxPlan, error) {
-	p := sandboxPlan{hostNetwork: pod.Spec.HostNetwork, hostIPC: pod.Spec.HostIPC, hostPID: pod.Spec.HostPID}
+// planSandbox reads pod, as cfg resolved it, for its sandbox id of attempt. A pod whose
+// runtime handler is unknown gets no sandbox, as on the kubelet.
+func (r *Runtime) planSandbox(pod *corev1.Pod, cfg runner.PodConfig, id string, attempt int) (sandboxPlan, error) {
+	p := sandboxPlan{
+		hostNetwork: pod.Spec.HostNetwork, hostIPC: pod.Spec.HostIPC, hostPID: pod.Spec.HostPID,
+		sharesPID: cfg.SharesPID, hostname: cfg.Hostname, userNS: cfg.UserNS,
+	}
+	if cfg.Dir == "" {
+		return p, fmt.Errorf("start sandbox %s: %w", id, errNotPrepared)
+	}
 	var err error
-	if p.run, err = r.runtimeOf(pod, id, objs); err != nil {
+	if p.run, err = r.runtimeOf(pod, cfg, id); err != nil {
 		return p, err
 	}
-	if _, p.userNS, err = r.podDirAndUserNS(pod); err != nil {
-		return p, fmt.Errorf("start sandbox %s: %w", id, err)
-	}
-	p.sharesPID = manifests.SharesPIDNamespace(pod)
-	hash := manifests.SandboxHash(pod)
 	netw, note, err := r.net.ForPod(pod)
 	if err != nil {
 		return p, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
 	p.netw = netw
-	p.hostname, _ = poddir.Hostname(pod)
-	p.labels = sandboxLabels(pod, attempt, hash, netw, note)
+	p.labels = sandboxLabels(pod, cfg, attempt, netw, note)
 	return p, nil
 }
 
@@ -77,24 +109,23 @@ type containerPlan struct {
 	podCgroup string // the pod's cgroup directory, the parent of the container's, whose OOM kills its labels count
 }
 
-// planContainer reads req's pod for its container id: the IDs, directory, runtime,
-// sandbox namespaces and user namespace of the pod, the container's AppArmor profile
-// (loaded if containerd's default), its devices (device plugins' nodes, CDI) and
-// labels.
+// planContainer reads req's pod, as req.Config resolved it, for its container id: the
+// sandbox's namespaces, the container's AppArmor profile (loaded if containerd's
+// default), its devices (device plugins' nodes, CDI) and labels.
 func (r *Runtime) planContainer(req runner.CreateRequest, id string) (containerPlan, error) {
-	pod, c := req.Pod, req.Container
+	pod, c, cfg := req.Pod, req.Container, req.Config
 	p := containerPlan{in: spec.Input{
 		Pod: pod, Container: c, Attempt: req.Attempt, PodIP: r.podIP(pod, req.Sandbox), HostIP: r.cfg.HostIP,
 		SeccompDir: r.cfg.SeccompDir, Objects: req.Objects, Devices: req.Devices,
-	}}
+		PodDir: cfg.Dir, RunDir: cfg.RunDir, UserNSHostID: cfg.UserNS,
+	}, podCgroup: cfg.CgroupDir}
+	if cfg.Dir == "" {
+		return p, errNotPrepared
+	}
 	var err error
-	if p.run, err = r.runtimeOf(pod, id, req.Objects); err != nil {
+	if p.run, err = r.runtimeOf(pod, cfg, id); err != nil {
 		return p, err
 	}
-	if p.in.PodDir, p.in.UserNSHostID, err = r.podDirAndUserNS(pod); err != nil {
-		return p, err
-	}
-	p.in.RunDir = r.runDirOf(p.in.PodDir)
 	if req.Sandbox != nil {
 		p.in.SandboxNS, p.in.SandboxID = r.sandboxNamespaces(req.Sandbox), req.Sandbox.ID
 	}
@@ -109,7 +140,7 @@ func (r *Runtime) planContainer(req runner.CreateRequest, id string) (containerP
 	if err := r.resolveDevices(&p.in); err != nil {
 		return p, err
 	}
-	p.labels = containerLabels(pod, c, req.Attempt)
+	p.labels = containerLabels(pod, cfg, c, req.Attempt)
 	p.labels[LabelHash] = req.Hash
 	p.labels[LabelLogPath] = logFilePath(r.cfg.PodLogDir, pod, c.Name, req.Attempt)
 	p.labels[LabelTermination] = poddir.TerminationLogPath(p.in.RunDir, c.Name, req.Attempt)
@@ -117,7 +148,6 @@ func (r *Runtime) planContainer(req runner.CreateRequest, id string) (containerP
 	if req.Sandbox != nil && req.Sandbox.PID == 0 {
 		p.labels[labelSandbox] = req.Sandbox.ID // a pinned sandbox: see keepTask
 	}
-	p.podCgroup = path.Dir(cgroups.Dir(r.cgroup.Container(pod, id)))
 	return p, nil
 }
 
@@ -134,21 +164,21 @@ func (r *Runtime) podIP(pod *corev1.Pod, sandbox *runner.Container) string {
 }
 
 // runtimeOf is what runs container (or sandbox process) id of pod: its cgroup and its
-// runtime handler (from objs, the objects of the pod's source). A handler that is not
-// known fails, naming the field, as the kubelet fails the sandbox of a pod whose
-// RuntimeClass or handler its runtime does not have.
-func (r *Runtime) runtimeOf(pod *corev1.Pod, id string, objs manifests.Objects) (podRuntime, error) {
-	cgroupSpec, cgroupOpts := r.cgroup.Opts(pod, id)
-	name, class := manifests.RuntimeHandler(pod, objs)
+// runtime handler, as cfg resolved them. A handler that is not known fails, naming the
+// field, as the kubelet fails the sandbox of a pod whose RuntimeClass or handler its
+// runtime does not have.
+func (r *Runtime) runtimeOf(pod *corev1.Pod, cfg runner.PodConfig, id string) (podRuntime, error) {
+	cgroupSpec, cgroupOpts := r.cgroup.Opts(cfg.Cgroup, id, cgroups.GraceSeconds(pod))
+	name := cfg.Handler
 	if name == "" {
 		return podRuntime{spec: cgroupSpec, opts: cgroupOpts}, nil
 	}
 	h, ok := r.handlers.Lookup(name)
 	if !ok {
 		known := strings.Join(r.handlers.Names(), ", ")
-		if class != nil {
+		if cfg.RuntimeClass != "" {
 			return podRuntime{}, fmt.Errorf("spec.runtimeClassName: no runtime for %q is configured: RuntimeClass %s names handler %s, which is not one of this node's (%s); "+
-				"add it with --runtime-handler %s=<OCI runtime binary or containerd runtime type>, or to containerd's CRI runtimes", name, class.Name, name, known, name)
+				"add it with --runtime-handler %s=<OCI runtime binary or containerd runtime type>, or to containerd's CRI runtimes", name, cfg.RuntimeClass, name, known, name)
 		}
 		return podRuntime{}, fmt.Errorf("spec.runtimeClassName: no runtime for %q is configured: no RuntimeClass %s is defined beside the pod, and %s is not one of this node's runtime handlers (%s); "+
 			"add a RuntimeClass document, or the handler with --runtime-handler %s=<OCI runtime binary or containerd runtime type>", name, name, name, known, name)

@@ -98,12 +98,13 @@ func (r *testRuntime) mustRunPod(t *testing.T, pod *corev1.Pod) map[string]runne
 // mustRunPodWith is mustRunPod with the ConfigMaps and Secrets of the pod's source.
 func (r *testRuntime) mustRunPodWith(t *testing.T, pod *corev1.Pod, objs manifests.Objects) map[string]runner.Container {
 	t.Helper()
-	if err := r.PreparePod(r.ctx, pod, objs); err != nil { // before the sandbox, as a worker
+	cfg, err := r.PreparePod(r.ctx, pod, objs) // before the sandbox, as a worker
+	if err != nil {
 		t.Fatalf("PreparePod: %v", err)
 	}
 	var sandbox *runner.Container
 	if runner.NeedsSandbox(pod) {
-		sb, err := r.StartSandbox(r.ctx, pod, 0, objs)
+		sb, err := r.StartSandbox(r.ctx, pod, cfg, 0)
 		if err != nil {
 			t.Fatalf("StartSandbox: %v", err)
 		}
@@ -147,12 +148,25 @@ func (r *testRuntime) mustRunPodWith(t *testing.T, pod *corev1.Pod, objs manifes
 	return out
 }
 
-// create prepares the pod's host side and creates the container, as a worker does.
+// create prepares the pod's host side and creates the container with what that
+// resolved of the pod, as a worker does.
 func (r *testRuntime) create(req runner.CreateRequest) (runner.Container, error) {
-	if err := r.PreparePod(r.ctx, req.Pod, req.Objects); err != nil {
+	cfg, err := r.PreparePod(r.ctx, req.Pod, req.Objects)
+	if err != nil {
 		return runner.Container{}, err
 	}
+	req.Config = cfg
 	return r.CreateContainer(r.ctx, req)
+}
+
+// startSandbox starts the pod's sandbox with what the pod resolves to, without
+// preparing its host side first.
+func (r *testRuntime) startSandbox(pod *corev1.Pod, attempt int, objs manifests.Objects) (runner.Container, error) {
+	cfg, err := r.podConfig(pod, objs)
+	if err != nil {
+		return runner.Container{}, err
+	}
+	return r.StartSandbox(r.ctx, pod, cfg, attempt)
 }
 
 func (r *testRuntime) mustRemove(t *testing.T, id string) {

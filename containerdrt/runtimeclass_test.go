@@ -165,7 +165,7 @@ spec:
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod, objs := loadSource(t, tc.manifest)
-			_, err := r.StartSandbox(r.ctx, pod, 0, objs)
+			_, err := r.startSandbox(pod, 0, objs)
 			if err == nil || err.Error() != tc.want {
 				t.Errorf("StartSandbox error =\n%v\nwant\n%s", err, tc.want)
 			}

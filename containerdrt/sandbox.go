@@ -20,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/containerdrt/spec"
-	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
 
@@ -128,11 +127,11 @@ func fileHash(path string) ([]byte, error) {
 // it, and a pod whose handler is unknown gets no sandbox, as on the kubelet. Either
 // kind pins its network namespace; its pod network, if there is one, is then set up
 // there, and a failure removes the sandbox again.
-func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int, objs manifests.Objects) (runner.Container, error) {
+func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, cfg runner.PodConfig, attempt int) (runner.Container, error) {
 	ctx, cancel := r.call(ctx)
 	defer cancel()
 	id := sandboxID(pod, attempt)
-	p, err := r.planSandbox(pod, id, attempt, objs)
+	p, err := r.planSandbox(pod, cfg, id, attempt)
 	if err != nil {
 		return runner.Container{}, err
 	}
@@ -309,19 +308,6 @@ func (r *Runtime) startPauseSandbox(ctx context.Context, id string, p sandboxPla
 		return nil, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
 	return c, nil
-}
-
-// sandboxNamespaces is the directory of the namespace files a container of sb's pod
-// joins: the sandbox process's /proc/<pid>/ns, or the pins of a pinned sandbox; "" when
-// there is no sandbox.
-func (r *Runtime) sandboxNamespaces(sb *runner.Container) string {
-	switch {
-	case sb == nil:
-		return ""
-	case sb.PID > 0:
-		return fmt.Sprintf("/proc/%d/ns", sb.PID)
-	}
-	return r.pinDir(sb.ID)
 }
 
 // sandboxSpec is the OCI spec of a pod's sandbox process. Its OOM score is the

@@ -51,7 +51,7 @@ spec:
 func TestSandboxExitsOnSIGTERM(t *testing.T) {
 	r := newTestRuntime(t)
 	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: sb}\nspec:\n  shareProcessNamespace: true\n  containers:\n  - {name: c, image: "+testImage+", command: [\"true\"]}\n")
-	sb, err := r.StartSandbox(r.ctx, pod, 0, manifests.Objects{})
+	sb, err := r.startSandbox(pod, 0, manifests.Objects{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestSandboxOOMScore(t *testing.T) {
 		t.Fatal(err)
 	}
 	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: oom}\nspec:\n  shareProcessNamespace: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
-	sb, err := r.StartSandbox(r.ctx, pod, 0, manifests.Objects{})
+	sb, err := r.startSandbox(pod, 0, manifests.Objects{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestNewWritesNothing(t *testing.T) {
 	}
 	for _, share := range []string{"false", "true"} {
 		pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: lazy-"+share+"}\nspec:\n  shareProcessNamespace: "+share+"\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
-		sb, err := r.StartSandbox(r.ctx, pod, 0, manifests.Objects{})
+		sb, err := r.startSandbox(pod, 0, manifests.Objects{})
 		if err != nil {
 			t.Fatal(err)
 		}

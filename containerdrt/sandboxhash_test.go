@@ -19,7 +19,7 @@ func TestSandboxRecordsTheHashOfItsPodFields(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: "+tt.name+"}\nspec:\n"+tt.spec+
 				"  containers:\n  - {name: c, image: "+testImage+", command: [\"true\"]}\n")
-			sb, err := r.StartSandbox(r.ctx, pod, 0, manifests.Objects{})
+			sb, err := r.startSandbox(pod, 0, manifests.Objects{})
 			if err != nil {
 				t.Fatal(err)
 			}

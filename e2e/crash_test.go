@@ -140,10 +140,11 @@ func (n *node) createFirstContainer(rt *containerdrt.Runtime, manifest, file str
 		n.t.Fatal(err)
 	}
 	c := &pod.Spec.Containers[0]
-	if err := rt.PreparePod(n.ctx, pod, manifests.Objects{}); err != nil {
+	cfg, err := rt.PreparePod(n.ctx, pod, manifests.Objects{})
+	if err != nil {
 		n.t.Fatal(err)
 	}
-	created, err := rt.CreateContainer(n.ctx, runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Image: img})
+	created, err := rt.CreateContainer(n.ctx, runner.CreateRequest{Pod: pod, Config: cfg, Container: c, Hash: manifests.ContainerHash(c), Image: img})
 	if err != nil {
 		n.t.Fatal(err)
 	}

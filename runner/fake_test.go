@@ -100,7 +100,7 @@ func (f *fakeRuntime) EnsureImage(_ context.Context, req PullRequest) (Image, er
 	return Image{Ref: req.Image, ID: "sha256:img", Digest: "sha256:digest", Pulled: f.pulledSize > 0, Size: f.pulledSize}, nil
 }
 
-func (f *fakeRuntime) StartSandbox(_ context.Context, pod *corev1.Pod, attempt int, _ manifests.Objects) (Container, error) {
+func (f *fakeRuntime) StartSandbox(_ context.Context, pod *corev1.Pod, _ PodConfig, attempt int) (Container, error) {
 	if err := f.enter("StartSandbox"); err != nil {
 		return Container{}, err
 	}
@@ -176,8 +176,8 @@ func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeRuntime) PreparePod(context.Context, *corev1.Pod, manifests.Objects) error {
-	return f.enter("PreparePod")
+func (f *fakeRuntime) PreparePod(context.Context, *corev1.Pod, manifests.Objects) (PodConfig, error) {
+	return PodConfig{}, f.enter("PreparePod")
 }
 
 func (f *fakeRuntime) SyncVolumes(_ context.Context, pod *corev1.Pod, objs manifests.Objects) error {

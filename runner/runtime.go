@@ -30,23 +30,23 @@ type Runtime interface {
 	// needed, with its pull secrets' credentials first) and returns what is known of it.
 	EnsureImage(ctx context.Context, req PullRequest) (Image, error)
 
-	// StartSandbox creates and starts what holds a pod's namespaces, with the pod's
-	// network if the runtime has one to give it; attempt counts the sandboxes the pod has
-	// had (0 for the first). A failure leaves nothing of the sandbox behind. The pod's
-	// status.startTime, when set, is recorded with the sandbox, as with every container
-	// CreateContainer makes, and reported as Container.PodStart.
-	// objs are the objects of the pod's source, where its RuntimeClass is: the sandbox
-	// fails when the pod's runtime handler is unknown, as on the kubelet.
-	StartSandbox(ctx context.Context, pod *corev1.Pod, attempt int, objs manifests.Objects) (Container, error)
-
 	// PreparePod makes on the host what a pod's sandbox and containers need before
 	// they are created: the pod's cgroup with its limits, its directory with its /etc
 	// files, and its volumes (objs gives configMap, secret and projected volumes their
 	// content). It is idempotent; a worker calls it before the sandbox or the first
 	// container a sync creates, as the kubelet makes a pod's cgroup and mounts its
 	// volumes before it asks its runtime for them, and so that the generated files
-	// follow the host (its resolv.conf) as on a kubelet.
-	PreparePod(ctx context.Context, pod *corev1.Pod, objs manifests.Objects) error
+	// follow the host (its resolv.conf) as on a kubelet. It returns what it resolved of
+	// the pod (PodConfig), which the sync hands to StartSandbox and CreateContainer.
+	PreparePod(ctx context.Context, pod *corev1.Pod, objs manifests.Objects) (PodConfig, error)
+	// StartSandbox creates and starts what holds a pod's namespaces, with the pod's
+	// network if the runtime has one to give it; attempt counts the sandboxes the pod has
+	// had (0 for the first); cfg is what PreparePod resolved of the pod. A failure leaves
+	// nothing of the sandbox behind. The pod's status.startTime, when set, is recorded
+	// with the sandbox, as with every container CreateContainer makes, and reported as
+	// Container.PodStart. The sandbox fails when the pod's runtime handler is unknown,
+	// as on the kubelet.
+	StartSandbox(ctx context.Context, pod *corev1.Pod, cfg PodConfig, attempt int) (Container, error)
 	// CreateContainer creates (but does not start) one container of a pod that
 	// PreparePod prepared.
 	CreateContainer(ctx context.Context, req CreateRequest) (Container, error)
@@ -152,9 +152,30 @@ type PullRequest struct {
 	Progress func(wire.PullProgress)
 }
 
+// PodConfig is what a runtime resolved of a pod once per sync (PreparePod) for its
+// sandbox and every container the sync creates, as the kubelet resolves a pod's
+// sandbox config once per sync and gives it to the creation of each container. The
+// runner hands it back as it got it; its fields are the runtime's words.
+type PodConfig struct {
+	Dir    string // the pod's directory
+	RunDir string // its files that last no longer than the machine's boot
+	UserNS uint32 // the first host ID of its user namespace; 0 for the host's
+	// Cgroup is the pod's cgroup, the parent of its containers', in the form of the
+	// runtime's cgroup driver; CgroupDir is where it is in a cgroup hierarchy.
+	Cgroup, CgroupDir string
+	// Handler is the runtime handler that runs the pod's containers, "" for the
+	// default; RuntimeClass, the RuntimeClass that named it ("" when none did).
+	Handler, RuntimeClass string
+	Hostname              string    // its UTS namespace's
+	SharesPID             bool      // its containers share a PID namespace of the pod's own
+	SandboxHash           string    // manifests.SandboxHash
+	Start                 Timestamp // its status.startTime, recorded with what is made of it
+}
+
 // CreateRequest says which container of which pod to create.
 type CreateRequest struct {
 	Pod       *corev1.Pod
+	Config    PodConfig // what PreparePod resolved of Pod
 	Container *corev1.Container
 	Init      bool       // an init container (or sidecar)
 	Attempt   int        // restart count: 0 for the first run

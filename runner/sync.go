@@ -66,7 +66,7 @@ func (w *worker) execute(ctx context.Context, pod *corev1.Pod, rt PodRuntime, a 
 		if !w.prepare(ctx, pod, a.Start, b) {
 			return acted
 		}
-		sb, err := w.rt.StartSandbox(ctx, pod, a.SandboxAttempt, w.pub.objectsOf(pod))
+		sb, err := w.rt.StartSandbox(ctx, pod, b.config, a.SandboxAttempt)
 		if err != nil {
 			w.failed(w.starts, "")
 			msg := fmt.Sprintf("Failed to create pod sandbox: %v", err)
@@ -241,7 +241,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, b *creatio
 		return false, false
 	}
 	created, err := w.rt.CreateContainer(ctx, CreateRequest{
-		Pod: pod, Container: c, Init: s.Init, Attempt: s.Attempt, Hash: manifests.ContainerHash(c),
+		Pod: pod, Config: b.config, Container: c, Init: s.Init, Attempt: s.Attempt, Hash: manifests.ContainerHash(c),
 		Sandbox: b.sandbox, Image: img, ImageVolumes: vols, Objects: w.pub.objectsOf(pod), Devices: devs,
 	})
 	if err != nil {
@@ -273,11 +273,13 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, b *creatio
 }
 
 // creation is what the containers one sync creates share: the pod's sandbox, the
-// images of image volumes pulled so far, and whether the pod's host side is prepared.
+// images of image volumes pulled so far, and whether the pod's host side is prepared,
+// with what the runtime resolved of the pod then.
 type creation struct {
 	sandbox  *Container
 	volumes  imageVolumePulls
 	prepared bool
+	config   PodConfig
 }
 
 // prepare makes the pod's host side (Runtime.PreparePod) once per sync, before its
@@ -295,10 +297,10 @@ func (w *worker) prepare(ctx context.Context, pod *corev1.Pod, starts []Start, b
 	if w.waiting(w.starts, key) {
 		return false
 	}
-	err := w.rt.PreparePod(ctx, pod, w.pub.objectsOf(pod))
+	cfg, err := w.rt.PreparePod(ctx, pod, w.pub.objectsOf(pod))
 	switch {
 	case err == nil:
-		b.prepared = true
+		b.prepared, b.config = true, cfg
 		return true
 	case key != "":
 		w.createFailed(starts[0].Container, err)

@@ -103,8 +103,9 @@ func qosName(pod *corev1.Pod) string {
 	return ""
 }
 
-// pod is the pod's cgroup: a path for cgroupfs, a slice for systemd.
-func (c Pods) pod(pod *corev1.Pod) string {
+// Pod is the pod's cgroup, the parent of its containers': a path for cgroupfs, a slice
+// for systemd.
+func (c Pods) Pod(pod *corev1.Pod) string {
 	return c.podIn(qosName(pod), pod.UID)
 }
 
@@ -136,10 +137,15 @@ var qosClasses = []string{"", "burstable", "besteffort"}
 // the form runc takes for the driver: a path, or slice:prefix:name for systemd, which
 // runc makes the scope staticpod-<id>.scope in the pod's slice.
 func (c Pods) Container(pod *corev1.Pod, id string) string {
+	return c.containerIn(c.Pod(pod), id)
+}
+
+// containerIn is the cgroupsPath of container id in the pod cgroup podCgroup (Pod).
+func (c Pods) containerIn(podCgroup, id string) string {
 	if c.driver == Cgroupfs {
-		return path.Join(c.pod(pod), id)
+		return path.Join(podCgroup, id)
 	}
-	return c.pod(pod) + ":" + scopePrefix + ":" + id
+	return podCgroup + ":" + scopePrefix + ":" + id
 }
 
 // Dir is where a cgroupsPath of either form is in the cgroup filesystem, relative to a
@@ -184,22 +190,23 @@ func expandSlice(slice string) string {
 // default 90 s, for a container that ignores SIGTERM.
 const systemdStopTimeout = "org.systemd.property.TimeoutStopUSec"
 
-// Opts are a container's spec and container options for its cgroup: the cgroupsPath,
-// and for systemd runc's SystemdCgroup option (which every task of the container
-// inherits) and the scope's stop timeout, the pod's grace period.
-func (c Pods) Opts(pod *corev1.Pod, id string) ([]oci.SpecOpts, []client.NewContainerOpts) {
-	specOpts := []oci.SpecOpts{oci.WithCgroup(c.Container(pod, id))}
+// Opts are the spec and container options of container id's cgroup in the pod cgroup
+// podCgroup (Pod): the cgroupsPath, and for systemd runc's SystemdCgroup option (which
+// every task of the container inherits) and the scope's stop timeout, the pod's grace
+// period of graceSeconds (GraceSeconds).
+func (c Pods) Opts(podCgroup, id string, graceSeconds int64) ([]oci.SpecOpts, []client.NewContainerOpts) {
+	specOpts := []oci.SpecOpts{oci.WithCgroup(c.containerIn(podCgroup, id))}
 	if c.driver != Systemd {
 		return specOpts, nil
 	}
-	usec := strconv.FormatInt(max(podGraceSeconds(pod), 1)*1_000_000, 10)
+	usec := strconv.FormatInt(max(graceSeconds, 1)*1_000_000, 10)
 	specOpts = append(specOpts, oci.WithAnnotations(map[string]string{systemdStopTimeout: "uint64 " + usec}))
 	return specOpts, []client.NewContainerOpts{client.WithRuntime(plugins.RuntimeRuncV2, &options.Options{SystemdCgroup: true})}
 }
 
-// podGraceSeconds is the pod's termination grace period in seconds, the API's default
+// GraceSeconds is the pod's termination grace period in seconds, the API's default
 // when unset.
-func podGraceSeconds(pod *corev1.Pod) int64 {
+func GraceSeconds(pod *corev1.Pod) int64 {
 	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
 		return *g
 	}
@@ -210,8 +217,13 @@ func podGraceSeconds(pod *corev1.Pod) int64 {
 // hierarchy's mount point (as Dir): its usage counts every container's and the
 // sandbox's.
 func (c Pods) PodDir(pod *corev1.Pod) string {
+	return c.DirOf(c.Pod(pod))
+}
+
+// DirOf is where the pod cgroup podCgroup (Pod) is in the cgroup filesystem, as PodDir.
+func (c Pods) DirOf(podCgroup string) string {
 	if c.driver == Cgroupfs {
-		return path.Clean("/" + c.pod(pod))
+		return path.Clean("/" + podCgroup)
 	}
-	return expandSlice(c.pod(pod))
+	return expandSlice(podCgroup)
 }

@@ -116,7 +116,7 @@ func TestCgroupOptsSystemd(t *testing.T) {
 	c, _ := New(Config{Driver: Systemd})
 	pod := qosPod("u1", nil, nil)
 	pod.Spec.TerminationGracePeriodSeconds = new(int64(10))
-	specOpts, newOpts := c.Opts(pod, "id")
+	specOpts, newOpts := c.Opts(c.Pod(pod), "id", GraceSeconds(pod))
 	s := &specs.Spec{}
 	for _, o := range specOpts {
 		if err := o(context.Background(), nil, nil, s); err != nil {
@@ -133,7 +133,7 @@ func TestCgroupOptsSystemd(t *testing.T) {
 		t.Errorf("systemd: %d container options, want runc's SystemdCgroup", len(newOpts))
 	}
 	c, _ = New(Config{Driver: Cgroupfs})
-	if _, newOpts := c.Opts(pod, "id"); len(newOpts) != 0 {
+	if _, newOpts := c.Opts(c.Pod(pod), "id", GraceSeconds(pod)); len(newOpts) != 0 {
 		t.Errorf("cgroupfs: %d container options, want none", len(newOpts))
 	}
 }

@@ -90,10 +90,10 @@ func (c Pods) EnsurePod(ctx context.Context, pod *corev1.Pod) error {
 	l := podLimitsOf(pod)
 	l.pids = c.maxPIDs
 	if c.driver == Systemd {
-		return ensurePodSlice(ctx, c.pod(pod), l)
+		return ensurePodSlice(ctx, c.Pod(pod), l)
 	}
-	if err := ensurePodDir(c.pod(pod), l, Unified()); err != nil {
-		return fmt.Errorf("pod cgroup %s: %w", c.pod(pod), err)
+	if err := ensurePodDir(c.Pod(pod), l, Unified()); err != nil {
+		return fmt.Errorf("pod cgroup %s: %w", c.Pod(pod), err)
 	}
 	return nil
 }
