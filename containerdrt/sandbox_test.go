@@ -1,6 +1,7 @@
 package containerdrt
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -304,5 +305,28 @@ spec:
 	}
 	if len(got) == 3 && got[2] == host[2] {
 		t.Errorf("network namespace is the host's (%s); without hostNetwork the pod has its own", got[2])
+	}
+}
+
+// A sandbox or a container asked for without what PreparePod resolved of its pod
+// fails, saying so, and makes nothing: it never guesses the pod's directory or cgroup.
+func TestCreationWithoutPreparationFailsAndMakesNothing(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: unprepared}\nspec:\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
+	if _, err := r.StartSandbox(r.ctx, pod, runner.PodConfig{}, 0); !errors.Is(err, errNotPrepared) {
+		t.Errorf("StartSandbox without a PodConfig: %v, want %v", err, errNotPrepared)
+	}
+	c := &pod.Spec.Containers[0]
+	img, err := r.EnsureImage(r.ctx, runner.PullRequest{Image: c.Image, Policy: c.ImagePullPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.CreateContainer(r.ctx, runner.CreateRequest{Pod: pod, Container: c, Image: img}); !errors.Is(err, errNotPrepared) {
+		t.Errorf("CreateContainer without a PodConfig: %v, want %v", err, errNotPrepared)
+	}
+	for _, got := range r.listAll(t) {
+		if got.PodUID == pod.UID {
+			t.Errorf("%s %s was made", got.Kind, got.ID)
+		}
 	}
 }

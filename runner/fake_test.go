@@ -47,8 +47,11 @@ type fakeRuntime struct {
 	// whilePulling called after each.
 	pullProgress []wire.PullProgress
 	whilePulling func()
-	// creates are the requests of every CreateContainer, in order.
-	creates []CreateRequest
+	// creates are the requests of every CreateContainer, in order; sandboxConfigs, the
+	// PodConfig of every StartSandbox. PreparePod resolves a pod to
+	// PodConfig{Dir: "prepared/<uid>", Hostname: <its name>}.
+	creates        []CreateRequest
+	sandboxConfigs []PodConfig
 	// repair is what Repair does; it reports whether it changed a container.
 	repair func() bool
 }
@@ -100,10 +103,13 @@ func (f *fakeRuntime) EnsureImage(_ context.Context, req PullRequest) (Image, er
 	return Image{Ref: req.Image, ID: "sha256:img", Digest: "sha256:digest", Pulled: f.pulledSize > 0, Size: f.pulledSize}, nil
 }
 
-func (f *fakeRuntime) StartSandbox(_ context.Context, pod *corev1.Pod, _ PodConfig, attempt int) (Container, error) {
+func (f *fakeRuntime) StartSandbox(_ context.Context, pod *corev1.Pod, cfg PodConfig, attempt int) (Container, error) {
 	if err := f.enter("StartSandbox"); err != nil {
 		return Container{}, err
 	}
+	f.mu.Lock()
+	f.sandboxConfigs = append(f.sandboxConfigs, cfg)
+	f.mu.Unlock()
 	c := Container{ID: fmt.Sprintf("%s-sandbox-%d", pod.UID, attempt), Kind: KindSandbox, PodUID: pod.UID, PodName: pod.Name,
 		PodNamespace: pod.Namespace, Name: pod.Name, Attempt: attempt, State: StateRunning, PID: 100, CreatedAt: f.now(), StartedAt: f.now(),
 		Source: manifests.SourceOf(pod), Location: manifests.LocationOf(pod), PodStart: TimestampOf(podStartOf(pod))}
@@ -176,8 +182,11 @@ func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeRuntime) PreparePod(context.Context, *corev1.Pod, manifests.Objects) (PodConfig, error) {
-	return PodConfig{}, f.enter("PreparePod")
+func (f *fakeRuntime) PreparePod(_ context.Context, pod *corev1.Pod, _ manifests.Objects) (PodConfig, error) {
+	if err := f.enter("PreparePod"); err != nil {
+		return PodConfig{}, err
+	}
+	return PodConfig{Dir: "prepared/" + string(pod.UID), Hostname: pod.Name}, nil
 }
 
 func (f *fakeRuntime) SyncVolumes(_ context.Context, pod *corev1.Pod, objs manifests.Objects) error {

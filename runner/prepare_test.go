@@ -36,6 +36,8 @@ func TestPodIsPreparedOnceBeforeTheContainersASyncCreates(t *testing.T) {
 	}
 }
 
+// What PreparePod resolved of the pod is what its sandbox and container are made with,
+// as the kubelet hands the sandbox config it resolved once per sync to each creation.
 func TestPodIsPreparedBeforeItsSandbox(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod(t, "net", "sleep 1d", corev1.RestartPolicyAlways)
@@ -49,6 +51,15 @@ func TestPodIsPreparedBeforeItsSandbox(t *testing.T) {
 	}
 	if want := []string{"PreparePod", "StartSandbox", "CreateContainer"}; !slices.Equal(got, want) {
 		t.Fatalf("calls = %v, want %v", got, want)
+	}
+	want := PodConfig{Dir: "prepared/" + string(pod.UID), Hostname: pod.Name}
+	h.f.mu.Lock()
+	defer h.f.mu.Unlock()
+	if len(h.f.sandboxConfigs) != 1 || h.f.sandboxConfigs[0] != want {
+		t.Errorf("sandboxes made with %+v, want %+v", h.f.sandboxConfigs, want)
+	}
+	if len(h.f.creates) != 1 || h.f.creates[0].Config != want {
+		t.Errorf("container created with %+v, want %+v", h.f.creates, want)
 	}
 }
 
