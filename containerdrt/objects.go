@@ -17,11 +17,11 @@ import (
 func (r *Runtime) PreparePod(ctx context.Context, pod *corev1.Pod, objs manifests.Objects) (runner.PodConfig, error) {
 	ctx, cancel := r.call(ctx)
 	defer cancel()
-	if err := r.cgroup.EnsurePod(ctx, pod); err != nil {
-		return runner.PodConfig{}, fmt.Errorf("prepare pod %s: %w", manifests.Key(pod), err)
-	}
 	cfg, err := r.podConfig(pod, objs) // the user namespace allocated first: the pod's files are owned in it
 	if err != nil {
+		return runner.PodConfig{}, fmt.Errorf("prepare pod %s: %w", manifests.Key(pod), err)
+	}
+	if err := r.cgroup.EnsurePod(ctx, cfg.Cgroup, pod); err != nil {
 		return runner.PodConfig{}, fmt.Errorf("prepare pod %s: %w", manifests.Key(pod), err)
 	}
 	if err := poddir.PreparePod(pod, cfg.Dir, cfg.RunDir, r.cfg.HostIP, objs); err != nil {

@@ -83,17 +83,17 @@ func cpuWeight(shares uint64) uint64 {
 	return 1 + (shares-minShares)*9999/(maxShares-minShares)
 }
 
-// EnsurePod makes the pod's cgroup with its limits before a container of the pod is
-// created in it: a slice with systemd, the directories with cgroupfs. Calling it
-// again sets the limits again, which the pod's spec decides alone.
-func (c Pods) EnsurePod(ctx context.Context, pod *corev1.Pod) error {
+// EnsurePod makes pod's cgroup podCgroup (Pod) with the pod's limits before a
+// container of the pod is created in it: a slice with systemd, the directories with
+// cgroupfs. Calling it again sets the limits again, which the pod's spec decides alone.
+func (c Pods) EnsurePod(ctx context.Context, podCgroup string, pod *corev1.Pod) error {
 	l := podLimitsOf(pod)
 	l.pids = c.maxPIDs
 	if c.driver == Systemd {
-		return ensurePodSlice(ctx, c.Pod(pod), l)
+		return ensurePodSlice(ctx, podCgroup, l)
 	}
-	if err := ensurePodDir(c.Pod(pod), l, Unified()); err != nil {
-		return fmt.Errorf("pod cgroup %s: %w", c.Pod(pod), err)
+	if err := ensurePodDir(podCgroup, l, Unified()); err != nil {
+		return fmt.Errorf("pod cgroup %s: %w", podCgroup, err)
 	}
 	return nil
 }
