@@ -14,18 +14,26 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/staticpod/staticpod/logs"
 )
 
 // A replay is the client starting, all at once, the very containers staticpod started:
-// their specs (mounts of the pod's files, the pod's cgroup, its namespaces, its shim
-// group), their runtime and their log writer, in a floor's namespace of its own. It is a second
+// their specs (mounts of the pod's files, the pod's cgroup, its shim group), their
+// runtime and their log writer, in a floor's namespace of its own. It is a second
 // floor: what the containers cost containerd, the shims, runc and the log writers
 // however they are asked for, so that a burst's distance to the bare client's splits
 // into what staticpod's containers are (the kubelet's layout and files) and what
-// staticpod itself does (its daemon, its sandbox records and pins, its calls).
+// staticpod itself does (its daemon, its sandbox records and how it makes the pod's
+// namespaces, its calls).
+//
+// A replayed container gets namespaces of its own where staticpod's joined its pod's
+// (network, UTS, IPC), made by runc as for the bare client's containers: a pod's
+// namespaces are part of what starting it costs, whoever makes them. Joining the
+// running pods' namespaces instead would leave their making out of the floor alone.
+//
 // shimGroup is the spec annotation that makes the containers of one pod share a shim.
 const shimGroup = "io.containerd.runc.v2.group"
 
@@ -103,6 +111,7 @@ func (f *Floor) replayPlans(ctx context.Context, dir string) ([]replayed, error)
 		p := replayed{id: "r-" + c.ID(), spec: spec, runtime: info.Runtime.Name, options: info.Runtime.Options, labels: info.Labels}
 		if spec.Linux != nil {
 			spec.Linux.CgroupsPath = siblingCgroup(spec.Linux.CgroupsPath, p.id)
+			ownNamespaces(spec.Linux.Namespaces)
 		}
 		if g := spec.Annotations[shimGroup]; g != "" {
 			spec.Annotations[shimGroup] = "r-" + g
@@ -113,6 +122,17 @@ func (f *Floor) replayPlans(ctx context.Context, dir string) ([]replayed, error)
 		plans = append(plans, p)
 	}
 	return plans, nil
+}
+
+// ownNamespaces has a container make the network, UTS and IPC namespaces it would join
+// (those of a path) anew instead.
+func ownNamespaces(nss []specs.LinuxNamespace) {
+	for i, ns := range nss {
+		switch ns.Type {
+		case specs.NetworkNamespace, specs.UTSNamespace, specs.IPCNamespace:
+			nss[i].Path = ""
+		}
+	}
 }
 
 // siblingCgroup is the cgroup of container id beside the one of cgroupsPath, in either
