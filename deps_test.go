@@ -47,7 +47,9 @@ const module = "github.com/staticpod/staticpod"
 // along containerdrt's seams import neither containerdrt nor each other's concerns, so
 // that each is found by its name below the runtime: images (the image store; runner for
 // its image types), cgroups (the driver, pod cgroups and their limits), podnet (pod
-// networks through CNI), handlers (the runtime handlers: a leaf), shims (finding and ending shims and log writers from /proc,
+// networks through CNI), handlers (the runtime handlers: a leaf), pins (a pod's
+// namespaces made and pinned as files: the user namespace's size and the sandbox
+// process's loopback setup, nothing of the runtime), shims (finding and ending shims and log writers from /proc,
 // runc's and containerd's leftovers on the disk: only internal/proc and logs, never the
 // runtime it serves) and stats (usage read from the cgroups: cgroups and logs);
 // internal/atomicfile, a leaf, writes a file whole; internal/gcpace, a leaf, paces
@@ -80,6 +82,7 @@ var rules = map[string][]string{
 	"containerdrt/stats":            {"containerdrt/cgroups", "manifests", "internal/systemd", "logs"},                                                                                      // usage from the cgroups: where they are, and the pods' log dirs
 	"containerdrt/handlers":         nil,                                                                                                                                                    // a leaf: the runtime handlers and their runc options, from containerd's CRI configuration and the flags
 	"containerdrt/podnet":           {"internal/atomicfile"},                                                                                                                                // the default network's configuration, written whole
+	"containerdrt/pins":             {"containerdrt/userns", "internal/pause"},                                                                                                               // makes and pins a pod's namespaces: the user namespace's size, loopback up
 	"containerdrt/userns":           {"internal/atomicfile"},                                                                                                                                // a leaf: user namespace mappings of pods, kept in their directories
 	"containerdrt/spec":             {"containerdrt/cgroups", "manifests", "runner/...", "api/wire", "internal/systemd"},                                                                    // pure builders: the types and error classes of what they build from, the CPU conversions
 	"containerdrt/poddir":           {"containerdrt/spec", "containerdrt/userns", "containerdrt/cgroups", "manifests", "runner/...", "api/wire", "internal/systemd", "internal/atomicfile"}, // spec's input and downward API values

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/containerdrt/cgroups"
+	"github.com/staticpod/staticpod/containerdrt/pins"
 	"github.com/staticpod/staticpod/containerdrt/poddir"
 	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/logs"
@@ -284,7 +285,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	if dir := r.sandboxPins(id, labels); dir != "" {
 		r.pinMu.Lock()
 		delete(r.repairs.pinsSeen, id)
-		err := unpinNamespaces(dir)
+		err := pins.Unpin(dir)
 		r.pinMu.Unlock()
 		if err != nil {
 			return fmt.Errorf("remove sandbox %s: %w", id, err)

@@ -34,8 +34,7 @@
 // mounts the images of image volumes there first, imagevolume.go), then package spec
 // assembles its OCI spec from oci.SpecOpts per concern, writing nothing.
 //
-// It imports manifests, logs, internal/pause (loopback in a pinned sandbox), its own
-// images, cgroups (the cgroup driver, pod cgroups and their limits), podnet (pod
-// networks), shims, poddir and spec, and runner for the Runtime contract and its types
-// only.
+// It imports manifests, logs, its own images, cgroups (the cgroup driver, pod cgroups
+// and their limits), podnet (pod networks), pins (a pod's namespaces pinned as files),
+// shims, poddir and spec, and runner for the Runtime contract and its types only.
 package containerdrt

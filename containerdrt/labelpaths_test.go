@@ -8,6 +8,7 @@ import (
 
 	"github.com/containerd/containerd/v2/core/containers"
 
+	"github.com/staticpod/staticpod/containerdrt/pins"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -63,7 +64,7 @@ func TestSandboxPinsFromHostileLabel(t *testing.T) {
 	if dir := r.sandboxPins("id", map[string]string{LabelKind: string(runner.KindSandbox), labelPinned: "/"}); dir != "" {
 		t.Errorf("sandboxPins with pins at / = %q, want none", dir)
 	}
-	if err := unpinNamespaces(r.pinsOf(map[string]string{labelPinned: "/"})); err != nil {
+	if err := pins.Unpin(r.pinsOf(map[string]string{labelPinned: "/"})); err != nil {
 		t.Errorf("unpinning no directory: %v", err)
 	}
 }

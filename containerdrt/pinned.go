@@ -13,10 +13,11 @@ import (
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/v2/core/containers"
 
+	"github.com/staticpod/staticpod/containerdrt/pins"
 	"github.com/staticpod/staticpod/runner"
 )
 
-// A pinned sandbox, once its pins are made (pins.go), is running for as long as they
+// A pinned sandbox, once its pins are made (package pins), is running for as long as they
 // hold: settlePinned records its end when they are lost, stopPinned ends it, and the
 // repairs release the tasks kept for its shim and remove the pins of sandboxes
 // containerd no longer knows.
@@ -40,7 +41,7 @@ func pinnedFiles(labels map[string]string) []string {
 	if files := labels[labelPinnedFiles]; files != "" {
 		return strings.Split(files, ",")
 	}
-	return []string{pinNet.file, pinUTS.file}
+	return []string{pins.Net.File, pins.UTS.File}
 }
 
 // settlePinned records that a pinned sandbox ended when its pins no longer hold (the
@@ -55,7 +56,7 @@ func (rp *repairer) settlePinned(ctx context.Context, info containers.Container)
 	if time.Since(rp.pinsSeen[info.ID]) < pinRecheck {
 		return info
 	}
-	if pinsHeld(rp.rt.pinsOf(info.Labels), pinnedFiles(info.Labels)) {
+	if pins.Held(rp.rt.pinsOf(info.Labels), pinnedFiles(info.Labels)) {
 		rp.pinsSeen[info.ID] = time.Now()
 		return info
 	}
@@ -104,7 +105,7 @@ func (r *Runtime) stopPinned(ctx context.Context, id string, labels map[string]s
 	r.pinMu.Lock()
 	defer r.pinMu.Unlock()
 	delete(r.repairs.pinsSeen, id)
-	if err := unpinNamespaces(r.pinsOf(labels)); err != nil {
+	if err := pins.Unpin(r.pinsOf(labels)); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", id, err)
 	}
 	set := map[string]string{}
@@ -203,10 +204,46 @@ func (rp *repairer) removeOrphanPinsIn(ctx context.Context, dir string, infos []
 		} else if released {
 			rp.rt.log.Info("tore down the pod network of a sandbox that is gone", "id", e.Name())
 		}
-		if err := unpinNamespaces(filepath.Join(dir, e.Name())); err != nil {
+		if err := pins.Unpin(filepath.Join(dir, e.Name())); err != nil {
 			rp.rt.log.Warn("remove the pinned namespaces of a sandbox that is gone", "id", e.Name(), "err", err)
 			continue
 		}
 		rp.rt.log.Info("removed the pinned namespaces of a sandbox that is gone", "id", e.Name())
 	}
+}
+
+// namespacesDir is under the run dir (the root dir for sandboxes pinned before the run
+// dir held them): one directory of pins per sandbox.
+const namespacesDir = "namespaces"
+
+// pinDir is the directory of the pins of sandbox id: in the run dir, or in the root dir
+// where a staticpod that pinned them there did.
+func (r *Runtime) pinDir(id string) string {
+	if old := filepath.Join(r.cfg.RootDir, namespacesDir, id); exists(old) {
+		return old
+	}
+	return filepath.Join(r.cfg.RunDir, namespacesDir, id)
+}
+
+// sandboxNamespaces is the directory of the namespace files a container of sb's pod
+// joins: the sandbox process's /proc/<pid>/ns, or the pins of a pinned sandbox; "" when
+// there is no sandbox.
+func (r *Runtime) sandboxNamespaces(sb *runner.Container) string {
+	switch {
+	case sb == nil:
+		return ""
+	case sb.PID > 0:
+		return fmt.Sprintf("/proc/%d/ns", sb.PID)
+	}
+	return r.pinDir(sb.ID)
+}
+
+// pinDirs are the directories that hold pin directories.
+func (r *Runtime) pinDirs() []string {
+	return []string{filepath.Join(r.cfg.RunDir, namespacesDir), filepath.Join(r.cfg.RootDir, namespacesDir)}
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }

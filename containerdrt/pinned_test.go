@@ -14,6 +14,7 @@ import (
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	"golang.org/x/sys/unix"
 
+	"github.com/staticpod/staticpod/containerdrt/pins"
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
@@ -108,11 +109,11 @@ func TestPinnedSandboxLost(t *testing.T) {
 func TestOrphanPinsAreRemoved(t *testing.T) {
 	r := newTestRuntime(t)
 	dir := r.pinDir("ghost_0_12345678")
-	if err := pinNamespaces(dir, pinSpec{namespaces: []pinnedNamespace{pinNet, pinUTS, pinIPC}, hostname: "ghost"}); err != nil {
+	if err := pins.Pin(dir, pins.Spec{Namespaces: []pins.Namespace{pins.Net, pins.UTS, pins.IPC}, Hostname: "ghost"}); err != nil {
 		t.Fatal(err)
 	}
-	if !pinsHeld(dir, []string{"net", "uts", "ipc"}) {
-		t.Fatal("pinNamespaces left pins that hold nothing")
+	if !pins.Held(dir, []string{"net", "uts", "ipc"}) {
+		t.Fatal("pins.Pin left pins that hold nothing")
 	}
 	if _, err := r.relist(r.ctx); err != nil {
 		t.Fatal(err)
@@ -216,7 +217,7 @@ func assertNotMounted(t *testing.T, dir string) {
 func TestPinningLeavesNoThreadInThePod(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "pins")
 	for range 4 { // more pins than threads are likely to be idle: the main thread gets its turn
-		if err := pinNamespaces(dir, pinSpec{namespaces: []pinnedNamespace{pinNet, pinUTS, pinIPC}, hostname: "p"}); err != nil {
+		if err := pins.Pin(dir, pins.Spec{Namespaces: []pins.Namespace{pins.Net, pins.UTS, pins.IPC}, Hostname: "p"}); err != nil {
 			t.Fatal(err)
 		}
 		pod := map[string]uint64{}
@@ -232,7 +233,7 @@ func TestPinningLeavesNoThreadInThePod(t *testing.T) {
 				}
 			}
 		}
-		if err := unpinNamespaces(dir); err != nil {
+		if err := pins.Unpin(dir); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -242,20 +243,20 @@ func TestPinningLeavesNoThreadInThePod(t *testing.T) {
 // a directory that cannot be read for another reason is not taken for lost.
 func TestPinsHeld(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "pins")
-	if err := pinNamespaces(dir, pinSpec{namespaces: []pinnedNamespace{pinNet, pinUTS}, hostname: "p"}); err != nil {
+	if err := pins.Pin(dir, pins.Spec{Namespaces: []pins.Namespace{pins.Net, pins.UTS}, Hostname: "p"}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { unpinNamespaces(dir) })
-	if !pinsHeld(dir, []string{"net", "uts"}) {
+	t.Cleanup(func() { pins.Unpin(dir) })
+	if !pins.Held(dir, []string{"net", "uts"}) {
 		t.Error("pins just made do not hold")
 	}
-	if pinsHeld(dir, []string{"net", "uts", "ipc"}) {
+	if pins.Held(dir, []string{"net", "uts", "ipc"}) {
 		t.Error("a missing ipc pin is taken for held")
 	}
 	if err := unix.Unmount(filepath.Join(dir, "uts"), unix.MNT_DETACH); err != nil {
 		t.Fatal(err)
 	}
-	if pinsHeld(dir, []string{"net", "uts"}) {
+	if pins.Held(dir, []string{"net", "uts"}) {
 		t.Error("an unmounted pin is taken for held")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/staticpod/staticpod/containerdrt/pins"
 	"github.com/staticpod/staticpod/containerdrt/spec"
 	"github.com/staticpod/staticpod/runner"
 )
@@ -170,19 +171,19 @@ func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, cfg runner.
 // image, snapshot or content, so the lease the client's NewContainer takes around a
 // creation (two more writes of containerd's database) protects nothing here.
 func (r *Runtime) startPinnedSandbox(ctx context.Context, id string, p sandboxPlan) (containers.Container, error) {
-	spec := pinSpec{namespaces: []pinnedNamespace{pinNet, pinUTS}, hostname: p.hostname, userNS: p.userNS}
+	spec := pins.Spec{Namespaces: []pins.Namespace{pins.Net, pins.UTS}, Hostname: p.hostname, UserNS: p.userNS}
 	if !p.hostIPC {
-		spec.namespaces = append(spec.namespaces, pinIPC)
+		spec.Namespaces = append(spec.Namespaces, pins.IPC)
 	}
-	if spec.userNS != 0 {
-		spec.namespaces, spec.self = append([]pinnedNamespace{pinUser}, spec.namespaces...), r.cfg.Self
+	if spec.UserNS != 0 {
+		spec.Namespaces, spec.Self = append([]pins.Namespace{pins.User}, spec.Namespaces...), r.cfg.Self
 	}
 	dir := r.pinDir(id)
 	labels := p.labels
 	labels[labelPinned] = dir
 	var files []string
-	for _, ns := range spec.namespaces {
-		files = append(files, ns.file)
+	for _, ns := range spec.Namespaces {
+		files = append(files, ns.File)
 	}
 	labels[labelPinnedFiles] = strings.Join(files, ",")
 	labels[labelStartedAt] = time.Now().UTC().Format(time.RFC3339Nano)
@@ -203,7 +204,7 @@ func (r *Runtime) startPinnedSandbox(ctx context.Context, id string, p sandboxPl
 		r.pinMu.Unlock()
 		return containers.Container{}, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
 	}
-	err = pinNamespaces(dir, spec)
+	err = pins.Pin(dir, spec)
 	r.pinMu.Unlock()
 	if err != nil {
 		r.abandonPinned(ctx, id, dir)
@@ -213,20 +214,20 @@ func (r *Runtime) startPinnedSandbox(ctx context.Context, id string, p sandboxPl
 }
 
 // abandonPinned removes a pinned sandbox that failed to start: its record and its pins.
-func (r *Runtime) abandonPinned(ctx context.Context, id, pins string) {
+func (r *Runtime) abandonPinned(ctx context.Context, id, dir string) {
 	if err := r.client.ContainerService().Delete(ctx, id); ignoreNotFound(convertErr(err)) != nil {
 		r.log.Warn("delete sandbox that failed to start", "id", id, "err", err)
 	}
 	r.pinMu.Lock()
 	defer r.pinMu.Unlock()
-	if err := unpinNamespaces(pins); err != nil {
+	if err := pins.Unpin(dir); err != nil {
 		r.log.Warn("unpin the namespaces of a sandbox that failed to start", "id", id, "err", err)
 	}
 }
 
 // abandonSandbox removes a sandbox that failed to start: its task, its record, its
 // pins. A sandbox that never ran holds nothing worth keeping.
-func (r *Runtime) abandonSandbox(ctx context.Context, c client.Container, pins string) {
+func (r *Runtime) abandonSandbox(ctx context.Context, c client.Container, dir string) {
 	if task, err := c.Task(ctx, nil); err == nil {
 		if err := deleteTask(ctx, c, task); err != nil {
 			r.log.Warn("delete the task of a sandbox that failed to start", "id", c.ID(), "err", err)
@@ -237,17 +238,17 @@ func (r *Runtime) abandonSandbox(ctx context.Context, c client.Container, pins s
 	}
 	r.pinMu.Lock()
 	defer r.pinMu.Unlock()
-	if err := unpinNamespaces(pins); err != nil {
+	if err := pins.Unpin(dir); err != nil {
 		r.log.Warn("unpin the namespaces of a sandbox that failed to start", "id", c.ID(), "err", err)
 	}
 }
 
 // pinnedSpec is the spec a pinned sandbox is recorded with. Nothing runs it; it says
 // which namespaces the sandbox holds and where, for whoever inspects it with ctr.
-func pinnedSpec(dir string, spec pinSpec) []oci.SpecOpts {
-	opts := []oci.SpecOpts{oci.WithHostname(spec.hostname), oci.WithProcessArgs("/pinned-namespaces")}
-	for _, ns := range spec.namespaces {
-		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specNamespace[ns.file], Path: filepath.Join(dir, ns.file)}))
+func pinnedSpec(dir string, spec pins.Spec) []oci.SpecOpts {
+	opts := []oci.SpecOpts{oci.WithHostname(spec.Hostname), oci.WithProcessArgs("/pinned-namespaces")}
+	for _, ns := range spec.Namespaces {
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specNamespace[ns.File], Path: filepath.Join(dir, ns.File)}))
 	}
 	return opts
 }
@@ -301,7 +302,7 @@ func (r *Runtime) startPauseSandbox(ctx context.Context, id string, p sandboxPla
 	}
 	dir := r.pinDir(id)
 	r.pinMu.Lock()
-	err = pinProcessNamespace(task.Pid(), pinNet, dir)
+	err = pins.PinProcess(task.Pid(), pins.Net, dir)
 	r.pinMu.Unlock()
 	if err != nil {
 		r.abandonSandbox(ctx, c, dir)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/containerd/containerd/v2/core/containers"
 
+	"github.com/staticpod/staticpod/containerdrt/pins"
 	"github.com/staticpod/staticpod/containerdrt/podnet"
 	"github.com/staticpod/staticpod/containerdrt/shims"
 	"github.com/staticpod/staticpod/internal/atomicfile"
@@ -33,7 +34,7 @@ func (r *Runtime) attachNetwork(ctx context.Context, id string, a *podnet.Attach
 	if err := atomicfile.WriteFile(filepath.Join(dir, netRecordFile), data, 0o600); err != nil {
 		return fmt.Errorf("set up pod network: %w", err)
 	}
-	netns := filepath.Join(dir, pinNet.file)
+	netns := filepath.Join(dir, pins.Net.File)
 	start := time.Now()
 	ips, err := a.Setup(ctx, id, netns)
 	if err == nil {
@@ -95,8 +96,8 @@ func (r *Runtime) releaseNetwork(ctx context.Context, id string, labels map[stri
 	if !ok {
 		return false, nil
 	}
-	netns := filepath.Join(r.pinDir(id), pinNet.file)
-	if !isNamespace(netns) {
+	netns := filepath.Join(r.pinDir(id), pins.Net.File)
+	if !pins.IsNamespace(netns) {
 		netns = ""
 	}
 	return true, r.net.Teardown(ctx, id, rec, netns)
@@ -137,7 +138,7 @@ func (r *Runtime) stopNetwork(ctx context.Context, id string, labels map[string]
 		return err
 	}
 	r.pinMu.Lock()
-	err = unpinNamespaces(r.pinDir(id))
+	err = pins.Unpin(r.pinDir(id))
 	r.pinMu.Unlock()
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/staticpod/staticpod/containerdrt/pins"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,7 +22,7 @@ import (
 //     pod's mapping: a Go program has several threads, and only a process of one thread
 //     may make a user namespace. The namespaces are pinned from /proc/<pid>/ns, the
 //     child is ended, and staticpod sets the hostname and brings loopback up in them
-//     (pinInUserNamespace, pins.go).
+//     (package pins).
 //   - A sandbox process (shareProcessNamespace) is given the user namespace by runc,
 //     from the mapping in its spec; runc makes its other namespaces inside it.
 //
@@ -37,7 +38,7 @@ import (
 // runs in the host's user namespace, whatever made its sandbox.
 func checkOwnUserNamespace(nsDir string) error {
 	var sandbox, host unix.Stat_t
-	if err := unix.Stat(filepath.Join(nsDir, pinUser.file), &sandbox); err != nil {
+	if err := unix.Stat(filepath.Join(nsDir, pins.User.File), &sandbox); err != nil {
 		return fmt.Errorf("the sandbox holds no user namespace of the pod's own: %w", err)
 	}
 	if err := unix.Stat("/proc/self/ns/user", &host); err != nil {

@@ -1,4 +1,14 @@
-package containerdrt
+// Package pins makes a pod's namespaces and pins them as files. A pod with its own
+// network needs no process to hold its namespaces: they are pinned as files, bind mounts of the namespaces' nsfs entries under the run dir, as
+// containerd's CRI pins a pod's network namespace and `ip netns add` does. The pod's
+// containers join them by path. A namespace lives as long as a mount of it, a process
+// in it or an open descriptor to it, so the pod's namespaces outlive restarts of all of
+// its containers and of staticpod, and go when the pins are unmounted (Unpin)
+// once nothing runs in them. Only a pod that shares one PID namespace between its
+// containers still has a sandbox process: a PID namespace needs an init.
+//
+// Which sandbox the pins belong to, and where they are, is containerdrt's.
+package pins
 
 import (
 	"errors"
@@ -11,103 +21,57 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/staticpod/staticpod/containerdrt/spec"
+	"github.com/staticpod/staticpod/containerdrt/userns"
 	"github.com/staticpod/staticpod/internal/pause"
-	"github.com/staticpod/staticpod/runner"
 )
-
-// A pod with its own network needs no process to hold its namespaces: they are pinned
-// as files, bind mounts of the namespaces' nsfs entries under the run dir, as
-// containerd's CRI pins a pod's network namespace and `ip netns add` does. The pod's
-// containers join them by path. A namespace lives as long as a mount of it, a process
-// in it or an open descriptor to it, so the pod's namespaces outlive restarts of all of
-// its containers and of staticpod, and go when the pins are unmounted (unpinNamespaces)
-// once nothing runs in them. Only a pod that shares one PID namespace between its
-// containers still has a sandbox process: a PID namespace needs an init.
-
-// namespacesDir is under the run dir (the root dir for sandboxes pinned before the run
-// dir held them): one directory of pins per sandbox.
-const namespacesDir = "namespaces"
 
 // nsfsMagic is the file system type statfs reports for a namespace file.
 const nsfsMagic = 0x6e736673
 
-// pinnedNamespace is one namespace a pinned sandbox can hold: the name of its file
+// Namespace is one namespace a pinned sandbox can hold: the name of its file
 // under /proc/<pid>/ns (and in the sandbox's pin directory) and its clone flag.
-type pinnedNamespace struct {
-	file string
-	flag int
+type Namespace struct {
+	File string
+	Flag int
 }
 
 var (
-	pinNet = pinnedNamespace{"net", unix.CLONE_NEWNET}
-	pinUTS = pinnedNamespace{"uts", unix.CLONE_NEWUTS}
-	pinIPC = pinnedNamespace{"ipc", unix.CLONE_NEWIPC}
+	Net = Namespace{"net", unix.CLONE_NEWNET}
+	UTS = Namespace{"uts", unix.CLONE_NEWUTS}
+	IPC = Namespace{"ipc", unix.CLONE_NEWIPC}
 )
 
-// pinSpec is what a pod's pinned sandbox holds.
-type pinSpec struct {
-	namespaces []pinnedNamespace
-	hostname   string // set in the new UTS namespace
-	// userNS, when not 0, is the first host ID of a new user namespace that holds the
-	// others (pinInUserNamespace), made by self (the helper) as a child process.
-	userNS uint32
-	self   string
+// Spec is what a pod's pinned sandbox holds.
+type Spec struct {
+	Namespaces []Namespace
+	Hostname   string // set in the new UTS namespace
+	// UserNS, when not 0, is the first host ID of a new user namespace that holds the
+	// others (pinInUserNamespace), made by Self (the helper) as a child process.
+	UserNS uint32
+	Self   string
 }
 
-// pinDir is the directory of the pins of sandbox id: in the run dir, or in the root dir
-// where a staticpod that pinned them there did.
-func (r *Runtime) pinDir(id string) string {
-	if old := filepath.Join(r.cfg.RootDir, namespacesDir, id); exists(old) {
-		return old
-	}
-	return filepath.Join(r.cfg.RunDir, namespacesDir, id)
-}
-
-// sandboxNamespaces is the directory of the namespace files a container of sb's pod
-// joins: the sandbox process's /proc/<pid>/ns, or the pins of a pinned sandbox; "" when
-// there is no sandbox.
-func (r *Runtime) sandboxNamespaces(sb *runner.Container) string {
-	switch {
-	case sb == nil:
-		return ""
-	case sb.PID > 0:
-		return fmt.Sprintf("/proc/%d/ns", sb.PID)
-	}
-	return r.pinDir(sb.ID)
-}
-
-// pinDirs are the directories that hold pin directories.
-func (r *Runtime) pinDirs() []string {
-	return []string{filepath.Join(r.cfg.RunDir, namespacesDir), filepath.Join(r.cfg.RootDir, namespacesDir)}
-}
-
-func exists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
-}
-
-// pinNamespaces creates new namespaces as spec says, sets them up (loopback up, the
+// Pin creates new namespaces as spec says, sets them up (loopback up, the
 // hostname) and pins each at dir/<file>. It undoes what it did when it fails.
 //
 // The namespaces are made by unshare on a locked thread, which then enters the
 // namespaces it came from again before it is unlocked. Should that fail, the thread
 // stays locked: Go ends it with its goroutine (the main thread it parks instead, so
 // returning matters there too), and no other goroutine ever runs in a pod's namespaces.
-func pinNamespaces(dir string, spec pinSpec) error {
+func Pin(dir string, spec Spec) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("pin namespaces: %w", err)
 	}
-	if spec.userNS != 0 {
+	if spec.UserNS != 0 {
 		if err := pinInUserNamespace(dir, spec); err != nil {
-			return errors.Join(fmt.Errorf("pin namespaces: %w", err), unpinNamespaces(dir))
+			return errors.Join(fmt.Errorf("pin namespaces: %w", err), Unpin(dir))
 		}
 		return nil
 	}
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		home, err := threadNamespaces(spec.namespaces)
+		home, err := threadNamespaces(spec.Namespaces)
 		if err != nil {
 			runtime.UnlockOSThread()
 			done <- fmt.Errorf("pin namespaces: %w", err)
@@ -120,22 +84,22 @@ func pinNamespaces(dir string, spec pinSpec) error {
 		done <- err
 	}()
 	if err := <-done; err != nil {
-		return errors.Join(fmt.Errorf("pin namespaces: %w", err), unpinNamespaces(dir))
+		return errors.Join(fmt.Errorf("pin namespaces: %w", err), Unpin(dir))
 	}
 	return nil
 }
 
 // threadNamespaces opens the calling thread's namespaces of the given kinds, so that
 // it can enter them again (see enter), by their clone flags.
-func threadNamespaces(kinds []pinnedNamespace) (map[int]*os.File, error) {
+func threadNamespaces(kinds []Namespace) (map[int]*os.File, error) {
 	out := map[int]*os.File{}
 	for _, ns := range kinds {
-		f, err := os.Open("/proc/thread-self/ns/" + ns.file)
+		f, err := os.Open("/proc/thread-self/ns/" + ns.File)
 		if err != nil {
 			enter(out) // closes what was opened
 			return nil, err
 		}
-		out[ns.flag] = f
+		out[ns.Flag] = f
 	}
 	return out, nil
 }
@@ -153,27 +117,27 @@ func enter(files map[int]*os.File) error {
 	return errors.Join(errs...)
 }
 
-func pinOnThisThread(dir string, spec pinSpec) error {
+func pinOnThisThread(dir string, spec Spec) error {
 	flags := 0
-	for _, ns := range spec.namespaces {
-		flags |= ns.flag
+	for _, ns := range spec.Namespaces {
+		flags |= ns.Flag
 	}
 	if err := unix.Unshare(flags); err != nil {
 		return fmt.Errorf("unshare: %w", err)
 	}
-	for _, ns := range spec.namespaces {
+	for _, ns := range spec.Namespaces {
 		switch ns {
-		case pinUTS:
-			if err := unix.Sethostname([]byte(spec.hostname)); err != nil {
-				return fmt.Errorf("set hostname %q: %w", spec.hostname, err)
+		case UTS:
+			if err := unix.Sethostname([]byte(spec.Hostname)); err != nil {
+				return fmt.Errorf("set hostname %q: %w", spec.Hostname, err)
 			}
-		case pinNet:
+		case Net:
 			// runc brings loopback up only in a network namespace it creates itself.
 			if err := pause.LoopbackUp(); err != nil {
 				return err
 			}
 		}
-		if err := pinThreadNamespace(ns.file, filepath.Join(dir, ns.file)); err != nil {
+		if err := pinThreadNamespace(ns.File, filepath.Join(dir, ns.File)); err != nil {
 			return err
 		}
 	}
@@ -193,44 +157,44 @@ func pinThreadNamespace(file, path string) error {
 	return nil
 }
 
-// pinProcessNamespace pins the namespace ns of process pid at dir/<ns.file>: the
+// PinProcess pins the namespace ns of process pid at dir/<ns.File>: the
 // network namespace of a sandbox process, so that its pod network can be torn down in
 // it even after the process is gone.
-func pinProcessNamespace(pid uint32, ns pinnedNamespace, dir string) error {
+func PinProcess(pid uint32, ns Namespace, dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("pin %s namespace: %w", ns.file, err)
+		return fmt.Errorf("pin %s namespace: %w", ns.File, err)
 	}
-	path := filepath.Join(dir, ns.file)
+	path := filepath.Join(dir, ns.File)
 	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o400)
 	if err != nil {
-		return fmt.Errorf("pin %s namespace: %w", ns.file, err)
+		return fmt.Errorf("pin %s namespace: %w", ns.File, err)
 	}
 	f.Close()
-	if err := unix.Mount(fmt.Sprintf("/proc/%d/ns/%s", pid, ns.file), path, "none", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("pin %s namespace at %s: %w", ns.file, path, err)
+	if err := unix.Mount(fmt.Sprintf("/proc/%d/ns/%s", pid, ns.File), path, "none", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("pin %s namespace at %s: %w", ns.File, path, err)
 	}
 	return nil
 }
 
-// pinUser is the user namespace of a pod with hostUsers: false, made by a child
-// process (pinInUserNamespace; see usernamespace.go).
-var pinUser = pinnedNamespace{"user", unix.CLONE_NEWUSER}
+// User is the user namespace of a pod with hostUsers: false, made by a child
+// process (pinInUserNamespace; containerdrt checks a container joins it).
+var User = Namespace{"user", unix.CLONE_NEWUSER}
 
 // pinInUserNamespace makes and pins the namespaces of spec in a new user namespace
-// mapped from spec.userNS: see above. The child runs the helper through a descriptor
+// mapped from spec.UserNS: see Pin. The child runs the helper through a descriptor
 // opened here, so that directories only the host's root may search (a root dir of mode
 // 0700) do not keep the mapped root from executing it.
-func pinInUserNamespace(dir string, ps pinSpec) error {
+func pinInUserNamespace(dir string, ps Spec) error {
 	flags := 0
-	for _, ns := range ps.namespaces {
-		flags |= ns.flag
+	for _, ns := range ps.Namespaces {
+		flags |= ns.Flag
 	}
-	bin, err := os.Open(ps.self)
+	bin, err := os.Open(ps.Self)
 	if err != nil {
 		return fmt.Errorf("make user namespace: %w", err)
 	}
 	defer bin.Close()
-	ids := []syscall.SysProcIDMap{{ContainerID: 0, HostID: int(ps.userNS), Size: spec.UserNSLength}}
+	ids := []syscall.SysProcIDMap{{ContainerID: 0, HostID: int(ps.UserNS), Size: userns.Length}}
 	cmd := exec.Command("/proc/self/fd/3", "pause")
 	cmd.ExtraFiles = []*os.File{bin}
 	cmd.Dir = "/"
@@ -246,8 +210,8 @@ func pinInUserNamespace(dir string, ps pinSpec) error {
 		cmd.Process.Kill()
 		cmd.Wait()
 	}()
-	for _, ns := range ps.namespaces {
-		if err := pinProcessNamespace(uint32(cmd.Process.Pid), ns, dir); err != nil {
+	for _, ns := range ps.Namespaces {
+		if err := PinProcess(uint32(cmd.Process.Pid), ns, dir); err != nil {
 			return err
 		}
 	}
@@ -256,19 +220,19 @@ func pinInUserNamespace(dir string, ps pinSpec) error {
 
 // setUpPinned sets the hostname in the pinned UTS namespace and brings loopback up in
 // the pinned network namespace, from a locked thread that enters them and returns to
-// its own (see pinNamespaces for a thread that cannot).
-func setUpPinned(dir string, ps pinSpec) error {
+// its own (see Pin for a thread that cannot).
+func setUpPinned(dir string, ps Spec) error {
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		kinds := []pinnedNamespace{pinUTS, pinNet}
+		kinds := []Namespace{UTS, Net}
 		home, err := threadNamespaces(kinds)
 		if err != nil {
 			runtime.UnlockOSThread()
 			done <- err
 			return
 		}
-		err = setUpOnThisThread(dir, ps.hostname)
+		err = setUpOnThisThread(dir, ps.Hostname)
 		if enter(home) == nil {
 			runtime.UnlockOSThread()
 		}
@@ -281,15 +245,15 @@ func setUpPinned(dir string, ps pinSpec) error {
 }
 
 func setUpOnThisThread(dir, hostname string) error {
-	for _, ns := range []pinnedNamespace{pinUTS, pinNet} {
-		f, err := os.Open(filepath.Join(dir, ns.file))
+	for _, ns := range []Namespace{UTS, Net} {
+		f, err := os.Open(filepath.Join(dir, ns.File))
 		if err != nil {
 			return err
 		}
-		err = unix.Setns(int(f.Fd()), ns.flag)
+		err = unix.Setns(int(f.Fd()), ns.Flag)
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("enter pinned %s namespace: %w", ns.file, err)
+			return fmt.Errorf("enter pinned %s namespace: %w", ns.File, err)
 		}
 	}
 	if err := unix.Sethostname([]byte(hostname)); err != nil {
@@ -298,9 +262,9 @@ func setUpOnThisThread(dir, hostname string) error {
 	return pause.LoopbackUp()
 }
 
-// unpinNamespaces unmounts the pins in dir and removes it. The namespaces end once
+// Unpin unmounts the pins in dir and removes it. The namespaces end once
 // nothing else holds them.
-func unpinNamespaces(dir string) error {
+func Unpin(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
 		return nil
@@ -323,12 +287,12 @@ func unpinNamespaces(dir string) error {
 	return errors.Join(errs...)
 }
 
-// pinsHeld reports whether every namespace in files is still pinned in dir: a reboot,
+// Held reports whether every namespace in files is still pinned in dir: a reboot,
 // or someone's umount, leaves empty files, and a staticpod killed while pinning leaves
 // some missing. Only a missing file or one that holds no namespace counts as lost; any
 // other error (out of descriptors, say) is taken for held, and the next repair looks
 // again.
-func pinsHeld(dir string, files []string) bool {
+func Held(dir string, files []string) bool {
 	for _, file := range files {
 		var st unix.Statfs_t
 		err := unix.Statfs(filepath.Join(dir, file), &st)
@@ -339,8 +303,8 @@ func pinsHeld(dir string, files []string) bool {
 	return true
 }
 
-// isNamespace reports whether path is a namespace file (a pin that holds).
-func isNamespace(path string) bool {
+// IsNamespace reports whether path is a namespace file (a pin that holds).
+func IsNamespace(path string) bool {
 	var st unix.Statfs_t
 	return unix.Statfs(path, &st) == nil && st.Type == nsfsMagic
 }
