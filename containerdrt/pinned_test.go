@@ -212,55 +212,6 @@ func assertNotMounted(t *testing.T, dir string) {
 	}
 }
 
-// Pinning leaves no thread of staticpod in a pod's namespaces, the main thread
-// included (Go parks a locked main thread rather than ending it).
-func TestPinningLeavesNoThreadInThePod(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "pins")
-	for range 4 { // more pins than threads are likely to be idle: the main thread gets its turn
-		if err := pins.Pin(dir, pins.Spec{Namespaces: []pins.Namespace{pins.Net, pins.UTS, pins.IPC}, Hostname: "p"}); err != nil {
-			t.Fatal(err)
-		}
-		pod := map[string]uint64{}
-		for _, ns := range []string{"net", "uts", "ipc"} {
-			pod[ns] = nsInode(t, filepath.Join(dir, ns))
-		}
-		tasks, _ := filepath.Glob("/proc/self/task/*/ns")
-		for _, task := range tasks {
-			for ns, inode := range pod {
-				var st unix.Stat_t
-				if unix.Stat(filepath.Join(task, ns), &st) == nil && st.Ino == inode {
-					t.Errorf("thread %s is in the pod's %s namespace", filepath.Dir(task), ns)
-				}
-			}
-		}
-		if err := pins.Unpin(dir); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// A pin missing (staticpod killed while pinning) or holding nothing (a reboot) is lost;
-// a directory that cannot be read for another reason is not taken for lost.
-func TestPinsHeld(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "pins")
-	if err := pins.Pin(dir, pins.Spec{Namespaces: []pins.Namespace{pins.Net, pins.UTS}, Hostname: "p"}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pins.Unpin(dir) })
-	if !pins.Held(dir, []string{"net", "uts"}) {
-		t.Error("pins just made do not hold")
-	}
-	if pins.Held(dir, []string{"net", "uts", "ipc"}) {
-		t.Error("a missing ipc pin is taken for held")
-	}
-	if err := unix.Unmount(filepath.Join(dir, "uts"), unix.MNT_DETACH); err != nil {
-		t.Fatal(err)
-	}
-	if pins.Held(dir, []string{"net", "uts"}) {
-		t.Error("an unmounted pin is taken for held")
-	}
-}
-
 // A reap interrupted after the exit was recorded and before the task was deleted is
 // finished by the next repair: the task goes, the exit is reported (not unknown).
 func TestInterruptedReapIsFinished(t *testing.T) {
