@@ -1,6 +1,7 @@
 package containerdrt
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -10,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/staticpod/staticpod/containerdrt/podnet"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
@@ -188,4 +190,19 @@ func containerLabels(pod *corev1.Pod, cfg runner.PodConfig, c *corev1.Container,
 	labels[LabelTermPolicy] = string(c.TerminationMessagePolicy)
 	stopLabels(labels, pod, c)
 	return labels
+}
+
+// setLabels sets (or, with an empty value, removes) labels of a container and returns
+// all of its labels, in one call: the update names only the labels it sets, as the
+// client's SetLabels does, with no record read first.
+func (r *Runtime) setLabels(ctx context.Context, id string, labels map[string]string) (map[string]string, error) {
+	paths := make([]string, 0, len(labels))
+	for k := range labels {
+		paths = append(paths, "labels."+k)
+	}
+	updated, err := r.client.ContainerService().Update(ctx, containers.Container{ID: id, Labels: labels}, paths...)
+	if err != nil {
+		return nil, convertErr(err)
+	}
+	return updated.Labels, nil
 }
