@@ -39,7 +39,6 @@ func (r *Runtime) podConfig(pod *corev1.Pod, objs manifests.Objects) (runner.Pod
 	}
 	cfg.RunDir = r.runDirOf(cfg.Dir)
 	cfg.Cgroup = r.cgroup.Pod(pod)
-	cfg.CgroupDir = r.cgroup.DirOf(cfg.Cgroup)
 	handler, class := manifests.RuntimeHandler(pod, objs)
 	cfg.Handler = handler
 	if class != nil {
@@ -61,13 +60,13 @@ var errNotPrepared = errors.New("the pod was not prepared (PreparePod) before it
 // sandboxPlan is what a pod's sandbox is made from; the sandbox's ID is the runtime's
 // name for what is made (sandboxID), not part of the plan.
 type sandboxPlan struct {
-	// sharesPID: the pod's containers share a PID namespace of the pod's own, whose
-	// init is a sandbox process (startPauseSandbox); else its namespaces are pinned.
-	sharesPID bool
+	// pod is what PreparePod resolved of the pod: with SharesPID, its containers share
+	// a PID namespace of the pod's own, whose init is a sandbox process
+	// (startPauseSandbox); else its namespaces are pinned. Its Hostname is its UTS
+	// namespace's, its UserNS the first host ID of its user namespace (0: the host's).
+	pod runner.PodConfig
 	// The namespaces the pod shares with the host.
 	hostNetwork, hostIPC, hostPID bool
-	hostname                      string // its UTS namespace's, as the kubelet names it
-	userNS                        uint32 // the first host ID of its user namespace; 0 for the host's
 	netw                          *podnet.Attachment
 	// labels name the pod, hash what the sandbox is made from and say how it is
 	// networked (sandboxLabels).
@@ -79,8 +78,7 @@ type sandboxPlan struct {
 // runtime handler is unknown gets no sandbox, as on the kubelet.
 func (r *Runtime) planSandbox(pod *corev1.Pod, cfg runner.PodConfig, id string, attempt int) (sandboxPlan, error) {
 	p := sandboxPlan{
-		hostNetwork: pod.Spec.HostNetwork, hostIPC: pod.Spec.HostIPC, hostPID: pod.Spec.HostPID,
-		sharesPID: cfg.SharesPID, hostname: cfg.Hostname, userNS: cfg.UserNS,
+		pod: cfg, hostNetwork: pod.Spec.HostNetwork, hostIPC: pod.Spec.HostIPC, hostPID: pod.Spec.HostPID,
 	}
 	if cfg.Dir == "" {
 		return p, fmt.Errorf("start sandbox %s: %w", id, errNotPrepared)
@@ -118,7 +116,7 @@ func (r *Runtime) planContainer(req runner.CreateRequest, id string) (containerP
 		Pod: pod, Container: c, Attempt: req.Attempt, PodIP: r.podIP(pod, req.Sandbox), HostIP: r.cfg.HostIP,
 		SeccompDir: r.cfg.SeccompDir, Objects: req.Objects, Devices: req.Devices,
 		PodDir: cfg.Dir, RunDir: cfg.RunDir, UserNSHostID: cfg.UserNS,
-	}, podCgroup: cfg.CgroupDir}
+	}, podCgroup: r.cgroup.DirOf(cfg.Cgroup)}
 	if cfg.Dir == "" {
 		return p, errNotPrepared
 	}

@@ -138,7 +138,7 @@ func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, cfg runner.
 	}
 	var info containers.Container // a pinned sandbox's record
 	var abandon func()            // removes what a failed sandbox left
-	if p.sharesPID {
+	if p.pod.SharesPID {
 		var c client.Container
 		c, err = r.startPauseSandbox(ctx, id, p)
 		abandon = func() { r.abandonSandbox(ctx, c, r.pinDir(id)) }
@@ -154,7 +154,7 @@ func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, cfg runner.
 			abandon()
 			return runner.Container{}, fmt.Errorf("start sandbox %s: %w", id, err)
 		}
-	} else if !p.sharesPID {
+	} else if !p.pod.SharesPID {
 		return r.container(info, nil) // as recorded: nothing has changed it since
 	}
 	return r.inspect(ctx, id)
@@ -171,7 +171,7 @@ func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, cfg runner.
 // image, snapshot or content, so the lease the client's NewContainer takes around a
 // creation (two more writes of containerd's database) protects nothing here.
 func (r *Runtime) startPinnedSandbox(ctx context.Context, id string, p sandboxPlan) (containers.Container, error) {
-	spec := pins.Spec{Namespaces: []pins.Namespace{pins.Net, pins.UTS}, Hostname: p.hostname, UserNS: p.userNS}
+	spec := pins.Spec{Namespaces: []pins.Namespace{pins.Net, pins.UTS}, Hostname: p.pod.Hostname, UserNS: p.pod.UserNS}
 	if !p.hostIPC {
 		spec.Namespaces = append(spec.Namespaces, pins.IPC)
 	}
@@ -274,13 +274,13 @@ func (r *Runtime) startPauseSandbox(ctx context.Context, id string, p sandboxPla
 		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
 	specOpts := append(append(sandboxSpec(p, rootfs, own), spec.ShimGroup(id)), p.run.spec...)
-	if p.userNS != 0 {
+	if p.pod.UserNS != 0 {
 		if err := checkSearchable(rootfs); err != nil {
 			return nil, fmt.Errorf("create sandbox %s: %w", id, err)
 		}
 		// runc makes the user namespace from the mapping, and the sandbox's other new
 		// namespaces inside it.
-		m := spec.UserNSMapping(p.userNS)
+		m := spec.UserNSMapping(p.pod.UserNS)
 		specOpts = append(specOpts, oci.WithUserNamespace(m, m))
 	}
 	c, err := r.client.NewContainer(ctx, id,
@@ -329,7 +329,7 @@ func sandboxSpec(p sandboxPlan, rootfs string, ownOOMScore int) []oci.SpecOpts {
 		// runc refuses a hostname without a UTS namespace of its own.
 		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
 	} else {
-		opts = append(opts, oci.WithHostname(p.hostname))
+		opts = append(opts, oci.WithHostname(p.pod.Hostname))
 	}
 	if p.hostIPC {
 		opts = append(opts, oci.WithHostNamespace(specs.IPCNamespace))

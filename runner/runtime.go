@@ -161,8 +161,8 @@ type PodConfig struct {
 	RunDir string // its files that last no longer than the machine's boot
 	UserNS uint32 // the first host ID of its user namespace; 0 for the host's
 	// Cgroup is the pod's cgroup, the parent of its containers', in the form of the
-	// runtime's cgroup driver; CgroupDir is where it is in a cgroup hierarchy.
-	Cgroup, CgroupDir string
+	// runtime's cgroup driver.
+	Cgroup string
 	// Handler is the runtime handler that runs the pod's containers, "" for the
 	// default; RuntimeClass, the RuntimeClass that named it ("" when none did).
 	Handler, RuntimeClass string
