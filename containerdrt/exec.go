@@ -65,6 +65,9 @@ func (r *Runtime) Exec(ctx context.Context, id string, req runner.ExecRequest) (
 		return -1, fmt.Errorf("exec in %s: %w", id, convertErr(err))
 	}
 	if err := p.Start(ctx); err != nil {
+		if ctx.Err() != nil { // the shim may have started it all the same
+			killExec(ctx, p, exited)
+		}
 		return -1, fmt.Errorf("exec in %s: %w", id, convertErr(err))
 	}
 	return waitExec(ctx, p, exited, eof, req.Resize)
@@ -86,17 +89,22 @@ func waitExec(ctx context.Context, p client.Process, exited <-chan client.ExitSt
 			code, _, err := st.Result()
 			return int(code), err
 		case <-ctx.Done():
-			// A process still running cannot be deleted: kill it and let it go before the
-			// deferred Delete, or every timed-out probe would leave one behind in the shim.
-			_ = p.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
-			select {
-			case <-exited:
-			case <-time.After(execKillWait):
-			}
-			p.IO().Cancel()
+			killExec(ctx, p, exited)
 			return -1, ctx.Err()
 		}
 	}
+}
+
+// killExec kills an exec whose ctx is done and waits a while for it to go. A process
+// still running cannot be deleted: without this every timed-out probe would leave one
+// behind in the shim.
+func killExec(ctx context.Context, p client.Process, exited <-chan client.ExitStatus) {
+	_ = p.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
+	select {
+	case <-exited:
+	case <-time.After(execKillWait):
+	}
+	p.IO().Cancel()
 }
 
 func orDiscard(w io.Writer) io.Writer {

@@ -22,16 +22,17 @@ import (
 type fakeRuntime struct {
 	now func() time.Time
 
-	mu         sync.Mutex // guards everything below
-	containers map[string]*Container
-	removedPod map[types.UID]bool
-	calls      []string
-	gate       map[string]chan struct{} // operation -> closed when it may proceed
-	fail       map[string]error         // operation -> error to return
-	panicOn    string
-	execCode   map[string]int           // container ID -> exit code of every exec in it
-	execs      []string                 // "ID: command" of every exec, in order
-	graces     map[string]time.Duration // container ID -> grace of its last StopContainer
+	mu          sync.Mutex // guards everything below
+	containers  map[string]*Container
+	removedPod  map[types.UID]bool
+	calls       []string
+	gate        map[string]chan struct{} // operation -> closed when it may proceed
+	fail        map[string]error         // operation -> error to return
+	panicOn     string
+	execCode    map[string]int           // container ID -> exit code of every exec in it
+	execsKilled int                      // execs held at the gate until their ctx ended
+	execs       []string                 // "ID: command" of every exec, in order
+	graces      map[string]time.Duration // container ID -> grace of its last StopContainer
 	// networkNote is the NetworkNote of the sandboxes it makes.
 	networkNote string
 	// volumes are the ConfigMaps and Secrets each pod's volumes were last synced with,
@@ -210,13 +211,24 @@ func (f *fakeRuntime) RemovePodData(_ context.Context, uid types.UID) error {
 }
 
 func (f *fakeRuntime) Exec(ctx context.Context, id string, req ExecRequest) (int, error) {
-	if err := f.enter("Exec"); err != nil {
-		return -1, err
-	}
 	f.mu.Lock()
-	code := f.execCode[id]
+	f.calls = append(f.calls, "Exec")
+	g, err, code := f.gate["Exec"], f.fail["Exec"], f.execCode[id]
 	f.execs = append(f.execs, id+": "+strings.Join(req.Command, " "))
 	f.mu.Unlock()
+	if g != nil { // as in containerd, a command still running when ctx ends is killed
+		select {
+		case <-g:
+		case <-ctx.Done():
+			f.mu.Lock()
+			f.execsKilled++
+			f.mu.Unlock()
+			return -1, ctx.Err()
+		}
+	}
+	if err != nil {
+		return -1, err
+	}
 	return code, nil
 }
 

@@ -48,6 +48,7 @@ type prober struct {
 	mu      sync.Mutex // guards workers and results
 	workers map[probeKey]*probeWorker
 	results map[probeKey]probeResult
+	running sync.WaitGroup // the workers' goroutines, each with its probe in flight
 }
 
 func newProber(rt Runtime, events *Events, now func() time.Time) *prober {
@@ -88,10 +89,10 @@ func (p *prober) sync(w *worker, pod *corev1.Pod, rt PodRuntime) {
 		if _, ok := p.workers[key]; ok {
 			continue
 		}
-		pw := &probeWorker{p: p, w: w, key: key, probeTarget: t, done: make(chan struct{})}
+		pw := newProbeWorker(p, w, key, t)
 		p.workers[key] = pw
 		p.results[key] = probeResult{containerID: t.id, ok: key.kind == Liveness}
-		go pw.run()
+		p.running.Go(pw.run)
 	}
 }
 
@@ -108,15 +109,17 @@ func (p *prober) stopPod(uid types.UID) {
 	}
 }
 
-// stopAll stops every probe.
+// stopAll stops every probe and returns once none runs: a probe in flight is cancelled
+// (an exec killed in its container) rather than left to use a runtime about to close.
 func (p *prober) stopAll() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for key, pw := range p.workers {
 		pw.stop()
 		delete(p.workers, key)
 		delete(p.results, key)
 	}
+	p.mu.Unlock()
+	p.running.Wait()
 }
 
 // result returns a probe's current verdict for the container with id, and whether
@@ -163,20 +166,24 @@ type probeWorker struct {
 	p    *prober
 	w    *worker
 	key  probeKey
-	done chan struct{}
-	once sync.Once
+	ctx  context.Context // done once the worker is stopped: its probe in flight is cancelled
+	stop context.CancelFunc
 
 	successes, failures int32 // owned by run
 }
 
-func (pw *probeWorker) stop() { pw.once.Do(func() { close(pw.done) }) }
+func newProbeWorker(p *prober, w *worker, key probeKey, t probeTarget) *probeWorker {
+	pw := &probeWorker{p: p, w: w, key: key, probeTarget: t}
+	pw.ctx, pw.stop = context.WithCancel(context.Background())
+	return pw
+}
 
 func (pw *probeWorker) run() {
 	timer := time.NewTimer(pw.delayLeft(pw.p.now()))
 	defer timer.Stop()
 	for {
 		select {
-		case <-pw.done:
+		case <-pw.ctx.Done():
 			return
 		case <-timer.C:
 		}
@@ -204,9 +211,12 @@ func (pw *probeWorker) probeOnce() bool {
 	if pw.key.kind != Startup && !pw.p.started(pw.key.uid, pw.container, pw.id) {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(pw.probe.TimeoutSeconds)*time.Second)
+	ctx, cancel := context.WithTimeout(pw.ctx, time.Duration(pw.probe.TimeoutSeconds)*time.Second)
 	err := runAction(ctx, pw.p.rt, pw.target, action.Probe(pw.probe))
 	cancel()
+	if pw.ctx.Err() != nil {
+		return true // stopped meanwhile: a cancelled probe is no verdict
+	}
 	res := probeResult{containerID: pw.id}
 	if err == nil {
 		pw.successes, pw.failures = pw.successes+1, 0

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/staticpod/staticpod/internal/testenv"
 )
 
 // TestProbeResults runs probes against a fake exec whose exit codes the table gives, one
@@ -48,8 +50,7 @@ func TestProbeResults(t *testing.T) {
 				startup := probeKey{"u", "c", Startup}
 				r.prober.results[startup] = probeResult{containerID: "c1"}
 			}
-			pw := &probeWorker{p: r.prober, w: newWorker(r.workerDeps(), "u", &corev1.Pod{}), key: probeKey{"u", "c", tc.kind}}
-			pw.probeTarget = probeTarget{target: tg, probe: probe}
+			pw := newProbeWorker(r.prober, newWorker(r.workerDeps(), "u", &corev1.Pod{}), probeKey{"u", "c", tc.kind}, probeTarget{target: tg, probe: probe})
 			r.prober.workers[pw.key] = pw
 			r.prober.results[pw.key] = probeResult{containerID: "c1", ok: tc.kind == Liveness}
 			var got []string
@@ -99,8 +100,7 @@ func TestProbeWaitsForItsInitialDelay(t *testing.T) {
 				}
 				h.f.execCode["c1"] = 1
 				tg := target{pod: &corev1.Pod{}, container: &corev1.Container{Name: "c"}, id: "c1"}
-				pw := &probeWorker{p: h.r.prober, w: newWorker(h.r.workerDeps(), "u", &corev1.Pod{}), key: probeKey{"u", "c", kind}}
-				pw.probeTarget = probeTarget{target: tg, probe: probe, started: t0.Add(tc.started)}
+				pw := newProbeWorker(h.r.prober, newWorker(h.r.workerDeps(), "u", &corev1.Pod{}), probeKey{"u", "c", kind}, probeTarget{target: tg, probe: probe, started: t0.Add(tc.started)})
 				initial := probeResult{containerID: "c1", ok: kind == Liveness}
 				h.r.prober.workers[pw.key] = pw
 				h.r.prober.results[pw.key] = initial
@@ -162,5 +162,47 @@ func TestFailedProbeKillsWithTheProbesGrace(t *testing.T) {
 				t.Errorf("the container was stopped with a grace of %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestStopAllCancelsTheProbeInFlight stops the prober while a probe's exec is still
+// running (held in the fake until its context ends, as a probe command that outlives
+// the runner would be): stopAll must cancel that exec and return only once it has
+// ended, and the cancelled probe must not count as a failure. Before, stopAll only
+// told the workers to stop; the exec went on in its container after the runner had
+// returned and its runtime was closed.
+func TestStopAllCancelsTheProbeInFlight(t *testing.T) {
+	h := newHarness(t)
+	h.f.gate["Exec"] = make(chan struct{}) // never opened: only the probe's context ends it
+	pod := &corev1.Pod{}
+	pod.UID = "u"
+	pod.Spec.Containers = []corev1.Container{{Name: "c", LivenessProbe: &corev1.Probe{
+		ProbeHandler:   corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"check"}}},
+		TimeoutSeconds: 600, PeriodSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1,
+	}}}
+	rt := PodRuntime{UID: pod.UID, Containers: []Container{{ID: "c1", PodUID: pod.UID, Name: "c", State: StateRunning, StartedAt: t0.Add(-time.Hour)}}}
+	h.r.prober.sync(newWorker(h.r.workerDeps(), pod.UID, pod), pod, rt)
+	testenv.Await(t, "the probe's exec", time.Minute, func() bool { return h.f.count("Exec") == 1 })
+
+	stopped := make(chan struct{})
+	go func() {
+		h.r.prober.stopAll()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(time.Minute):
+		t.Fatal("stopAll did not return with a probe's exec in flight")
+	}
+	h.f.mu.Lock()
+	killed := h.f.execsKilled
+	h.f.mu.Unlock()
+	if killed != 1 {
+		t.Errorf("stopAll returned with %d of 1 execs in flight ended: the probe outlives the prober", killed)
+	}
+	for _, e := range h.r.events.All() {
+		if e.Reason == "Unhealthy" {
+			t.Errorf("a cancelled probe was reported: %s", e.Message)
+		}
 	}
 }
