@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -48,13 +49,13 @@ func (d *Daemon) stop(ctx context.Context) error {
 
 // purgeAll purges every namespace the daemon knows.
 func (d *Daemon) purgeAll(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, stopTimeout)
+	lctx, cancel := context.WithTimeout(ctx, stopTimeout)
 	defer cancel()
-	nss, err := d.Client.NamespaceService().List(ctx)
+	nss, err := d.Client.NamespaceService().List(lctx)
 	if err != nil {
 		return fmt.Errorf("list namespaces: %w", err)
 	}
-	var errs []error
+	var errs []error // each namespace within its own bound
 	for _, ns := range nss {
 		errs = append(errs, d.PurgeNamespace(ctx, ns))
 	}
@@ -65,16 +66,20 @@ func (d *Daemon) purgeAll(ctx context.Context) error {
 // For a namespace from Namespace it also removes the cgroups and runc state the namespace
 // left on the host. Images stay until the daemon stops.
 func (d *Daemon) PurgeNamespace(ctx context.Context, ns string) error {
-	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(ctx, ns), stopTimeout)
+	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(ctx, ns), purgeTimeout)
 	defer cancel()
 	containers, err := d.Client.Containers(ctx)
 	if err != nil {
 		return fmt.Errorf("list containers in %s: %w", ns, err)
 	}
-	var errs []error
-	for _, c := range containers {
-		errs = append(errs, deleteContainer(ctx, c))
+	// At once: one by one, the kills and shim exits of twenty containers on a loaded
+	// machine took longer than the bound.
+	errs := make([]error, len(containers))
+	var wg sync.WaitGroup
+	for i, c := range containers {
+		wg.Go(func() { errs[i] = deleteContainer(ctx, c) })
 	}
+	wg.Wait()
 	if d.owns(ns) {
 		errs = append(errs, removeHostState(ns))
 	}

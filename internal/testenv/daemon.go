@@ -26,6 +26,7 @@ const (
 
 	startTimeout = 30 * time.Second // until the daemon answers Version
 	stopTimeout  = 10 * time.Second // from SIGTERM to SIGKILL, and for each cleanup step
+	purgeTimeout = 30 * time.Second // for the deletion of a namespace's containers
 	pollInterval = 50 * time.Millisecond
 
 	// maxSocketPath leaves room under the kernel's 108-byte limit for sun_path.
