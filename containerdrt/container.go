@@ -257,9 +257,9 @@ func stop(ctx context.Context, t client.Task, exited <-chan client.ExitStatus, s
 	}
 }
 
-// RemoveContainer deletes a container, its task (killed if still running), its
-// snapshot, its log files and its termination-message file; for a pinned sandbox, its
-// pins.
+// RemoveContainer deletes a container, its task, its snapshot, its log files and its
+// termination-message file; for a pinned sandbox, its pins. It refuses a container
+// whose process runs (refuseRunning); a task created and never started is killed.
 func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	ctx, cancel := r.call(ctx)
 	defer cancel()
@@ -269,18 +269,32 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	}
 	labels := loadedLabels(ctx, c)
 	r.repairs.awaitAside(ctx, id)
+	unstarted := labels[labelStartedAt] == ""
 	if task, err := c.Task(ctx, nil); err == nil {
+		st, err := refuseRunning(ctx, task)
+		if err != nil {
+			return fmt.Errorf("remove container %s: %w", id, err)
+		}
+		unstarted = unstarted || st == client.Created
 		if err := deleteTask(ctx, c, task); err != nil {
 			return fmt.Errorf("remove container %s: delete task: %w", id, err)
 		}
 	} else if !errdefs.IsNotFound(err) {
 		return fmt.Errorf("remove container %s: %w", id, convertErr(err))
+	} else {
+		unstarted = unstarted || labels[labelFinishedAt] == ""
 	}
 	if _, err := r.releaseNetwork(ctx, id, labels); err != nil {
 		return fmt.Errorf("remove sandbox %s: %w", id, err)
 	}
 	if err := c.Delete(ctx, client.WithSnapshotCleanup); ignoreNotFound(convertErr(err)) != nil {
 		return fmt.Errorf("remove container %s: %w", id, convertErr(err))
+	}
+	if unstarted {
+		// The runner makes a container that never ran again under the same ID, so the
+		// same shim socket: a shim an interrupted creation of it left (containerd never
+		// connected to it, and it may be stuck) would take the new task and hang it.
+		r.repairs.endLostShimsOf(ctx, id)
 	}
 	if dir := r.sandboxPins(id, labels); dir != "" {
 		r.pinMu.Lock()
@@ -303,6 +317,25 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// refuseRunning fails for a task whose process runs. A container is removed once it is
+// stopped, or when it was created and never started; such a one may have started since
+// it was seen, by a start its creator sent before it was killed: that container runs,
+// and the next relist shows it so (to be kept, or stopped as any other).
+// It returns the task's status, "" when it could not be read.
+func refuseRunning(ctx context.Context, task client.Task) (client.ProcessStatus, error) {
+	st, err := task.Status(ctx)
+	if err != nil {
+		return "", nil // deleteTask finds out what is left of it
+	}
+	switch st.Status {
+	case client.Running, client.Paused, client.Pausing:
+		return st.Status, errStartedSince
+	}
+	return st.Status, nil
+}
+
+var errStartedSince = errors.New("its process runs: it was started since it was seen stopped or never started")
 
 // deleteTask deletes a container's task, killing its process. A task whose shim exits
 // as it is deleted (one that was created but never started, say) fails the call in

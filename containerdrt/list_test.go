@@ -148,3 +148,55 @@ func TestGarbageOfOldAttempts(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveContainerRefusesARunningOne: a container whose task was created and never
+// started is removed, task and all; one whose process runs is refused and left running
+// (the runner removes a container it saw never started, which a start sent by a staticpod
+// killed a moment before may have started since), and removed once stopped.
+func TestRemoveContainerRefusesARunningOne(t *testing.T) {
+	r := newTestRuntime(t)
+	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: late}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n")
+	c := &pod.Spec.Containers[0]
+	img, err := r.EnsureImage(r.ctx, runner.PullRequest{Image: testImage, Policy: "IfNotPresent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.RemovePodData(context.WithoutCancel(r.ctx), pod.UID) })
+	unstarted, err := r.create(runner.CreateRequest{Pod: pod, Container: c, Hash: manifests.ContainerHash(c), Image: img})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cont, err := r.client.LoadContainer(r.ctx, unstarted.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io, err := r.newTask(r.ctx, cont, cio.NullIO) // created, as a start cut short leaves it
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Close()
+	if got := r.awaitState(t, unstarted.ID, runner.StateCreated); got.PID == 0 {
+		t.Fatalf("the task of the unstarted container has no process: %+v", got)
+	}
+	if err := r.RemoveContainer(r.ctx, unstarted.ID); err != nil {
+		t.Fatalf("RemoveContainer of a container never started: %v", err)
+	}
+	if got, ok := r.find(t, unstarted.ID); ok {
+		t.Fatalf("the container never started is still there: %+v", got)
+	}
+
+	running, err := r.create(runner.CreateRequest{Pod: pod, Container: c, Attempt: 1, Hash: manifests.ContainerHash(c), Image: img})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.mustRemove(t, running.ID) })
+	if err := r.StartContainer(r.ctx, running.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RemoveContainer(r.ctx, running.ID); !errors.Is(err, errStartedSince) {
+		t.Fatalf("RemoveContainer of a running container = %v, want %v", err, errStartedSince)
+	}
+	if got, _ := r.find(t, running.ID); got.State != runner.StateRunning {
+		t.Fatalf("after the refused removal the container is %s, want running", got.State)
+	}
+}

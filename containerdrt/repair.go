@@ -155,9 +155,8 @@ func (rp *repairer) mend(ctx context.Context, s sighting) containers.Container {
 // forgotten (see lookForTask) and records it as exited with code 255 and reason
 // Unknown.
 func (rp *repairer) recordLost(ctx context.Context, info containers.Container) (containers.Container, error) {
-	if n := killOrphans(info); n > 0 {
-		rp.rt.log.Warn("killed the processes of a container whose shim is gone", "id", info.ID, "processes", n)
-	}
+	rp.rt.log.Warn("the task of a started container is gone: recording it as exited (Unknown, 255)",
+		"id", info.ID, "started", info.Labels[labelStartedAt], "processes killed", killOrphans(info))
 	labels, err := rp.rt.setLabels(ctx, info.ID, map[string]string{
 		labelExitCode:   strconv.Itoa(lostTaskExitCode),
 		labelFinishedAt: time.Now().UTC().Format(time.RFC3339Nano),
@@ -189,6 +188,8 @@ func (rp *repairer) reap(ctx context.Context, info containers.Container, exit ma
 	if err != nil {
 		return info, err
 	}
+	rp.rt.log.Debug("container exited", "id", info.ID, "code", exit[labelExitCode], "reason", exit[labelReason],
+		"started", info.Labels[labelStartedAt])
 	info.Labels = all
 	if !fromLog && keepTask(info) {
 		return info, nil

@@ -23,8 +23,12 @@ import (
 	"github.com/staticpod/staticpod/containerdrt/shims"
 )
 
-// startTask creates and starts c's task and records when it started (containerd keeps
-// no start time of its own).
+// startTask creates and starts c's task, and records when it started (containerd keeps
+// no start time of its own). The start is recorded before the task is started, so that
+// a record without one means no start was ever sent: a task that stopped without one
+// was stopped as its creation was cut short (containerd kills the task of a Create
+// whose caller went away, and its exit, 137, shows for a moment), and the runner makes
+// it again under its attempt instead of counting a run that never was.
 func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Creator) error {
 	defer r.repairs.lost.CreatingTask(c.ID())() // the repair leaves its shim and its start time alone
 	io, err := r.newTask(ctx, c, ioc)
@@ -32,8 +36,13 @@ func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Cre
 		r.repairs.lost.Watch() // containerd may have left a shim of the failed creation
 		return convertErr(err)
 	}
-	started := time.Now().UTC() // before Start: a short-lived process may exit before Start returns
-	if _, err := r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: c.ID()}); err != nil {
+	started := time.Now().UTC()
+	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)}); err != nil {
+		err = fmt.Errorf("record container start: %w", convertErr(err))
+	} else if _, serr := r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: c.ID()}); serr != nil {
+		err = convertErr(errgrpc.ToNative(serr))
+	}
+	if err != nil {
 		io.Cancel()
 		io.Close()
 		if task, terr := c.Task(ctx, nil); terr == nil {
@@ -41,12 +50,7 @@ func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Cre
 				r.log.Warn("delete task that failed to start", "id", c.ID(), "err", derr)
 			}
 		}
-		return convertErr(errgrpc.ToNative(err))
-	}
-	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)}); err != nil {
-		// The container runs: failing its start would have it removed. Repair records
-		// a start time for a running task that has none.
-		r.log.Warn("record container start", "id", c.ID(), "err", convertErr(err))
+		return err
 	}
 	return nil
 }

@@ -77,7 +77,7 @@ func initFailed(pod *corev1.Pod, cur PodRuntime) bool {
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		last := cur.Latest(c.Name)
-		if last != nil && !manifests.IsSidecar(c) && last.State == StateExited && last.ExitCode != 0 {
+		if last != nil && !manifests.IsSidecar(c) && last.State == StateExited && last.ExitCode != 0 && !neverStarted(last) {
 			return true
 		}
 	}

@@ -179,6 +179,9 @@ func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if c, ok := f.containers[id]; ok && c.State == StateRunning {
+		return fmt.Errorf("remove %s: its process runs", id) // as containerd's Runtime refuses
+	}
 	delete(f.containers, id)
 	return nil
 }

@@ -68,10 +68,14 @@ func (p PodRuntime) Live() []Container {
 	return out
 }
 
-// neverStarted reports whether c was created and never started: its task, if it has one,
-// holds no process of the container's yet.
+// neverStarted reports whether nothing of c ever ran: it is created and not started, or
+// it stopped with no start recorded (the runtime records a start before it starts the
+// task, so such a one's task was stopped before any start: its creation was cut short,
+// as by a staticpod killed while it waited on a slow containerd). Such an attempt is
+// made again under its number (reuseUnstarted), whatever the restart policy: it was
+// never run, so it neither failed nor succeeded.
 func neverStarted(c *Container) bool {
-	return c.State == StateCreated && c.StartedAt.IsZero()
+	return c.State == StateCreated || c.State == StateExited && c.StartedAt.IsZero()
 }
 
 // Start is a container to create and start.
@@ -198,7 +202,7 @@ func finished(pod *corev1.Pod, rt PodRuntime) bool {
 	}
 	for i := range pod.Spec.Containers {
 		last := rt.Latest(pod.Spec.Containers[i].Name)
-		if last == nil || last.State != StateExited || shouldRestart(pod, last) {
+		if last == nil || last.State != StateExited || neverStarted(last) || shouldRestart(pod, last) {
 			return false
 		}
 	}
@@ -242,7 +246,7 @@ func planSandbox(pod *corev1.Pod, rt PodRuntime) Actions {
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		if last := rt.Latest(c.Name); last != nil && last.State == StateExited && !shouldRestart(pod, last) {
+		if last := rt.Latest(c.Name); last != nil && last.State == StateExited && !neverStarted(last) && !shouldRestart(pod, last) {
 			continue // an OnFailure container that succeeded; one killed with the pod starts again
 		}
 		a.Start = append(a.Start, Start{Container: c, Attempt: nextAttempt(rt, c.Name)})
@@ -277,7 +281,7 @@ func (p *planner) init() bool {
 		last := p.cur.Latest(c.Name)
 		sidecar := manifests.IsSidecar(c)
 		switch {
-		case last == nil:
+		case last == nil, neverStarted(last):
 			a.Start = append(a.Start, Start{Container: c, Init: true, Attempt: nextAttempt(p.all, c.Name)})
 			return false
 		case stopBegun(last):
@@ -356,7 +360,7 @@ func (p *planner) apps() {
 		c := &pod.Spec.Containers[i]
 		last := p.cur.Latest(c.Name)
 		switch {
-		case last == nil:
+		case last == nil, neverStarted(last):
 			a.Start = append(a.Start, Start{Container: c, Attempt: nextAttempt(p.all, c.Name)})
 			finished = false
 		case stopBegun(last):

@@ -45,6 +45,9 @@ func ctr(pod *corev1.Pod, spec string, m int) Container {
 		fmt.Sscan(parts[3], &exit)
 	}
 	c := Container{ID: spec, Kind: KindContainer, PodUID: pod.UID, Name: name, Attempt: attempt, State: State(state), ExitCode: int32(exit), CreatedAt: t0.Add(time.Duration(m) * time.Minute)}
+	if c.State != StateCreated {
+		c.StartedAt = c.CreatedAt.Add(time.Second) // it ran: its start is recorded
+	}
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {
 			if list[i].Name == name {
@@ -234,6 +237,21 @@ func TestPlan(t *testing.T) {
 			c.PID = 42
 			return []Container{c}
 		}, noBackoff, "remove a/0/created, start a/0"},
+		{"one whose task stopped before any start (its creation cut short) too", planPod(always, true, nil, "a"), func(p *corev1.Pod) []Container {
+			c := ctr(p, "a/0/exited/137", 1)
+			c.StartedAt = time.Time{}
+			return []Container{c}
+		}, inBackoff, "remove a/0/exited/137, start a/0"},
+		{"under any restart policy: it never ran, so it neither failed nor succeeded", planPod(never, true, nil, "a"), func(p *corev1.Pod) []Container {
+			c := ctr(p, "a/0/exited/137", 1)
+			c.StartedAt = time.Time{}
+			return []Container{c}
+		}, noBackoff, "remove a/0/exited/137, start a/0"},
+		{"an init container's too", planPod(never, true, []string{"init"}, "a"), func(p *corev1.Pod) []Container {
+			c := ctr(p, "init/0/exited/137", 1)
+			c.StartedAt = time.Time{}
+			return []Container{c}
+		}, noBackoff, "remove init/0/exited/137, start init/0"},
 		{"a removed pod's container that never started needs no stop", nil, func(*corev1.Pod) []Container {
 			return []Container{{ID: "a/0", Kind: KindContainer, Name: "a", State: StateCreated}}
 		}, noBackoff, "done"},

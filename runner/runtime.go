@@ -59,7 +59,9 @@ type Runtime interface {
 	// StopContainer sends the container's stop signal, waits up to grace for it to exit,
 	// then kills it. A grace of 0 kills at once. It applies to sandboxes too.
 	StopContainer(ctx context.Context, id string, grace time.Duration) error
-	// RemoveContainer deletes a stopped container and what it owns in the runtime.
+	// RemoveContainer deletes a stopped or never-started container and what it owns in
+	// the runtime. It fails, and leaves it, if the container runs: one seen created may
+	// have been started since by a start its creator sent before it was killed.
 	RemoveContainer(ctx context.Context, id string) error
 	// SyncVolumes brings the content of the pod's configMap, secret and projected volumes
 	// up to date with objs (the ConfigMaps and Secrets of the pod's source), each volume
