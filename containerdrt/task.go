@@ -37,10 +37,11 @@ func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Cre
 		return convertErr(err)
 	}
 	started := time.Now().UTC()
-	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)}); err != nil {
+	_, err = c.SetLabels(ctx, map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)})
+	if err != nil {
 		err = fmt.Errorf("record container start: %w", convertErr(err))
-	} else if _, serr := r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: c.ID()}); serr != nil {
-		err = convertErr(errgrpc.ToNative(serr))
+	} else if _, err = r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: c.ID()}); err != nil {
+		err = convertErr(errgrpc.ToNative(err))
 	}
 	if err != nil {
 		io.Cancel()
