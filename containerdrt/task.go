@@ -23,12 +23,12 @@ import (
 	"github.com/staticpod/staticpod/containerdrt/shims"
 )
 
-// startTask creates and starts c's task, and records when it started (containerd keeps
-// no start time of its own). The start is recorded before the task is started, so that
-// a record without one means no start was ever sent: a task that stopped without one
-// was stopped as its creation was cut short (containerd kills the task of a Create
-// whose caller went away, and its exit, 137, shows for a moment), and the runner makes
-// it again under its attempt instead of counting a run that never was.
+// startTask creates and starts c's task and records when it started (containerd keeps
+// no start time of its own). The start is recorded once the task has started: a
+// staticpod killed in the middle of a start (containerd then kills or deletes the task
+// of the call that went away) leaves a container with no start recorded, which the
+// runner makes again under its attempt (see runner's neverStarted). One killed between
+// the start and its record leaves a running task, whose start the next relist records.
 func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Creator) error {
 	defer r.repairs.lost.CreatingTask(c.ID())() // the repair leaves its shim and its start time alone
 	io, err := r.newTask(ctx, c, ioc)
@@ -36,14 +36,8 @@ func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Cre
 		r.repairs.lost.Watch() // containerd may have left a shim of the failed creation
 		return convertErr(err)
 	}
-	started := time.Now().UTC()
-	_, err = c.SetLabels(ctx, map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)})
-	if err != nil {
-		err = fmt.Errorf("record container start: %w", convertErr(err))
-	} else if _, err = r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: c.ID()}); err != nil {
-		err = convertErr(errgrpc.ToNative(err))
-	}
-	if err != nil {
+	started := time.Now().UTC() // before Start: a short-lived process may exit before Start returns
+	if _, err := r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: c.ID()}); err != nil {
 		io.Cancel()
 		io.Close()
 		if task, terr := c.Task(ctx, nil); terr == nil {
@@ -51,7 +45,12 @@ func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Cre
 				r.log.Warn("delete task that failed to start", "id", c.ID(), "err", derr)
 			}
 		}
-		return err
+		return convertErr(errgrpc.ToNative(err))
+	}
+	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)}); err != nil {
+		// The container runs: failing its start would have it removed. Repair records
+		// a start time for a running task that has none.
+		r.log.Warn("record container start", "id", c.ID(), "err", convertErr(err))
 	}
 	return nil
 }

@@ -68,12 +68,15 @@ func (p PodRuntime) Live() []Container {
 	return out
 }
 
-// neverStarted reports whether nothing of c ever ran: it is created and not started, or
-// it stopped with no start recorded (the runtime records a start before it starts the
-// task, so such a one's task was stopped before any start: its creation was cut short,
-// as by a staticpod killed while it waited on a slow containerd). Such an attempt is
-// made again under its number (reuseUnstarted), whatever the restart policy: it was
-// never run, so it neither failed nor succeeded.
+// neverStarted reports whether nothing of c ran: it is created and not started, or it
+// stopped with no start recorded. The runtime records a start once the task started,
+// and a relist records one for a running task whose staticpod was killed before it
+// did; so an exited one without a start had its task stopped before it started, as
+// containerd does to the task of a creation or start whose caller was killed. (The
+// one exception: a process that exited within moments of a start whose staticpod was
+// killed before recording it; it runs once more, uncounted.) Such an attempt is made
+// again under its number (reuseUnstarted), whatever the restart policy: it neither
+// failed nor succeeded.
 func neverStarted(c *Container) bool {
 	return c.State == StateCreated || c.State == StateExited && c.StartedAt.IsZero()
 }
