@@ -66,7 +66,11 @@ func TestPinsDoNotLeak(t *testing.T) {
 		n := newNode(t)
 		sp := n.start()
 		n.write("a.yaml", podManifest("a", "Always", "sleep 3600"))
-		cs := n.await("the pod running", time.Minute, running("a-node1/main/0"))
+		// Its start recorded: a container that stopped before any staticpod recorded its
+		// start reads as never run, and is made again under its attempt.
+		cs := n.await("the pod running, its start recorded", time.Minute, func(cs map[string]runner.Container) bool {
+			return running("a-node1/main/0")(cs) && !cs["a-node1/main/0"].StartedAt.IsZero()
+		})
 		before := n.pins()
 		sp.kill9()
 		// What a reboot leaves of the pod: its records, empty pin files.
