@@ -403,7 +403,13 @@ func TestWatcherTakesTheFilesCompletedMeanwhileInOneScan(t *testing.T) {
 		t.Fatalf("next snapshot %v, want all 11 pods", got)
 	}
 	// The scan that sent first.yaml's snapshot ends once the test took it; then one scan
-	// takes the ten.
+	// takes the ten. That scan is counted after its snapshot was taken, so wait for it,
+	// then give a scan too many the time to show.
+	deadline := time.Now().Add(10 * time.Second)
+	for scans.Load()-before < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
 	if n := scans.Load() - before; n != 2 {
 		t.Errorf("%d scans from the first snapshot to the one with the ten files, want 2", n)
 	}
