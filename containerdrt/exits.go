@@ -52,17 +52,6 @@ func (r *Runtime) readExit(info containers.Container, proc *task.Process) map[st
 	return exit
 }
 
-// exitReason is the kubelet's reason for a terminated container.
-func exitReason(code int32, oomKilled bool) string {
-	switch {
-	case oomKilled:
-		return "OOMKilled"
-	case code == 0:
-		return "Completed"
-	}
-	return "Error"
-}
-
 // fitLabel makes value fit in a containerd label named key: valid UTF-8 (gRPC refuses
 // anything else) and cut, at a character's start, to what containerd keeps in a label.
 // A termination message of the kubelet's 4096 bytes, or of bytes that are not text,

@@ -1,16 +1,10 @@
 package containerdrt
 
 import (
-	"fmt"
-	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
-
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/logs"
-	"github.com/staticpod/staticpod/manifests"
 )
 
 // Paths staticpod keeps in labels are files it removes, reads into a pod's status and
@@ -19,42 +13,6 @@ import (
 // whose labels were edited, must not have staticpod remove, unmount or disclose
 // anything outside the directories staticpod owns. So each path is honoured only
 // inside its own directory, and is "" otherwise, as for a container without one.
-
-// The pod's UID (LabelPodUID) names its directory, log directory and cgroup, which
-// staticpod removes with the pod: a container whose UID label is not a plain token
-// (manifests.CheckUID) is not staticpod's, whatever its other labels say. List leaves
-// it out, so that no path is ever built from it, and warns once.
-
-// podUIDOf is the pod UID of a container's labels, or an error when it is not a plain
-// token.
-func podUIDOf(labels map[string]string) (types.UID, error) {
-	uid := types.UID(labels[LabelPodUID])
-	if err := manifests.CheckUID(uid); err != nil {
-		return "", fmt.Errorf("label %s: %w", LabelPodUID, err)
-	}
-	return uid, nil
-}
-
-// forgedUIDs remembers the containers List ignored for their UID label, so that each is
-// warned about once, not at every relist.
-type forgedUIDs struct {
-	mu   sync.Mutex      // guards seen
-	seen map[string]bool // container IDs
-}
-
-// warn logs, the first time it meets container id, that it is ignored for err.
-func (f *forgedUIDs) warn(log *slog.Logger, id string, err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.seen[id] {
-		return
-	}
-	if f.seen == nil {
-		f.seen = map[string]bool{}
-	}
-	f.seen[id] = true
-	log.Warn("container ignored: its pod UID label is not one staticpod gives; nothing of it is touched", "id", id, "err", err)
-}
 
 // logPathOf is the container's CRI log file (LabelLogPath), under the pod log dir.
 func (r *Runtime) logPathOf(labels map[string]string) string {

@@ -3,7 +3,6 @@ package containerdrt
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -106,46 +105,6 @@ func podLabels(pod *corev1.Pod, start runner.Timestamp, kind runner.Kind, name s
 		labels[LabelPodStartTime] = string(start)
 	}
 	return labels
-}
-
-// fromLabels fills the identity of c from its labels. It fails for containers that are
-// not staticpod's (no kind label).
-func fromLabels(c *runner.Container, labels map[string]string) error {
-	kind := runner.Kind(labels[LabelKind])
-	if kind != runner.KindSandbox && kind != runner.KindContainer {
-		return fmt.Errorf("container %s has no %s label", c.ID, LabelKind)
-	}
-	c.Kind = kind
-	uid, err := podUIDOf(labels)
-	if err != nil {
-		return fmt.Errorf("container %s: %w", c.ID, err)
-	}
-	c.PodUID = uid
-	c.PodName = labels[LabelPodName]
-	c.PodNamespace = labels[LabelPodNamespace]
-	c.Name = labels[LabelContainer]
-	if n, err := strconv.Atoi(labels[LabelAttempt]); err == nil && n >= 0 {
-		c.Attempt = n // a restart count; anything else reads as a first attempt
-	}
-	c.Hash = labels[LabelHash]
-	c.Source = labels[LabelSource]
-	c.Location = labels[LabelPodLocation]
-	if secs, err := strconv.ParseInt(labels[LabelPodGrace], 10, 64); err == nil && secs >= 0 && secs <= maxGraceSeconds {
-		grace := time.Duration(secs) * time.Second
-		c.PodGrace = &grace
-	}
-	if data := labels[LabelPreStop]; data != "" {
-		var spec corev1.Container
-		if json.Unmarshal([]byte(data), &spec) == nil {
-			c.PreStop = &spec
-		}
-	}
-	c.StopDeadline = parseTime(labels[labelStopDeadline])
-	c.PodStart = runner.Timestamp(labels[LabelPodStartTime]) // read when needed (podStart): a List parses no time for it
-	if kind == runner.KindSandbox {
-		networkFromLabels(c, labels)
-	}
-	return nil
 }
 
 // stopLabels records in labels what stopping container c needs once its pod's spec

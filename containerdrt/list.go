@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"strconv"
-	"time"
 
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/api/types/task"
@@ -193,70 +191,4 @@ func (r *Runtime) inspect(ctx context.Context, id string) (runner.Container, err
 		return runner.Container{}, fmt.Errorf("inspect %s: %w", id, convertErr(err))
 	}
 	return r.container(info, proc)
-}
-
-// container is toContainer with the log path checked (logPathOf).
-func (r *Runtime) container(info containers.Container, proc *task.Process) (runner.Container, error) {
-	c, err := toContainer(info, proc)
-	c.LogPath = r.logPathOf(info.Labels)
-	return c, err
-}
-
-// toContainer reads a container's state from containerd's records: from its task while
-// it has one, else from the exit recorded in its labels. Its LogPath is the caller's to
-// set (logPathOf).
-func toContainer(info containers.Container, proc *task.Process) (runner.Container, error) {
-	c := runner.Container{ID: info.ID, Image: info.Image, CreatedAt: info.CreatedAt, State: runner.StateCreated}
-	if err := fromLabels(&c, info.Labels); err != nil {
-		return c, err
-	}
-	c.ImageRef = info.Labels[labelImageID]
-	c.StartedAt = parseTime(info.Labels[labelStartedAt])
-	switch {
-	case proc != nil:
-		c.PID = proc.Pid
-		c.State = taskState(proc.Status)
-		if c.State == runner.StateExited {
-			c.ExitCode = int32(proc.ExitStatus)
-			c.FinishedAt = proc.ExitedAt.AsTime()
-			c.Reason = exitReason(c.ExitCode, false)
-		}
-	case info.Labels[labelPinned] != "" && info.Labels[labelFinishedAt] == "":
-		c.State = runner.StateRunning // a pinned sandbox, for as long as its pins hold
-	case info.Labels[labelMessagePending] != "":
-		// The exit is recorded but its message is not yet: the terminated state is
-		// reported once, whole, so until then the container's state is not known.
-		c.State = runner.StateUnknown
-	case info.Labels[labelFinishedAt] != "":
-		c.State = runner.StateExited
-		code, _ := strconv.Atoi(info.Labels[labelExitCode])
-		c.ExitCode = int32(code)
-		c.FinishedAt = parseTime(info.Labels[labelFinishedAt])
-		c.Reason = info.Labels[labelReason]
-		c.Message = info.Labels[labelMessage]
-	}
-	return c, nil
-}
-
-func taskState(s task.Status) runner.State {
-	switch s {
-	case task.Status_CREATED:
-		return runner.StateCreated
-	case task.Status_RUNNING, task.Status_PAUSED, task.Status_PAUSING:
-		return runner.StateRunning
-	case task.Status_STOPPED:
-		return runner.StateExited
-	}
-	return runner.StateUnknown
-}
-
-// parseTime reads a time label: zero when absent or not a time. An absent label, the
-// common case (a stop deadline, a start not yet recorded), is not parsed: the failed
-// parse would allocate an error for every container at every List.
-func parseTime(s string) time.Time {
-	if s == "" {
-		return time.Time{}
-	}
-	t, _ := time.Parse(time.RFC3339Nano, s)
-	return t
 }

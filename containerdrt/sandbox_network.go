@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,16 +114,6 @@ func (r *Runtime) netRecordOf(id string, labels map[string]string) (rec podnet.R
 		return fromFile, true
 	}
 	return rec, labels[labelNetwork] != ""
-}
-
-// networkFromLabels reads a sandbox's pod network from its labels.
-func networkFromLabels(c *runner.Container, labels map[string]string) {
-	for _, ip := range strings.Split(labels[labelPodIPs], ",") {
-		if net.ParseIP(ip) != nil {
-			c.IPs = append(c.IPs, ip)
-		}
-	}
-	c.NetworkNote = labels[labelNetworkNote]
 }
 
 // stopNetwork tears down the pod network of a sandbox process (not pinned namespaces:
