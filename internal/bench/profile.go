@@ -12,8 +12,14 @@ import (
 // profileCPU writes the CPU profile of the Go program serving /debug/pprof/ on the unix
 // socket at socket, taken over the next d, to path.
 func profileCPU(ctx context.Context, socket string, d time.Duration, path string) error {
+	return saveProfile(ctx, socket, fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), path)
+}
+
+// saveProfile writes the profile /debug/pprof/<which> of the Go program serving it on
+// the unix socket at socket to path.
+func saveProfile(ctx context.Context, socket, which, path string) error {
 	hc := overUnixSocket(socket)
-	url := fmt.Sprintf("http://local/debug/pprof/profile?seconds=%d", int(d.Seconds()))
+	url := "http://local/debug/pprof/" + which
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err

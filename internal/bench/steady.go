@@ -69,6 +69,21 @@ func (r *Run) idle(n *Node, pods int) ([]Row, error) {
 			rss = append(rss, mib(kib))
 		}
 	}
+	if r.opts.Profile != "" && pods == 100 {
+		// Where an idle daemon's time goes (its relists, repairs and status), and what it
+		// allocates meanwhile: go tool pprof -base idle-100-allocs-before.pprof
+		// idle-100-allocs-after.pprof.
+		ctx, sock := context.Background(), n.path("staticpod.sock")
+		if err := saveProfile(ctx, sock, "allocs", filepath.Join(r.opts.Profile, "idle-100-allocs-before.pprof")); err != nil {
+			return nil, err
+		}
+		if err := profileCPU(ctx, sock, r.opts.Idle/2, filepath.Join(r.opts.Profile, "idle-100-staticpod.pprof")); err != nil {
+			return nil, err
+		}
+		if err := saveProfile(ctx, sock, "allocs", filepath.Join(r.opts.Profile, "idle-100-allocs-after.pprof")); err != nil {
+			return nil, err
+		}
+	}
 	id := fmt.Sprintf("idle/pods=%d", pods)
 	what := fmt.Sprintf("idle with %d pods over %s", pods, r.opts.Idle)
 	cpuRow := NewRow(id+"/cpu", what+": daemon CPU, % of a core", "%", cpu)
