@@ -2,7 +2,6 @@ package manifests
 
 import (
 	"fmt"
-	"regexp"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,7 +18,21 @@ const MaxUIDLength = 64
 // '_'-separated parts, so no '_'), its cgroup and systemd slice (where '-' nests, and
 // is written '_'), and is passed to CNI plugins in `K=V;K=V` arguments: so never '/',
 // '_', '=', ';', glob metacharacters, NUL, "." or "..".
-var plainUID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]*$`)
+//
+// It is checked by hand, not by a regular expression: every relist checks the UID of
+// every container it reads back, and the expression was a tenth of an idle daemon's
+// CPU time with 100 pods.
+func plainUID(uid string) bool {
+	for i := 0; i < len(uid); i++ {
+		switch c := uid[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case (c == '.' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return uid != ""
+}
 
 // msgUID says what a UID may hold.
 var msgUID = fmt.Sprintf("must be a plain token: a letter or digit, then letters, digits, '.' and '-', "+
@@ -29,7 +42,7 @@ var msgUID = fmt.Sprintf("must be a plain token: a letter or digit, then letters
 // of a UID before anything names a path, a cgroup or a CNI argument after it, whether
 // the UID comes from a manifest or back from a runtime's records.
 func CheckUID(uid types.UID) error {
-	if len(uid) == 0 || len(uid) > MaxUIDLength || !plainUID.MatchString(string(uid)) {
+	if len(uid) == 0 || len(uid) > MaxUIDLength || !plainUID(string(uid)) {
 		return fmt.Errorf("uid %q %s", truncate(string(uid)), msgUID)
 	}
 	return nil
@@ -41,7 +54,7 @@ func validateUID(uid types.UID, fld *field.Path) field.ErrorList {
 	if uid == "" || CheckUID(uid) == nil {
 		return nil
 	}
-	if plainUID.MatchString(string(uid)) {
+	if plainUID(string(uid)) {
 		return field.ErrorList{field.TooLong(fld, "", MaxUIDLength)}
 	}
 	return field.ErrorList{field.Invalid(fld, truncate(string(uid)), msgUID)}

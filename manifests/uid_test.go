@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -60,4 +61,22 @@ spec: {containers: [{name: c, image: busybox:1.36}]}
 	if len(res.Errors) != 1 || res.Errors[0].Field() != "metadata.uid" || res.Errors[0].Doc != 2 {
 		t.Errorf("errors = %v, want one Duplicate at metadata.uid of document 2", res.Errors)
 	}
+}
+
+// plainUIDReference is plainUID's rule as the regular expression it is checked by hand
+// for: the two must agree on every string.
+var plainUIDReference = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]*$`)
+
+func FuzzPlainUIDAgreesWithItsExpression(f *testing.F) {
+	for _, s := range []string{
+		"", "a", "Z", "0", ".", "..", "-", "-a", ".a", "a.", "a-", "a..b", "a/b", "a_b", "a b", "a\n",
+		"a\x00", "é", "aé", "0f8fad5b-d9cb-469f-a165-70867728950e", "a*", "a?", "[a]", "a=b;c",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := plainUID(s), plainUIDReference.MatchString(s); got != want {
+			t.Errorf("plainUID(%q) = %v, the expression says %v", s, got, want)
+		}
+	})
 }
