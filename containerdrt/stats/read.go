@@ -1,7 +1,6 @@
 package stats
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -54,13 +53,13 @@ func ReadV1(mount, dir string) (Usage, error) {
 	if err != nil {
 		return u, err
 	}
-	stat, err := readStat(filepath.Join(memDir, "memory.stat"))
+	stat, err := readStat(filepath.Join(memDir, "memory.stat"), "total_inactive_file", "total_rss", "total_pgfault", "total_pgmajfault")
 	if err != nil {
 		return u, err
 	}
 	u.CPUNanos, u.MemoryUsage = cpu, usage
-	u.WorkingSet = workingSet(usage, stat["total_inactive_file"])
-	u.RSS, u.PageFaults, u.MajorPageFaults = stat["total_rss"], stat["total_pgfault"], stat["total_pgmajfault"]
+	u.WorkingSet = workingSet(usage, stat[0])
+	u.RSS, u.PageFaults, u.MajorPageFaults = stat[1], stat[2], stat[3]
 	return u, nil
 }
 
@@ -70,7 +69,7 @@ func ReadV1(mount, dir string) (Usage, error) {
 func ReadV2(mount, dir string) (Usage, error) {
 	var u Usage
 	path := filepath.Join(mount, dir)
-	cpu, err := readStat(filepath.Join(path, "cpu.stat"))
+	cpu, err := readStat(filepath.Join(path, "cpu.stat"), "usage_usec")
 	if err != nil {
 		return u, err
 	}
@@ -78,13 +77,13 @@ func ReadV2(mount, dir string) (Usage, error) {
 	if err != nil {
 		return u, err
 	}
-	stat, err := readStat(filepath.Join(path, "memory.stat"))
+	stat, err := readStat(filepath.Join(path, "memory.stat"), "inactive_file", "anon", "pgfault", "pgmajfault")
 	if err != nil {
 		return u, err
 	}
-	u.CPUNanos, u.MemoryUsage = cpu["usage_usec"]*1000, usage
-	u.WorkingSet = workingSet(usage, stat["inactive_file"])
-	u.RSS, u.PageFaults, u.MajorPageFaults = stat["anon"], stat["pgfault"], stat["pgmajfault"]
+	u.CPUNanos, u.MemoryUsage = cpu[0]*1000, usage
+	u.WorkingSet = workingSet(usage, stat[0])
+	u.RSS, u.PageFaults, u.MajorPageFaults = stat[1], stat[2], stat[3]
 	u.PSI = readPressure(path)
 	return u, nil
 }
@@ -95,7 +94,7 @@ func ReadV2(mount, dir string) (Usage, error) {
 // that less the inactive file pages.
 func ReadNodeV2(mount, meminfo string) (Usage, error) {
 	var u Usage
-	cpu, err := readStat(filepath.Join(mount, "cpu.stat"))
+	cpu, err := readStat(filepath.Join(mount, "cpu.stat"), "usage_usec")
 	if err != nil {
 		return u, err
 	}
@@ -103,12 +102,12 @@ func ReadNodeV2(mount, meminfo string) (Usage, error) {
 	if err != nil {
 		return u, err
 	}
-	u.CPUNanos = cpu["usage_usec"] * 1000
+	u.CPUNanos = cpu[0] * 1000
 	u.MemoryUsage = mem["MemTotal"] - min(mem["MemFree"], mem["MemTotal"])
 	u.WorkingSet = workingSet(u.MemoryUsage, mem["Inactive(file)"])
 	u.RSS = mem["AnonPages"]
-	if stat, err := readStat(filepath.Join(mount, "memory.stat")); err == nil {
-		u.PageFaults, u.MajorPageFaults = stat["pgfault"], stat["pgmajfault"]
+	if stat, err := readStat(filepath.Join(mount, "memory.stat"), "pgfault", "pgmajfault"); err == nil {
+		u.PageFaults, u.MajorPageFaults = stat[0], stat[1]
 	}
 	u.PSI = readPressure(mount)
 	return u, nil
@@ -134,28 +133,30 @@ func readUint(path string) (uint64, error) {
 	return n, nil
 }
 
-// readStat reads a file of "key value" lines; lines that are not are skipped.
-func readStat(path string) (map[string]uint64, error) {
-	f, err := os.Open(path)
+// readStat reads the values of keys from a file of "key value" lines (a cgroup's
+// memory.stat or cpu.stat, /proc/stat), in the order of keys: 0 for a key the file
+// lacks or whose value is not a number. The sampler reads one such file for every pod
+// and container on every period, so it reads the file whole and keeps only what it
+// was asked for.
+func readStat(path string, keys ...string) ([]uint64, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read cgroup file: %w", err)
 	}
-	defer f.Close()
-	m := map[string]uint64{}
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		k, v, ok := strings.Cut(s.Text(), " ")
+	out := make([]uint64, len(keys))
+	for line := range bytes.Lines(b) {
+		k, v, ok := bytes.Cut(line, []byte{' '})
 		if !ok {
 			continue
 		}
-		if n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64); err == nil {
-			m[k] = n
+		for i, key := range keys {
+			if string(k) == key {
+				out[i], _ = strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64)
+				break
+			}
 		}
 	}
-	if err := s.Err(); err != nil {
-		return nil, fmt.Errorf("read cgroup file %s: %w", path, err)
-	}
-	return m, nil
+	return out, nil
 }
 
 // readMeminfo reads /proc/meminfo's "Key:   N kB" lines, in bytes.

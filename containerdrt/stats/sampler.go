@@ -124,8 +124,8 @@ func New(cfg Config) *Sampler {
 		cfg.Now = time.Now
 	}
 	s := &Sampler{cfg: cfg, prev: map[string]cpuSample{}, changed: make(chan struct{})}
-	if stat, err := readStat(cfg.Stat); err == nil && stat["btime"] > 0 {
-		s.booted = time.Unix(int64(stat["btime"]), 0)
+	if stat, err := readStat(cfg.Stat, "btime"); err == nil && stat[0] > 0 {
+		s.booted = time.Unix(int64(stat[0]), 0)
 	}
 	if cfg.Unified != nil {
 		s.unified = *cfg.Unified
