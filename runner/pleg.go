@@ -47,8 +47,8 @@ type PLEG struct {
 	lister Lister
 	now    func() time.Time
 
-	mu         sync.Mutex           // guards the fields below: the loop relists, workers and the API read
-	last       map[string]Container // previous relist, by container ID
+	mu         sync.Mutex      // guards the fields below: the loop relists, workers and the API read
+	last       map[string]seen // previous relist, by container ID
 	pods       map[types.UID]PodRuntime
 	started    uint64    // generation of the newest relist started
 	cacheGen   uint64    // generation of the relist that filled the cache; 0 before the first
@@ -57,7 +57,14 @@ type PLEG struct {
 
 // NewPLEG returns a PLEG over lister with an empty cache.
 func NewPLEG(lister Lister, now func() time.Time) *PLEG {
-	return &PLEG{lister: lister, now: now, last: map[string]Container{}, pods: map[types.UID]PodRuntime{}}
+	return &PLEG{lister: lister, now: now, last: map[string]seen{}, pods: map[types.UID]PodRuntime{}}
+}
+
+// seen is what the PLEG compares of a container from one relist to the next.
+type seen struct {
+	uid   types.UID
+	state State
+	pid   uint32
 }
 
 // Relist lists the runtime once and returns the events since the previous relist.
@@ -70,19 +77,11 @@ func (p *PLEG) Relist(ctx context.Context) ([]Event, error) {
 	if err != nil {
 		return nil, err // the old records stay: the next relist retries
 	}
-	cur := make(map[string]Container, len(all))
-	pods := map[types.UID]PodRuntime{}
+	cur := make(map[string]seen, len(all))
 	for _, c := range all {
-		cur[c.ID] = c
-		pr := pods[c.PodUID]
-		pr.UID = c.PodUID
-		if c.Kind == KindSandbox {
-			pr.Sandboxes = append(pr.Sandboxes, c)
-		} else {
-			pr.Containers = append(pr.Containers, c)
-		}
-		pods[c.PodUID] = pr
+		cur[c.ID] = seen{c.PodUID, c.State, c.PID}
 	}
+	pods := byPod(all)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	events := diff(p.last, cur)
@@ -90,25 +89,67 @@ func (p *PLEG) Relist(ctx context.Context) ([]Event, error) {
 	return events, nil
 }
 
+// byPod sorts a relist into its pods. Every relist does it for every container, so
+// the pods' sandboxes and containers are laid out in one array, each pod's two lists
+// slices of it, capped so that an append by a reader copies rather than overwrites.
+func byPod(all []Container) map[types.UID]PodRuntime {
+	type count struct{ sandboxes, containers int }
+	counts := map[types.UID]count{}
+	for _, c := range all {
+		n := counts[c.PodUID]
+		if c.Kind == KindSandbox {
+			n.sandboxes++
+		} else {
+			n.containers++
+		}
+		counts[c.PodUID] = n
+	}
+	flat := make([]Container, len(all))
+	pods := make(map[types.UID]PodRuntime, len(counts))
+	next := 0
+	for uid, n := range counts {
+		pr := PodRuntime{UID: uid}
+		s, k := next, next+n.sandboxes
+		next = k + n.containers
+		if n.sandboxes > 0 {
+			pr.Sandboxes = flat[s:s:k]
+		}
+		if n.containers > 0 {
+			pr.Containers = flat[k:k:next]
+		}
+		pods[uid] = pr
+	}
+	for _, c := range all {
+		pr := pods[c.PodUID]
+		if c.Kind == KindSandbox {
+			pr.Sandboxes = append(pr.Sandboxes, c)
+		} else {
+			pr.Containers = append(pr.Containers, c)
+		}
+		pods[c.PodUID] = pr
+	}
+	return pods
+}
+
 // diff compares two relists.
-func diff(old, cur map[string]Container) []Event {
+func diff(old, cur map[string]seen) []Event {
 	var events []Event
 	for id, c := range cur {
-		o, seen := old[id]
+		o, was := old[id]
 		switch {
-		case seen && o.State == c.State && o.PID == c.PID:
+		case was && o.state == c.state && o.pid == c.pid:
 			continue
-		case c.State == StateRunning:
-			events = append(events, Event{c.PodUID, ContainerStarted, id})
-		case c.State == StateExited && (!seen || o.State != StateExited):
-			events = append(events, Event{c.PodUID, ContainerDied, id})
+		case c.state == StateRunning:
+			events = append(events, Event{c.uid, ContainerStarted, id})
+		case c.state == StateExited && (!was || o.state != StateExited):
+			events = append(events, Event{c.uid, ContainerDied, id})
 		default:
-			events = append(events, Event{c.PodUID, ContainerChanged, id})
+			events = append(events, Event{c.uid, ContainerChanged, id})
 		}
 	}
 	for id, o := range old {
 		if _, ok := cur[id]; !ok {
-			events = append(events, Event{o.PodUID, ContainerRemoved, id})
+			events = append(events, Event{o.uid, ContainerRemoved, id})
 		}
 	}
 	return events

@@ -75,3 +75,57 @@ func TestPLEGRelist(t *testing.T) {
 }
 
 func typesUID(s string) types.UID { return types.UID(s) }
+
+// TestPLEGCacheHoldsEachPodsOwn checks the pods' layout in the cache: each pod's
+// sandboxes and containers, in the order listed, none of another pod's, and an append
+// by a reader of one pod leaves the next pod's as they were.
+func TestPLEGCacheHoldsEachPodsOwn(t *testing.T) {
+	list := []Container{
+		{ID: "a-c1", PodUID: "a", Kind: KindContainer},
+		{ID: "b-sb", PodUID: "b", Kind: KindSandbox},
+		{ID: "a-sb", PodUID: "a", Kind: KindSandbox},
+		{ID: "b-c1", PodUID: "b", Kind: KindContainer},
+		{ID: "a-c2", PodUID: "a", Kind: KindContainer},
+		{ID: "c-c1", PodUID: "c", Kind: KindContainer},
+	}
+	p := NewPLEG(listerFunc(func(context.Context) ([]Container, error) { return list, nil }), time.Now)
+	if _, err := p.Relist(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(cs []Container) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.ID)
+		}
+		return out
+	}
+	want := map[types.UID][2][]string{
+		"a": {{"a-sb"}, {"a-c1", "a-c2"}},
+		"b": {{"b-sb"}, {"b-c1"}},
+		"c": {nil, {"c-c1"}},
+	}
+	pods := p.Pods()
+	if len(pods) != len(want) {
+		t.Fatalf("%d pods cached, want %d", len(pods), len(want))
+	}
+	for uid, w := range want {
+		pr, _ := p.Pod(uid)
+		if diff := cmp.Diff(w, [2][]string{ids(pr.Sandboxes), ids(pr.Containers)}); diff != "" {
+			t.Errorf("pod %s (-want +got):\n%s", uid, diff)
+		}
+		if uid == "c" && pr.Sandboxes != nil {
+			t.Errorf("pod c's sandboxes = %#v, want nil", pr.Sandboxes)
+		}
+	}
+	for uid := range want {
+		pr, _ := p.Pod(uid)
+		_ = append(pr.Sandboxes, Container{ID: "appended"})
+		_ = append(pr.Containers, Container{ID: "appended"})
+	}
+	for uid, w := range want {
+		pr, _ := p.Pod(uid)
+		if diff := cmp.Diff(w, [2][]string{ids(pr.Sandboxes), ids(pr.Containers)}); diff != "" {
+			t.Errorf("pod %s after appends by readers (-want +got):\n%s", uid, diff)
+		}
+	}
+}
