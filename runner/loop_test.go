@@ -738,6 +738,51 @@ func TestRepairFollowsEveryRelistAndPrecedesTheFirstSync(t *testing.T) {
 	}
 }
 
+// A restart over pods that ran on, with nothing to repair, lists the runtime once
+// before the first sync: the cache takes the list the repair worked from.
+func TestFirstRelistWithNothingToRepairListsOnce(t *testing.T) {
+	f := newFakeRuntime(time.Now)
+	pod := testPod(t, "ranon", "sleep 100", corev1.RestartPolicyAlways)
+	pod.Spec.HostNetwork = true
+	f.put(Container{ID: "ranon", Kind: KindContainer, PodUID: pod.UID, PodName: pod.Name, PodNamespace: pod.Namespace, Name: "c",
+		Source: manifests.SourceFile, Hash: manifests.ContainerHash(&pod.Spec.Containers[0]), State: StateRunning,
+		StartedAt: time.Now().Add(-time.Minute), PID: 42})
+	r, err := New(Options{Runtime: f, RelistPeriod: time.Hour, HostIP: "10.0.0.1", ResultsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if err := r.Update(ctx, manifests.Update{Source: manifests.SourceFile, Pods: []*corev1.Pod{pod}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Await(t, "the pod adopted and reported running", 10*time.Second, func() bool {
+		for _, p := range r.Pods() {
+			if p.UID == pod.UID && p.Status.Phase == corev1.PodRunning {
+				return true
+			}
+		}
+		return false
+	})
+	f.mu.Lock()
+	calls := slices.Clone(f.calls)
+	f.mu.Unlock()
+	if len(calls) < 2 || !slices.Equal(calls[:2], []string{"List", "Repair"}) || slices.Contains(calls[2:], "Create") {
+		t.Fatalf("calls = %v, want List and Repair first, and the running container adopted", calls)
+	}
+	lists := 0
+	for _, op := range calls {
+		if op == "List" {
+			lists++
+		}
+	}
+	if lists != 1 {
+		t.Errorf("calls = %v: %d lists before the pod ran adopted, want 1", calls, lists)
+	}
+}
+
 // Busy is told of work (an update that changes what runs, a sync that acts) and of
 // nothing else: the daemon's collector is lean while Busy is not called.
 func TestBusyIsToldOfWorkOnly(t *testing.T) {

@@ -69,13 +69,25 @@ type seen struct {
 
 // Relist lists the runtime once and returns the events since the previous relist.
 func (p *PLEG) Relist(ctx context.Context) ([]Event, error) {
+	events, _, err := p.RelistIf(ctx, nil)
+	return events, err
+}
+
+// RelistIf is Relist with keep, when set, called between the list and the cache taking
+// it: when keep says no, the list is dropped and the cache stays as it was (taken
+// reports which). The runner's first relist repairs so before its cache shows
+// anything, and keeps that list when the repair changed nothing.
+func (p *PLEG) RelistIf(ctx context.Context, keep func() bool) (events []Event, taken bool, err error) {
 	p.mu.Lock()
 	p.started++
 	gen := p.started
 	p.mu.Unlock()
 	all, err := p.lister.List(ctx)
 	if err != nil {
-		return nil, err // the old records stay: the next relist retries
+		return nil, false, err // the old records stay: the next relist retries
+	}
+	if keep != nil && !keep() {
+		return nil, false, nil
 	}
 	cur := make(map[string]seen, len(all))
 	for _, c := range all {
@@ -84,9 +96,9 @@ func (p *PLEG) Relist(ctx context.Context) ([]Event, error) {
 	pods := byPod(all)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	events := diff(p.last, cur)
+	events = diff(p.last, cur)
 	p.last, p.pods, p.cacheGen, p.lastRelist = cur, pods, gen, p.now()
-	return events, nil
+	return events, true, nil
 }
 
 // byPod sorts a relist into its pods. Every relist does it for every container, so
