@@ -686,6 +686,24 @@ func TestRelistWakesOnlyTheWorkersItConcerns(t *testing.T) {
 	}
 }
 
+// runWithPod runs a runner over f, relisting every period, with pod from the file
+// source, until the test ends.
+func runWithPod(t *testing.T, f *fakeRuntime, period time.Duration, pod *corev1.Pod) *Runner {
+	t.Helper()
+	r, err := New(Options{Runtime: f, RelistPeriod: period, HostIP: "10.0.0.1", ResultsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	if err := r.Update(ctx, manifests.Update{Source: manifests.SourceFile, Pods: []*corev1.Pod{pod}}); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // The loop has the runtime repair what each relist saw, and relists again when the
 // repair changed something, before any worker acts on it: a container that a crash
 // left unknown is restarted once the repair recorded its end, never raced by it.
@@ -704,17 +722,7 @@ func TestRepairFollowsEveryRelistAndPrecedesTheFirstSync(t *testing.T) {
 		}
 		return f.change("lost", func(c *Container) { c.State, c.ExitCode = StateExited, 255 }) == nil
 	}
-	r, err := New(Options{Runtime: f, RelistPeriod: 10 * time.Millisecond, HostIP: "10.0.0.1", ResultsDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- r.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	if err := r.Update(ctx, manifests.Update{Source: manifests.SourceFile, Pods: []*corev1.Pod{pod}}); err != nil {
-		t.Fatal(err)
-	}
+	r := runWithPod(t, f, 10 * time.Millisecond, pod)
 	testenv.Await(t, "the lost container's successor running and 5 relists", 10*time.Second, func() bool {
 		return f.byName(pod.UID)["c/1"].State == StateRunning && r.Relists() >= 5
 	})
@@ -747,17 +755,7 @@ func TestFirstRelistWithNothingToRepairListsOnce(t *testing.T) {
 	f.put(Container{ID: "ranon", Kind: KindContainer, PodUID: pod.UID, PodName: pod.Name, PodNamespace: pod.Namespace, Name: "c",
 		Source: manifests.SourceFile, Hash: manifests.ContainerHash(&pod.Spec.Containers[0]), State: StateRunning,
 		StartedAt: time.Now().Add(-time.Minute), PID: 42})
-	r, err := New(Options{Runtime: f, RelistPeriod: time.Hour, HostIP: "10.0.0.1", ResultsDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- r.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	if err := r.Update(ctx, manifests.Update{Source: manifests.SourceFile, Pods: []*corev1.Pod{pod}}); err != nil {
-		t.Fatal(err)
-	}
+	r := runWithPod(t, f, time.Hour, pod)
 	testenv.Await(t, "the pod adopted and reported running", 10*time.Second, func() bool {
 		for _, p := range r.Pods() {
 			if p.UID == pod.UID && p.Status.Phase == corev1.PodRunning {
