@@ -350,9 +350,9 @@ func TestNoPodNetworkConfigured(t *testing.T) {
 		t.Errorf("the log says %d times %q, want once", got, said)
 	}
 	note := "no CNI configuration in " + confDir + ": the pod has loopback only"
-	out, _, _ := runSplit(t, "", nil, "describe", "a-node1", "--api-socket", n.path("staticpod.sock"))
+	out, errOut, code := runSplit(t, "", nil, "describe", "a-node1", "--api-socket", n.path("staticpod.sock"))
 	if !strings.Contains(out, "NoPodNetwork") || !strings.Contains(out, note) {
-		t.Errorf("describe a-node1 does not say the pod has no network:\n%s", out)
+		t.Errorf("describe a-node1 (exit %d) does not say the pod has no network:\n%s\nstderr: %s", code, out, errOut)
 	}
 	if got, code := n.execIn("a-node1", "ls", "/sys/class/net"); code != 0 || strings.Fields(got)[0] != "lo" || len(strings.Fields(got)) != 1 {
 		t.Errorf("interfaces of a pod without a pod network: %q (exit %d), want lo only", got, code)
