@@ -350,6 +350,9 @@ func TestNoPodNetworkConfigured(t *testing.T) {
 		t.Errorf("the log says %d times %q, want once", got, said)
 	}
 	note := "no CNI configuration in " + confDir + ": the pod has loopback only"
+	// containerd shows the containers running before the daemon has published the pod's
+	// status from its next relist: describe reads the daemon.
+	n.awaitPhase("a-node1", corev1.PodRunning)
 	out, errOut, code := runSplit(t, "", nil, "describe", "a-node1", "--api-socket", n.path("staticpod.sock"))
 	if !strings.Contains(out, "NoPodNetwork") || !strings.Contains(out, note) {
 		t.Errorf("describe a-node1 (exit %d) does not say the pod has no network:\n%s\nstderr: %s", code, out, errOut)
