@@ -51,12 +51,17 @@ func NewNode(ctx context.Context, d *testenv.Daemon, dir, name, binary string, f
 	if err := os.MkdirAll(n.Manifests, 0o755); err != nil {
 		return nil, err
 	}
-	if hasRunDir(binary) {
+	help := runHelp(binary)
+	if strings.Contains(help, "--run-dir") {
 		// As /run/staticpod is on every machine with systemd (Run.Close unmounts it).
 		if err := testenv.MountTmpfs(n.path("run"), "mode=0700"); err != nil {
 			return nil, err
 		}
 		n.Flags = append([]string{"--run-dir", n.path("run")}, n.Flags...)
+	}
+	if strings.Contains(help, "--device-plugin-dir") {
+		// Not the host's, which another node of the run serves too.
+		n.Flags = append([]string{"--device-plugin-dir", n.path("device-plugins")}, n.Flags...)
 	}
 	if _, err := testenv.ImportImage(ctx, d.Client, name, testenv.ImageOptions{Ref: Image}); err != nil {
 		return nil, err
@@ -66,11 +71,12 @@ func NewNode(ctx context.Context, d *testenv.Daemon, dir, name, binary string, f
 
 func (n *Node) path(rel string) string { return filepath.Join(n.Dir, rel) }
 
-// hasRunDir tells whether binary takes --run-dir: a staticpod from before it had its
-// files of one boot in its root dir.
-func hasRunDir(binary string) bool {
+// runHelp is binary's `run --help`, to tell which flags it takes: the benchmark runs
+// staticpods from before --run-dir (which kept the files of one boot in the root dir)
+// and --device-plugin-dir too, to compare them in one run.
+func runHelp(binary string) string {
 	out, _ := exec.Command(binary, "run", "--help").Output()
-	return strings.Contains(string(out), "--run-dir")
+	return string(out)
 }
 
 // Start runs `staticpod run` for the node, with staticpod's defaults but for where it
@@ -85,7 +91,6 @@ func (n *Node) Start() error {
 		"--containerd-address", n.d.Address,
 		"--containerd-namespace", n.Name,
 		"--api-socket", n.path("staticpod.sock"),
-		"--device-plugin-dir", n.path("device-plugins"), // not the host's, which another node of the run serves too
 		"--image-dir", "",
 		"--cni-conf-dir", "",
 		"--hostname-override", nodeName,
