@@ -9,8 +9,9 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
-// Stats is what pods use, sampled from their cgroups on a period (containerdrt/stats'
-// Sampler implements it): a read returns the last sample and costs no file read.
+// Stats is what pods use, sampled from their cgroups (containerdrt/stats' Sampler
+// implements it): a read returns the latest sample, taken anew first when it is older
+// than the sampler's period (10 s).
 type Stats interface {
 	Summary() *statsapi.Summary
 }
@@ -26,7 +27,7 @@ func (s *Server) statsSummary(w http.ResponseWriter, _ *http.Request) {
 }
 
 // resourceMetrics answers GET /metrics/resource: the kubelet's resource metrics (what
-// metrics-server scrapes), computed from the last sample on each scrape.
+// metrics-server scrapes), computed from the latest sample on each scrape.
 func (s *Server) resourceMetrics(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Stats == nil {
 		writeNotFoundMsg(w, "metrics", "resource", "usage statistics are not enabled on this server")

@@ -22,9 +22,10 @@ func Top() *cli.Command {
 		BashComplete: completePods(true),
 		Usage:        "show the CPU and memory each pod uses, as kubectl top pod does",
 		ArgsUsage:    "[POD...]",
-		Description: "NAME CPU(cores) MEMORY(bytes): CPU is the rate over the last sampling period (10 s) in\n" +
-			"millicores, memory the working set (usage less inactive file pages, what the kubelet evicts on)\n" +
-			"in MiB, both read from the pods' cgroups. A pod started less than a period ago has no CPU rate yet.",
+		Description: "NAME CPU(cores) MEMORY(bytes): CPU is the rate since the sample before in millicores\n" +
+			"(samples are 10 s apart while the figures are read, a minute apart while they are not), memory\n" +
+			"the working set (usage less inactive file pages, what the kubelet evicts on) in MiB, both read\n" +
+			"from the pods' cgroups. A pod started since the sample before has no CPU rate yet.",
 		Flags: append(clientFlags(),
 			&cli.BoolFlag{Name: "containers", Usage: "a line per container, with its POD"},
 			&cli.StringFlag{Name: "sort-by", Usage: "cpu or memory: the largest first"},

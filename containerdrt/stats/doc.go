@@ -2,9 +2,12 @@
 // CPU time, memory working set (usage less inactive file pages), RSS, page faults and,
 // on cgroup v2, pressure (PSI), for the node, each pod and each container, on cgroup v1
 // and v2 and either cgroup driver. The readers are pure functions of a cgroup
-// directory; the Sampler reads every pod's on a period (the kubelet's housekeeping, 10
-// s) and keeps the last two samples, so that a read of the figures costs no file read
-// and a CPU rate comes from the difference.
+// directory; the Sampler reads every pod's when the figures are read and the latest
+// sample is older than its period (the kubelet's housekeeping, 10 s), and once a minute
+// while nobody reads them, and keeps the last two samples: a read gets figures at most
+// a period old, and a CPU rate from the difference. The kubelet samples every period
+// whatever is read, because its eviction manager needs the figures; staticpod's do not
+// drive anything, so an idle daemon does not pay for them.
 //
 // The disks are measured apart and more slowly (disk.go, du.go): each pod's volumes,
 // log directories, /etc/hosts and its containers' writable layers (through Disks,

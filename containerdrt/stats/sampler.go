@@ -13,9 +13,12 @@ import (
 	"github.com/staticpod/staticpod/containerdrt/cgroups"
 )
 
-// DefaultPeriod is the kubelet's housekeeping interval: how often cAdvisor reads the
-// cgroups of the pods.
+// DefaultPeriod is the kubelet's housekeeping interval, how often cAdvisor reads the
+// cgroups of the pods: the oldest figures a read gets.
 const DefaultPeriod = 10 * time.Second
+
+// DefaultIdlePeriod is how often the cgroups are read while nobody reads the figures.
+const DefaultIdlePeriod = time.Minute
 
 // Config configures a Sampler.
 type Config struct {
@@ -33,7 +36,13 @@ type Config struct {
 	// measured); RootDir is staticpod's root directory, whose filesystem is the node's.
 	Disks   Disks
 	RootDir string
-	Period  time.Duration // DefaultPeriod when 0
+	// Period is how old the figures a read gets may be (DefaultPeriod when 0): a read
+	// of an older sample takes a new one first. IdlePeriod is how often the cgroups are
+	// read while nobody reads the figures (DefaultIdlePeriod when 0), so that a read
+	// after a quiet spell has a CPU rate: over that spell. The disks are looked at every
+	// Period.
+	Period     time.Duration
+	IdlePeriod time.Duration
 	// DiskPeriod is how often a pod's disk use is measured again (DefaultDiskPeriod
 	// when 0): a walk of its volumes and log directories.
 	DiskPeriod time.Duration
@@ -48,14 +57,21 @@ type Config struct {
 	Now     func() time.Time
 }
 
-// Sampler reads the cgroups of the node, every pod and every running container on its
-// period, and keeps the figures for the API to read.
+// Sampler reads the cgroups of the node, every pod and every running container when
+// the figures are read and are older than its period, and on its idle period
+// otherwise, and keeps the figures for the API to read. The kubelet's cAdvisor reads
+// them every period whether anyone asks or not, because its eviction manager needs
+// them; staticpod evicts nothing on memory, so a daemon nobody asks reads them once
+// per idle period.
 type Sampler struct {
 	cfg     Config
 	unified bool
 	booted  time.Time // the node's start time; zero if unknown
 
+	sampling sync.Mutex // one sample at a time: the idle period's and reads' own
+
 	mu      sync.Mutex
+	taken   time.Time            // when the latest sample of pods was taken
 	last    sample               // the latest sample
 	prev    map[string]cpuSample // the CPU time of each cgroup dir at the sample before
 	samples int                  // samples taken; tests wait on it
@@ -105,6 +121,9 @@ func New(cfg Config) *Sampler {
 	if cfg.Period <= 0 {
 		cfg.Period = DefaultPeriod
 	}
+	if cfg.IdlePeriod <= 0 {
+		cfg.IdlePeriod = DefaultIdlePeriod
+	}
 	if cfg.DiskPeriod <= 0 {
 		cfg.DiskPeriod = DefaultDiskPeriod
 	}
@@ -135,21 +154,22 @@ func New(cfg Config) *Sampler {
 	return s
 }
 
-// Run samples at once and then on the period until ctx is done; the disks are looked
-// at on the same period, apart, so that a slow walk delays no CPU figure, but each pod
-// is measured only every DiskPeriod (and when it appears or its containers change).
-// With no pods wanted nothing is read, and the summary is empty.
+// Run samples at once and then on the idle period until ctx is done (a read samples
+// too, see Summary); the disks are looked at every period, apart, so that a slow walk
+// delays no CPU figure, but each pod is measured only every DiskPeriod (and when it
+// appears or its containers change). With no pods wanted nothing is read, and the
+// summary is empty.
 func (s *Sampler) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Go(func() { s.every(ctx, func() { s.SampleDisks(ctx) }) })
-	s.every(ctx, s.Sample)
+	wg.Go(func() { s.every(ctx, s.cfg.Period, func() { s.SampleDisks(ctx) }) })
+	s.every(ctx, s.cfg.IdlePeriod, s.fresh)
 	return nil
 }
 
-// every calls f at once and then on the period until ctx is done.
-func (s *Sampler) every(ctx context.Context, f func()) {
-	t := time.NewTicker(s.cfg.Period)
+// every calls f at once and then every period until ctx is done.
+func (s *Sampler) every(ctx context.Context, period time.Duration, f func()) {
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		f()
@@ -161,8 +181,29 @@ func (s *Sampler) every(ctx context.Context, f func()) {
 	}
 }
 
+// fresh takes a sample unless the latest is younger than the period: reads and the
+// idle period's ticks share it, so that a reader asking more often than the idle period
+// adds no samples to its own.
+func (s *Sampler) fresh() {
+	s.sampling.Lock()
+	defer s.sampling.Unlock()
+	s.mu.Lock()
+	taken := s.taken
+	s.mu.Unlock()
+	if !taken.IsZero() && s.cfg.Now().Sub(taken) < s.cfg.Period {
+		return
+	}
+	s.sample()
+}
+
 // Sample reads every cgroup once now.
 func (s *Sampler) Sample() {
+	s.sampling.Lock()
+	defer s.sampling.Unlock()
+	s.sample()
+}
+
+func (s *Sampler) sample() {
 	pods := s.cfg.Pods()
 	if len(pods) == 0 {
 		s.store(sample{}, nil)
@@ -200,7 +241,7 @@ func (s *Sampler) Sample() {
 func (s *Sampler) store(smp sample, next map[string]cpuSample) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.last = smp
+	s.last, s.taken = smp, smp.at // zero without pods: the next read looks again
 	if next == nil {
 		next = map[string]cpuSample{}
 	}

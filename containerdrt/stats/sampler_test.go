@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"context"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -87,5 +88,102 @@ func TestSamplerReadsNothingWithoutPods(t *testing.T) {
 	// The node's cgroup is readable: had the sampler read it, the node would have CPU.
 	if sum := s.Summary(); sum.Node.CPU != nil || len(sum.Pods) != 0 {
 		t.Fatalf("summary without pods = %+v", sum)
+	}
+}
+
+// A read of figures older than the period samples first, so that they are never older
+// than the kubelet's; a read of younger ones reads no cgroup. The CPU rate of a read
+// after a quiet spell is over that spell.
+func TestSummarySamplesWhenTheLatestIsOlderThanThePeriod(t *testing.T) {
+	mount := t.TempDir()
+	pods, err := cgroups.New(cgroups.Config{Driver: cgroups.Cgroupfs, Root: "/staticpod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := testPod()
+	podDir := pods.PodDir(pod)
+	v1Cgroup(t, mount, "/", 100e9, 500e6)
+	v1Cgroup(t, mount, podDir, 2e9, 20e6)
+	v1Cgroup(t, mount, podDir+"/c1", 1e9, 17e6)
+	now := time.Unix(1000, 0)
+	no := false
+	s := New(Config{Pods: func() []*corev1.Pod { return []*corev1.Pod{pod} }, Cgroups: pods, Mount: mount, Unified: &no,
+		Now: func() time.Time { return now }})
+	s.Sample()
+	v1Cgroup(t, mount, podDir+"/c1", 4e9, 17e6) // 3 s more CPU
+	now = now.Add(DefaultPeriod - time.Second)
+	if c := s.Summary().Pods[0].Containers[0]; *c.CPU.UsageCoreNanoSeconds != 1e9 {
+		t.Errorf("a read %s after the sample read the cgroups again: %d ns of CPU, want the sample's 1e9", DefaultPeriod-time.Second, *c.CPU.UsageCoreNanoSeconds)
+	}
+	if n, _ := s.Samples(); n != 1 {
+		t.Errorf("samples = %d after a read of a young sample, want 1", n)
+	}
+	now = now.Add(51 * time.Second) // a minute after the sample
+	c := s.Summary().Pods[0].Containers[0]
+	if n, _ := s.Samples(); n != 2 {
+		t.Fatalf("samples = %d after a read of a sample older than the period, want 2", n)
+	}
+	if *c.CPU.UsageCoreNanoSeconds != 4e9 || c.CPU.UsageNanoCores == nil || *c.CPU.UsageNanoCores != 50e6 {
+		t.Errorf("container cpu = %+v, want 4e9 ns and 3 s over the minute since the sample before: 50e6 nanocores", c.CPU)
+	}
+}
+
+// Unread, the sampler reads the cgroups at once and then on its idle period, not on
+// its period.
+func TestSamplerUnreadSamplesOnItsIdlePeriod(t *testing.T) {
+	mount := t.TempDir()
+	v1Cgroup(t, mount, "/", 1, 1)
+	no := false
+	const idle = 2 * time.Second
+	s := New(Config{Pods: func() []*corev1.Pod { return []*corev1.Pod{testPod()} }, Mount: mount, Unified: &no,
+		Period: time.Millisecond, IdlePeriod: idle})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for n, _ := s.Samples(); n == 0; n, _ = s.Samples() {
+		if time.Now().After(deadline) {
+			t.Fatal("no sample at the start")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	first := time.Now()
+	time.Sleep(200 * time.Millisecond) // two hundred periods
+	n, next := s.Samples()
+	if time.Since(first) < idle && n != 1 {
+		t.Errorf("%d samples in the first %s of a %s idle period, want 1", n, time.Since(first).Round(time.Millisecond), idle)
+	}
+	select {
+	case <-next:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no second sample after the idle period")
+	}
+}
+
+// A sample taken while no pod was wanted is no reason not to look: a read right after
+// the first pod appears reads its cgroups.
+func TestSummaryAfterASampleWithoutPodsLooksAgain(t *testing.T) {
+	mount := t.TempDir()
+	pods, err := cgroups.New(cgroups.Config{Driver: cgroups.Cgroupfs, Root: "/staticpod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := testPod()
+	v1Cgroup(t, mount, "/", 100e9, 500e6)
+	v1Cgroup(t, mount, pods.PodDir(pod), 2e9, 20e6)
+	var wanted []*corev1.Pod
+	now := time.Unix(1000, 0)
+	no := false
+	s := New(Config{Pods: func() []*corev1.Pod { return wanted }, Cgroups: pods, Mount: mount, Unified: &no,
+		Now: func() time.Time { return now }})
+	s.Sample()
+	wanted = []*corev1.Pod{pod}
+	now = now.Add(time.Second)
+	if sum := s.Summary(); len(sum.Pods) != 1 {
+		t.Errorf("a read a second after a sample without pods, with one wanted now, shows pods %+v, want it", sum.Pods)
 	}
 }

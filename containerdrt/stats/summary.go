@@ -10,14 +10,15 @@ import (
 	"github.com/staticpod/staticpod/logs"
 )
 
-// Summary is the last sample in the kubelet's /stats/summary shape: the node, and each
-// pod with its running containers, CPU (cumulative and the rate since the sample
-// before), memory and, on cgroup v2, pressure; with the last measure of the disks
+// Summary is the latest sample, taken first when it is older than the period, in the
+// kubelet's /stats/summary shape: the node, and each pod with its running containers,
+// CPU (cumulative and the rate since the sample before), memory and, on cgroup v2, pressure; with the last measure of the disks
 // (SampleDisks): the node's and the images' filesystems, each pod's volumes and
 // ephemeral storage, each container's writable layer (rootfs) and logs. Pods whose
 // cgroup could not be read are left out, as the kubelet leaves out pods cAdvisor does
 // not know yet.
 func (s *Sampler) Summary() *statsapi.Summary {
+	s.fresh()
 	s.mu.Lock()
 	smp, dk := s.last, s.disks
 	s.mu.Unlock()
