@@ -27,6 +27,11 @@ const (
 	// labelArchive, on an image, is the archive of the image dir it was last imported
 	// from (an absolute path): the image is pinned while it is there.
 	labelArchive = "io.staticpod.image-archive"
+	// labelArchiveVersion, on an image imported from an archive, is the archive's
+	// version it came from and how many images that brought (archiveVersion): a
+	// staticpod started again finds an archive unchanged since, whose images are all
+	// still there and unpacked, and does not import it again.
+	labelArchiveVersion = "io.staticpod.image-archive-version"
 )
 
 // importFile imports the image archive at path and unpacks its images for the
@@ -43,6 +48,11 @@ func (s *Store) importFile(ctx context.Context, path string) ([]string, error) {
 		return nil, fmt.Errorf("import %s: %w", path, err)
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", path, err)
+	}
+	stamp := stampOf(fi)
 	r, err := decompress(f)
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", path, err)
@@ -66,7 +76,46 @@ func (s *Store) importFile(ctx context.Context, path string) ([]string, error) {
 		}
 		names = append(names, img.Name)
 	}
+	// Once all are in: an import cut short leaves images no later start takes for whole.
+	is := s.client.ImageService()
+	for _, img := range imported {
+		img.Labels = map[string]string{labelArchiveVersion: archiveVersion(stamp, len(imported))}
+		if _, err := is.Update(ctx, img, "labels."+labelArchiveVersion); err != nil {
+			return names, fmt.Errorf("import %s: record the archive's version on image %s: %w", path, img.Name, err)
+		}
+	}
 	return names, nil
+}
+
+// archiveVersion is the value of labelArchiveVersion for an archive of that version
+// that brought count images.
+func archiveVersion(v fileStamp, count int) string {
+	return fmt.Sprintf("size=%d,mtime=%d,images=%d", v.size, v.mtime.UnixNano(), count)
+}
+
+// importedBefore returns the names of the images an earlier import of this version of
+// the archive at path brought, when they are all still there and unpacked; else nil.
+func (s *Store) importedBefore(ctx context.Context, path string, v fileStamp) []string {
+	archive, err := filepath.Abs(path)
+	if err != nil {
+		return nil
+	}
+	imgs, err := s.client.ImageService().List(ctx, fmt.Sprintf("labels.%q==%q", labelArchive, archive))
+	if err != nil || len(imgs) == 0 {
+		return nil
+	}
+	want := archiveVersion(v, len(imgs))
+	names := make([]string, 0, len(imgs))
+	for _, img := range imgs {
+		if img.Labels[labelArchiveVersion] != want {
+			return nil // another version's, or one of its images is gone
+		}
+		if ok, err := client.NewImage(s.client, img).IsUnpacked(ctx, s.cfg.Snapshotter); err != nil || !ok {
+			return nil
+		}
+		names = append(names, img.Name)
+	}
+	return names
 }
 
 // decompress returns r's content, gunzipped if it starts with gzip's magic bytes.
@@ -102,7 +151,9 @@ func ociRefName(name string) string {
 
 // Run imports every archive in the image dir, then watches the dir and imports archives
 // as they are added or replaced, once they have settled (written and closed, or renamed
-// in), until ctx is done; it then returns nil. It creates the dir if missing. With no
+// in), until ctx is done; it then returns nil. An archive whose images an earlier
+// import of the same version brought, all still there, is not imported again
+// (importedBefore): a restart reads no archive twice. It creates the dir if missing. With no
 // image dir configured it returns nil at once. Dot files, *.tmp, *.part and editor
 // leftovers are ignored. A file that fails to import is logged once, as a warning with its
 // reason, and retried only when it changes; it never stops Run. Removing an archive
@@ -142,6 +193,8 @@ type fileStamp struct {
 	size  int64
 	mtime time.Time
 }
+
+func stampOf(fi os.FileInfo) fileStamp { return fileStamp{size: fi.Size(), mtime: fi.ModTime()} }
 
 // dirImports is Run's state. It is owned by Run's goroutine and needs no lock.
 type dirImports struct {
@@ -244,14 +297,27 @@ func (d *dirImports) importOne(ctx context.Context, path string) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return // gone again, or a directory
 	}
-	stamp := fileStamp{size: fi.Size(), mtime: fi.ModTime()}
+	stamp := stampOf(fi)
 	if d.seen[path] == stamp {
 		return
 	}
+	first := d.seen[path] == (fileStamp{})
 	d.seen[path] = stamp
 	start := time.Now()
 	ictx, cancel := context.WithTimeout(ctx, importTimeout)
 	defer cancel()
+	if first {
+		// A staticpod started again: an archive unchanged since its images came in is
+		// not read again (a boot would wait for every archive of the dir to be read).
+		if names := d.importedBefore(ictx, path, stamp); names != nil {
+			d.log.Info("image archive unchanged since it was imported", "file", path, "images", names)
+			d.pin(path, names)
+			if d.arrived != nil {
+				d.arrived(provides(names))
+			}
+			return
+		}
+	}
 	names, err := d.importFile(ictx, path)
 	switch {
 	case err != nil && ctx.Err() != nil:

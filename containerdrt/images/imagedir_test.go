@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/errdefs"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -256,4 +257,73 @@ func TestProvides(t *testing.T) {
 			t.Errorf("provides(...)(%q) = %v, want %v", image, got, want)
 		}
 	}
+}
+
+// A staticpod started again does not read an archive again whose images came in from
+// it, unchanged since, and are all still there: it only pins them. One whose image was
+// removed meanwhile, or that was replaced, is imported again.
+func TestImageDirImportsAnUnchangedArchiveOnce(t *testing.T) {
+	d := ctd.Daemon(t)
+	ctx := d.Context(t, d.Namespace(t))
+	dir := t.TempDir()
+	path := filepath.Join(dir, "app.tar")
+	opts := imageOptionsFor(t, "")
+	if err := os.WriteFile(path, mustOCIArchive(t, opts, "example.com/dir/once:1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	archive, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// start runs a new Store over dir until its archives present at start are in, and
+	// returns it and what it logged.
+	start := func() (*Store, *importLog) {
+		t.Helper()
+		logs := &importLog{t: t}
+		imgs := newStore(d.Client, Config{ImageDir: dir}, slog.New(slog.NewTextHandler(logs, nil)))
+		stop := startImageDir(t, ctx, imgs)
+		select {
+		case <-imgs.Imported():
+		case <-time.After(importWait):
+			t.Fatal("the archives present at start are not in after a minute")
+		}
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		return imgs, logs
+	}
+	const name = "example.com/dir/once:1"
+	if _, logs := start(); len(logs.lines(`msg="imported images"`)) != 1 {
+		t.Fatalf("first start: imports logged %q, want one", logs.lines("imported"))
+	}
+	imgs, logs := start()
+	if got := logs.lines(`msg="imported images"`); len(got) != 0 {
+		t.Errorf("second start over the unchanged archive imported it again: %q", got)
+	}
+	if got := logs.lines("unchanged since it was imported"); len(got) != 1 || !strings.Contains(got[0], name) {
+		t.Errorf("second start logged %q, want the archive unchanged with %s", got, name)
+	}
+	if !imgs.pinned(name, archive) {
+		t.Errorf("image %s of the archive not imported again is not pinned", name)
+	}
+
+	if err := d.Client.ImageService().Delete(ctx, name, images.SynchronousDelete()); err != nil {
+		t.Fatal(err)
+	}
+	if _, logs := start(); len(logs.lines(`msg="imported images"`)) != 1 {
+		t.Errorf("a start after the archive's image was removed: imports logged %q, want one", logs.lines("imported"))
+	}
+	awaitImages(t, ctx, imgs, name)
+
+	if err := os.WriteFile(path, mustOCIArchive(t, opts, "example.com/dir/once:2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Minute) // another version, whatever the clock's resolution
+	if err := os.Chtimes(path, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if _, logs := start(); len(logs.lines(`msg="imported images"`)) != 1 {
+		t.Errorf("a start after the archive was replaced: imports logged %q, want one", logs.lines("imported"))
+	}
+	awaitImages(t, ctx, imgs, "example.com/dir/once:2")
 }
