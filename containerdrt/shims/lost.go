@@ -91,11 +91,7 @@ func (l *Lost) Creating(id string) bool {
 func (l *Lost) Confirm(address, ns, helper string, records map[string]bool, procs map[string]*task.Process) ([]Proc, []LogWriter) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	period := l.Period
-	if time.Now().After(l.until) && len(l.suspects)+len(l.stale) == 0 {
-		period = lostShimRareLook // nothing to confirm: only a safety net
-	}
-	if time.Since(l.last) < period {
+	if !l.due() {
 		return nil, nil
 	}
 	l.last = time.Now()
@@ -138,6 +134,22 @@ func (l *Lost) Confirm(address, ns, helper string, records map[string]bool, proc
 	}
 	l.suspects, l.cleared, l.stale = suspects, cleared, staleNow
 	return lost, stale
+}
+
+// Due reports whether Confirm would look now: callers that look apart from their own
+// work skip starting one that would not.
+func (l *Lost) Due() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.due()
+}
+
+func (l *Lost) due() bool {
+	period := l.Period
+	if time.Now().After(l.until) && len(l.suspects)+len(l.stale) == 0 {
+		period = lostShimRareLook // nothing to confirm: only a safety net
+	}
+	return time.Since(l.last) >= period
 }
 
 // Clear records that shim pid does not serve the container it was started for: a
