@@ -722,7 +722,7 @@ func TestRepairFollowsEveryRelistAndPrecedesTheFirstSync(t *testing.T) {
 		}
 		return f.change("lost", func(c *Container) { c.State, c.ExitCode = StateExited, 255 }) == nil
 	}
-	r := runWithPod(t, f, 10 * time.Millisecond, pod)
+	r := runWithPod(t, f, 10*time.Millisecond, pod)
 	testenv.Await(t, "the lost container's successor running and 5 relists", 10*time.Second, func() bool {
 		return f.byName(pod.UID)["c/1"].State == StateRunning && r.Relists() >= 5
 	})
