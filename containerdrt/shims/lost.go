@@ -11,12 +11,12 @@ import (
 
 // How often the repairs look for shims containerd has lost track of. Looking reads the
 // command line of every process and checks each shim and log writer (60 ms of CPU at
-// 100 pods), so they look every lostShimLook
-// only for lostShimWatch after what leaves such shims: its start (the staticpod before
-// it may have been killed creating a task), a task creation that failed, and a
-// containerd that did not answer; else every lostShimRareLook. A shim is ended at the
-// second look that finds it lost, so never before lostShimLook: no task creation
-// containerd is still busy with is taken for a lost one.
+// 100 pods), so they look every lostShimLook only for lostShimWatch after what leaves
+// such shims: its start (the staticpod before it may have been killed creating a
+// task), a task creation that failed, and a containerd that did not answer; else every
+// lostShimRareLook. A shim is ended at the second look that finds it lost, so never
+// before lostShimLook: no task creation containerd is still busy with is taken for a
+// lost one.
 const (
 	lostShimLook     = 5 * time.Second
 	lostShimWatch    = 30 * time.Second
