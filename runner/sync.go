@@ -272,6 +272,34 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, s Start, b *creatio
 	return true, true
 }
 
+// retry is the back-off of an operation that failed: a pull, a sandbox, a start.
+type retry struct {
+	until time.Time
+	delay time.Duration
+}
+
+// failed doubles the back-off of key (10 s to 5 min) from now.
+func (w *worker) failed(retries map[string]retry, key string) {
+	b := retries[key]
+	b.delay = min(max(2*b.delay, pullBackoffInitial), pullBackoffMax)
+	b.until = w.now().Add(b.delay)
+	retries[key] = b
+}
+
+// waiting reports whether key is still backing off, and if so sets the alarm for its
+// end.
+func (w *worker) waiting(retries map[string]retry, key string) bool {
+	b, ok := retries[key]
+	if !ok {
+		return false
+	}
+	left := b.until.Sub(w.now())
+	if left > 0 {
+		w.wakeIn(left)
+	}
+	return left > 0
+}
+
 // creation is what the containers one sync creates share: the pod's sandbox, the
 // images of image volumes pulled so far, and whether the pod's host side is prepared,
 // with what the runtime resolved of the pod then.

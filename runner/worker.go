@@ -82,34 +82,6 @@ func (r *Runner) workerDeps() workerDeps {
 	}
 }
 
-// retry is the back-off of an operation that failed: a pull, a sandbox, a start.
-type retry struct {
-	until time.Time
-	delay time.Duration
-}
-
-// failed doubles the back-off of key (10 s to 5 min) from now.
-func (w *worker) failed(retries map[string]retry, key string) {
-	b := retries[key]
-	b.delay = min(max(2*b.delay, pullBackoffInitial), pullBackoffMax)
-	b.until = w.now().Add(b.delay)
-	retries[key] = b
-}
-
-// waiting reports whether key is still backing off, and if so sets the alarm for its
-// end.
-func (w *worker) waiting(retries map[string]retry, key string) bool {
-	b, ok := retries[key]
-	if !ok {
-		return false
-	}
-	left := b.until.Sub(w.now())
-	if left > 0 {
-		w.wakeIn(left)
-	}
-	return left > 0
-}
-
 // wakeIn makes sure the worker syncs again within d, so that a back-off is acted on
 // the moment it ends rather than at the next relist. An earlier alarm stays.
 func (w *worker) wakeIn(d time.Duration) {
