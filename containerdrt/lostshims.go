@@ -34,12 +34,12 @@ var shimServices = []string{"containerd.task.v3.Task", "containerd.task.v2.Task"
 
 // lostShims ends, in their shims, the containers containerd lost track of that
 // shims.Lost confirms, and the log writers interrupted task creations left: in the
-// background, one look and its endings at a time (see endLostShims).
+// background, one ending at a time (see endLostShims).
 type lostShims struct {
 	*shims.Lost
 
-	busy atomic.Bool    // a look or its endings run (endLostShims)
-	wg   sync.WaitGroup // the look that runs
+	busy atomic.Bool    // an ending runs (endLostShims)
+	wg   sync.WaitGroup // the ending that runs
 }
 
 // newLostShims watches from the start (see shims.NewLost).
@@ -49,15 +49,12 @@ func newLostShims(procRoot string) *lostShims {
 
 // endLostShims ends, in their shims, the containers containerd lost track of (see
 // shims.Lost), and the log writers interrupted task creations left (see its Confirm).
-// records are the container records List read, procs the tasks it listed (neither is
-// written after). The look and the endings go on in the background, one at a time: a
-// look reads every process's command line and checks the shims' and log writers'
-// (60 ms of CPU at 100 pods), and the first repair of a restart, which pods wait for,
-// would otherwise pay for one that can end nothing (a shim is ended at the second look
-// that finds it lost); and a shim that does not answer holds up no relist. Close waits
-// for them. Failures are logged; the next look tries again.
+// records are the container records List read, procs the tasks it listed. The ending
+// goes on in the background, one at a time, so that a shim that does not answer holds
+// up no relist; Close waits for it. Failures are logged; the next look tries again.
 func (rp *repairer) endLostShims(ctx context.Context, records map[string]bool, procs map[string]*task.Process) {
-	if !rp.lost.Due() || !rp.lost.busy.CompareAndSwap(false, true) {
+	lost, stale := rp.lost.Confirm(rp.rt.cfg.Address, rp.rt.cfg.Namespace, rp.rt.cfg.Self, records, procs)
+	if len(lost)+len(stale) == 0 || !rp.lost.busy.CompareAndSwap(false, true) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx) // the repair's own ends as it returns
@@ -65,7 +62,6 @@ func (rp *repairer) endLostShims(ctx context.Context, records map[string]bool, p
 	go func() {
 		defer rp.lost.wg.Done()
 		defer rp.lost.busy.Store(false)
-		lost, stale := rp.lost.Confirm(rp.rt.cfg.Address, rp.rt.cfg.Namespace, rp.rt.cfg.Self, records, procs)
 		for _, lg := range stale {
 			// It drains what is left, if anything, then exits (logs.RunShimLogger).
 			if shims.Signal(rp.lost.ProcRoot, lg.PID, lg.Start, syscall.SIGTERM) == nil {

@@ -85,3 +85,22 @@ func TestLostShimsAreConfirmedAtASecondLook(t *testing.T) {
 		t.Fatal("did not look again at once in a watch")
 	}
 }
+
+// The first look comes a moment after the start, not at once: the first repair of a
+// restart, which every pod waits for, makes none.
+func TestLostLooksFirstAMomentAfterTheStart(t *testing.T) {
+	proc := newFakeProc(t)
+	proc.shim(t, 11, "ns", "lost_c_0_1")
+	l := NewLost(string(proc))
+	records, procs := map[string]bool{"lost_c_0_1": true}, map[string]*task.Process{}
+	before := l.last
+	l.Confirm("/run/c.sock", "ns", proc.helper(), records, procs)
+	if l.last != before || len(l.suspects) != 0 {
+		t.Fatalf("looked at once at the start: last %v (was %v), suspects %v", l.last, before, l.suspects)
+	}
+	l.last = l.last.Add(-lostShimFirst) // lostShimFirst later
+	l.Confirm("/run/c.sock", "ns", proc.helper(), records, procs)
+	if l.suspects[11] != "lost_c_0_1" {
+		t.Fatalf("no look %s after the start: suspects %v", lostShimFirst, l.suspects)
+	}
+}
