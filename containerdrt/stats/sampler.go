@@ -71,8 +71,7 @@ type Sampler struct {
 	sampling sync.Mutex // one sample at a time: the idle period's and reads' own
 
 	mu      sync.Mutex
-	taken   time.Time            // when the latest sample of pods was taken
-	last    sample               // the latest sample
+	last    sample               // the latest sample; its time is zero without pods
 	prev    map[string]cpuSample // the CPU time of each cgroup dir at the sample before
 	samples int                  // samples taken; tests wait on it
 	changed chan struct{}        // closed and renewed at each sample
@@ -188,7 +187,7 @@ func (s *Sampler) fresh() {
 	s.sampling.Lock()
 	defer s.sampling.Unlock()
 	s.mu.Lock()
-	taken := s.taken
+	taken := s.last.at // zero without pods: a read looks again
 	s.mu.Unlock()
 	if !taken.IsZero() && s.cfg.Now().Sub(taken) < s.cfg.Period {
 		return
@@ -241,7 +240,7 @@ func (s *Sampler) sample() {
 func (s *Sampler) store(smp sample, next map[string]cpuSample) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.last, s.taken = smp, smp.at // zero without pods: the next read looks again
+	s.last = smp
 	if next == nil {
 		next = map[string]cpuSample{}
 	}
