@@ -34,6 +34,25 @@ func v1Cgroup(t testing.TB, mount, dir string, cpu, mem uint64) {
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// cgroupfsPods places pods as the cgroupfs driver does under /staticpod.
+func cgroupfsPods(t testing.TB) cgroups.Pods {
+	t.Helper()
+	pods, err := cgroups.New(cgroups.Config{Driver: cgroups.Cgroupfs, Root: "/staticpod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods
+}
+
+// v1PodCgroups writes the node's cgroup, pod's and its container c1's under mount.
+func v1PodCgroups(t testing.TB, mount string, pods cgroups.Pods, pod *corev1.Pod) {
+	t.Helper()
+	podDir := pods.PodDir(pod)
+	v1Cgroup(t, mount, "/", 100e9, 500e6)
+	v1Cgroup(t, mount, podDir, 2e9, 20e6)
+	v1Cgroup(t, mount, podDir+"/c1", 1e9, 17e6)
+}
 func TestSamplerReportsPodsContainersAndCPURate(t *testing.T) {
 	mount, logDir := t.TempDir(), t.TempDir()
 	pods, err := cgroups.New(cgroups.Config{Driver: cgroups.Cgroupfs, Root: "/staticpod"})
@@ -95,16 +114,9 @@ func TestSamplerReadsNothingWithoutPods(t *testing.T) {
 // than the kubelet's; a read of younger ones reads no cgroup. The CPU rate of a read
 // after a quiet spell is over that spell.
 func TestSummarySamplesWhenTheLatestIsOlderThanThePeriod(t *testing.T) {
-	mount := t.TempDir()
-	pods, err := cgroups.New(cgroups.Config{Driver: cgroups.Cgroupfs, Root: "/staticpod"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod := testPod()
+	mount, pods, pod := t.TempDir(), cgroupfsPods(t), testPod()
 	podDir := pods.PodDir(pod)
-	v1Cgroup(t, mount, "/", 100e9, 500e6)
-	v1Cgroup(t, mount, podDir, 2e9, 20e6)
-	v1Cgroup(t, mount, podDir+"/c1", 1e9, 17e6)
+	v1PodCgroups(t, mount, pods, pod)
 	now := time.Unix(1000, 0)
 	no := false
 	s := New(Config{Pods: func() []*corev1.Pod { return []*corev1.Pod{pod} }, Cgroups: pods, Mount: mount, Unified: &no,
@@ -167,14 +179,8 @@ func TestSamplerUnreadSamplesOnItsIdlePeriod(t *testing.T) {
 // A sample taken while no pod was wanted is no reason not to look: a read right after
 // the first pod appears reads its cgroups.
 func TestSummaryAfterASampleWithoutPodsLooksAgain(t *testing.T) {
-	mount := t.TempDir()
-	pods, err := cgroups.New(cgroups.Config{Driver: cgroups.Cgroupfs, Root: "/staticpod"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod := testPod()
-	v1Cgroup(t, mount, "/", 100e9, 500e6)
-	v1Cgroup(t, mount, pods.PodDir(pod), 2e9, 20e6)
+	mount, pods, pod := t.TempDir(), cgroupfsPods(t), testPod()
+	v1PodCgroups(t, mount, pods, pod)
 	var wanted []*corev1.Pod
 	now := time.Unix(1000, 0)
 	no := false
