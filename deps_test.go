@@ -23,8 +23,9 @@ const module = "github.com/staticpod/staticpod"
 // ours; runner/sysctl, the kubelet's sysctl rules as pure functions, which imports
 // only manifests; runner/revisions, the pods' Ready revisions and rollbacks on disk,
 // which imports only manifests; runner/node, the node's labels, taints and
-// allocatable and whether a pod fits them, which imports only manifests; runner/imagegc (image garbage collection) and
-// runner/pulling (a pull's progress in a pod's status), which import only api/wire;
+// allocatable and whether a pod fits them, which imports only manifests; runner/imagegc (image garbage collection),
+// runner/pulling (a pull's progress in a pod's status) and runner/events (the event
+// log, whose records are wire.Events), which import only api/wire;
 // and the leaves runner/results, runner/backoff and runner/prepull (none imports the
 // runner; whoever may import the runner may import them, "runner/..."); containerdrt
 // imports manifests and runner (and logs, a leaf that names and writes the CRI log
@@ -67,8 +68,9 @@ var rules = map[string][]string{
 	"runner/imagegc":                {"api/wire"},  // image garbage collection: its rules and its collector
 	"runner/prepull":                nil,           // a leaf: pulls an edited pod's images before its running instance stops, against an interface of its own
 	"runner/pulling":                {"api/wire"},  // a pull's progress in a pod's status
+	"runner/events":                 {"api/wire"},  // the event log: a record is a wire.Event
 	"runner/revisions":              {"manifests"}, // the pods' Ready revisions and rollbacks on disk: never the runner
-	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results", "runner/backoff", "runner/prepull", "runner/imagegc", "runner/pulling", "runner/revisions", "runner/node", "runner/restrict", "runner/devices"},
+	"runner":                        {"manifests", "api/wire", "runner/action", "runner/sysctl", "runner/results", "runner/backoff", "runner/prepull", "runner/imagegc", "runner/pulling", "runner/revisions", "runner/node", "runner/restrict", "runner/devices", "runner/events"},
 	"runner/devices":                nil,                            // the device plugins' devices and their checkpoint: never the runner or containerd
 	"runner/devices/plugintest":     nil,                            // a device plugin for tests, on k8s.io/kubelet's API alone
 	"runner/node":                   {"manifests"},                  // the node (labels, taints, allocatable) and whether a pod fits it: pure rules, never the runner
@@ -95,7 +97,7 @@ var rules = map[string][]string{
 	"e2e":                           nil, // its tests import what they test
 	"internal/ctrd":                 nil,
 	"internal/dirlock":              nil,                                                         // main's lock of the root and pod log dirs
-	"internal/diskspace":            {"runner/...", "manifests", "api/wire"},                     // records its events in the runner's event log
+	"internal/diskspace":            {"runner/events", "api/wire"},                               // records its events in the event log, never through the runner
 	"internal/service":              {"internal/systemd"},                                        // reads the runner through an interface of its own
 	"internal/nodeshutdown":         {"runner/...", "manifests", "api/wire", "internal/systemd"}, // stops the pods through the runner
 	"internal/pause":                nil,

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 // events answers the runner's events, oldest first (by their last occurrence), as a JSON
@@ -26,7 +26,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		writeBadRequest(w, fmt.Sprintf("pod=%q: name the pod as namespace/name", pod))
 		return
 	}
-	match := func(rec runner.Record) bool { return pod == "" || rec.Pod == pod }
+	match := func(rec events.Record) bool { return pod == "" || rec.Pod == pod }
 	store := s.cfg.Backend.Events()
 	if !follow {
 		writeJSON(w, http.StatusOK, filterEvents(store.All(), match))
@@ -69,14 +69,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 
 // filterEvents returns the matching records ordered by when they last happened, oldest
 // first; never nil, so that none is the JSON array [].
-func filterEvents(all []runner.Record, match func(runner.Record) bool) []runner.Record {
-	out := make([]runner.Record, 0, len(all))
+func filterEvents(all []events.Record, match func(events.Record) bool) []events.Record {
+	out := make([]events.Record, 0, len(all))
 	for _, rec := range all {
 		if match(rec) {
 			out = append(out, rec)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b runner.Record) int {
+	slices.SortStableFunc(out, func(a, b events.Record) int {
 		if c := a.Last.Compare(b.Last); c != 0 {
 			return c
 		}

@@ -10,18 +10,18 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 // addEvents records events of two pods and one of a source, in that order.
 func addEvents(b *fakeBackend) {
-	b.events.Add(runner.Record{UID: "uid-web", Pod: "default/web-node1", Container: "nginx", Type: runner.EventNormal, Reason: "Started", Message: "started"})
-	b.events.Add(runner.Record{Type: runner.EventWarning, Reason: "InvalidManifest", Message: "bad.yaml: spec: Required value", Source: "file"})
-	b.events.Add(runner.Record{UID: "uid-db", Pod: "default/db-node1", Container: "db", Type: runner.EventWarning, Reason: "BackOff", Message: "back-off"})
-	b.events.Add(runner.Record{UID: "uid-web", Pod: "default/web-node1", Container: "nginx", Type: runner.EventNormal, Reason: "Killing", Message: "stopping"})
+	b.events.Add(events.Record{UID: "uid-web", Pod: "default/web-node1", Container: "nginx", Type: events.Normal, Reason: "Started", Message: "started"})
+	b.events.Add(events.Record{Type: events.Warning, Reason: "InvalidManifest", Message: "bad.yaml: spec: Required value", Source: "file"})
+	b.events.Add(events.Record{UID: "uid-db", Pod: "default/db-node1", Container: "db", Type: events.Warning, Reason: "BackOff", Message: "back-off"})
+	b.events.Add(events.Record{UID: "uid-web", Pod: "default/web-node1", Container: "nginx", Type: events.Normal, Reason: "Killing", Message: "stopping"})
 }
 
-func reasons(recs []runner.Record) []string {
+func reasons(recs []events.Record) []string {
 	var out []string
 	for _, r := range recs {
 		out = append(out, r.Reason)
@@ -47,7 +47,7 @@ func TestEventsOldestFirstAndByPod(t *testing.T) {
 	}
 	for _, tt := range tests {
 		rec := serve(t, s.Handler(), http.MethodGet, "/events"+tt.query, nil)
-		var got []runner.Record
+		var got []events.Record
 		decodeJSON(t, rec.Body.Bytes(), &got)
 		if diff := cmp.Diff(tt.want, reasons(got)); diff != "" {
 			t.Errorf("GET /events%s reasons (-want +got):\n%s", tt.query, diff)
@@ -78,10 +78,10 @@ func TestEventsFollowStreamsCurrentThenNew(t *testing.T) {
 	awaitEvent(t, lines, "Started", 1)
 	awaitEvent(t, lines, "Killing", 1)
 
-	b.events.Add(runner.Record{UID: "uid-db", Pod: "default/db-node1", Type: runner.EventNormal, Reason: "Other"})
-	b.events.Add(runner.Record{UID: "uid-web", Pod: "default/web-node1", Container: "nginx", Type: runner.EventNormal, Reason: "Pulled", Message: "pulled"})
+	b.events.Add(events.Record{UID: "uid-db", Pod: "default/db-node1", Type: events.Normal, Reason: "Other"})
+	b.events.Add(events.Record{UID: "uid-web", Pod: "default/web-node1", Container: "nginx", Type: events.Normal, Reason: "Pulled", Message: "pulled"})
 	awaitEvent(t, lines, "Pulled", 1)
-	b.events.Add(runner.Record{UID: "uid-web", Pod: "default/web-node1", Container: "nginx", Type: runner.EventNormal, Reason: "Pulled", Message: "pulled"})
+	b.events.Add(events.Record{UID: "uid-web", Pod: "default/web-node1", Container: "nginx", Type: events.Normal, Reason: "Pulled", Message: "pulled"})
 	awaitEvent(t, lines, "Pulled", 2)
 }
 
@@ -93,7 +93,7 @@ func awaitEvent(t *testing.T, lines <-chan string, reason string, count int) {
 		if !ok {
 			t.Fatalf("the stream ended; want the event %s", reason)
 		}
-		var rec runner.Record
+		var rec events.Record
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("event line %q: %v", line, err)
 		}

@@ -23,14 +23,14 @@ import (
 
 	"github.com/staticpod/staticpod/httpsource"
 	"github.com/staticpod/staticpod/manifests"
-	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 const testNode = "node1"
 
 // fakeBackend is a runner as the API sees it, its state set by the test.
 type fakeBackend struct {
-	events *runner.Events
+	events *events.Store
 
 	mu         sync.Mutex // guards pods, healthy, lastRelist, ready and unsettled
 	pods       []*corev1.Pod
@@ -41,7 +41,7 @@ type fakeBackend struct {
 }
 
 func newFakeBackend(pods ...*corev1.Pod) *fakeBackend {
-	return &fakeBackend{events: runner.NewEvents(steppingClock()), pods: pods, healthy: true, lastRelist: time.Now(), ready: map[string]bool{}}
+	return &fakeBackend{events: events.New(steppingClock()), pods: pods, healthy: true, lastRelist: time.Now(), ready: map[string]bool{}}
 }
 
 // steppingClock returns a clock that advances a second at each reading, so that events
@@ -63,7 +63,7 @@ func (b *fakeBackend) Pods() []*corev1.Pod {
 	return append([]*corev1.Pod(nil), b.pods...)
 }
 
-func (b *fakeBackend) Events() *runner.Events { return b.events }
+func (b *fakeBackend) Events() *events.Store { return b.events }
 
 func (b *fakeBackend) Healthy() (bool, time.Time) {
 	b.mu.Lock()

@@ -32,6 +32,7 @@ import (
 	"github.com/staticpod/staticpod/logs"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 // Limits and timeouts of both listeners.
@@ -51,7 +52,7 @@ const (
 // Backend is what the API reads of the runner; *runner.Runner implements it.
 type Backend interface {
 	Pods() []*corev1.Pod        // wanted pods with their statuses, sorted by namespace and name
-	Events() *runner.Events     // the runner's event store
+	Events() *events.Store      // the runner's event store
 	Healthy() (bool, time.Time) // whether the PLEG relisted in the last 3 minutes; its last relist
 	SourceReady(source string) bool
 	Settled() bool // every wanted pod has a status: its worker synced it once, or it was refused

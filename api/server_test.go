@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/staticpod/staticpod/internal/testenv"
-	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 func TestSocketIsPrivateAndRemovedAtStop(t *testing.T) {
@@ -309,7 +309,7 @@ func TestStreamsOutliveTimeoutsAndEndAtShutdown(t *testing.T) {
 	// The stream must outlast the connection's read and write timeouts, so this waits
 	// past them: a time, not a state, is what is tested.
 	<-time.After(3 * s.timeouts.write)
-	b.events.Add(runner.Record{Type: runner.EventNormal, Reason: "Late"})
+	b.events.Add(events.Record{Type: events.Normal, Reason: "Late"})
 	awaitEvent(t, lines, "Late", 1)
 
 	stopped := make(chan error, 1)

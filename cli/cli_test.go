@@ -16,6 +16,7 @@ import (
 
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 // cliNow is the fixed time of the printer tests.
@@ -208,7 +209,7 @@ func etcdPod() *corev1.Pod {
 }
 
 func TestDescribeLayout(t *testing.T) {
-	events := []runner.Record{
+	events := []events.Record{
 		{Type: "Normal", Reason: "Started", Message: "Started container etcd", Container: "etcd", First: cliNow.Add(-9 * time.Minute), Last: cliNow.Add(-9 * time.Minute), Count: 1},
 		{Type: "Warning", Reason: "Unhealthy", Message: "Liveness probe failed: HTTP probe failed with statuscode: 503", Container: "etcd",
 			First: cliNow.Add(-8 * time.Minute), Last: cliNow.Add(-5 * time.Second), Count: 3},

@@ -25,6 +25,7 @@ import (
 	"github.com/staticpod/staticpod/api/wire"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 // fixturePods are what the fake daemon runs: a pod from a file with two containers, a
@@ -230,7 +231,7 @@ func TestPSWatchPrintsChanges(t *testing.T) {
 func TestDescribeAgainstAFakeDaemon(t *testing.T) {
 	etcd := etcdPod()
 	d := apitest.NewServer(t, []corev1.Pod{*etcd})
-	d.SetEvents([]runner.Record{{UID: etcd.UID, Pod: "kube-system/etcd-node1", Type: "Normal", Reason: "Started", Message: "Started container etcd",
+	d.SetEvents([]events.Record{{UID: etcd.UID, Pod: "kube-system/etcd-node1", Type: "Normal", Reason: "Started", Message: "Started container etcd",
 		First: time.Now().Add(-time.Minute), Last: time.Now().Add(-time.Minute), Count: 1}})
 	out, errOut, code := runCLI(t, "describe", "--api-socket", d.Socket, "kube-system/etcd-node1")
 	if code != 0 || !strings.Contains(out, "Name:         etcd-node1\n") || !strings.Contains(out, "  Normal  Started  60s   staticpod  Started container etcd\n") {
@@ -281,7 +282,7 @@ func TestPullProgressInPSWideAndDescribe(t *testing.T) {
 type execDaemon struct{ pods []*corev1.Pod }
 
 func (d execDaemon) Pods() []*corev1.Pod            { return d.pods }
-func (d execDaemon) Events() *runner.Events         { return runner.NewEvents(time.Now) }
+func (d execDaemon) Events() *events.Store          { return events.New(time.Now) }
 func (d execDaemon) Healthy() (bool, time.Time)     { return true, time.Now() }
 func (d execDaemon) SourceReady(source string) bool { return true }
 func (d execDaemon) Settled() bool                  { return true }

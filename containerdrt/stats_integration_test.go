@@ -23,13 +23,14 @@ import (
 	"github.com/staticpod/staticpod/containerdrt/stats"
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 // statsBackend is the little of the runner the API needs to serve the stats: the pods.
 type statsBackend struct{ pods []*corev1.Pod }
 
 func (b statsBackend) Pods() []*corev1.Pod        { return b.pods }
-func (b statsBackend) Events() *runner.Events     { return nil }
+func (b statsBackend) Events() *events.Store      { return nil }
 func (b statsBackend) Healthy() (bool, time.Time) { return true, time.Now() }
 func (b statsBackend) SourceReady(string) bool    { return true }
 func (b statsBackend) Settled() bool              { return true }

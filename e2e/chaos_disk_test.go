@@ -15,6 +15,7 @@ import (
 
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 // chattyScript counts lines on stdout and notes the count in /shared/beat, where the
@@ -67,12 +68,12 @@ func awaitBeats(t *testing.T, shared string, count int) {
 
 // awaitEvent waits until the daemon's events hold one of reason whose message mentions
 // about.
-func (n *node) awaitEvent(reason, about string) runner.Record {
+func (n *node) awaitEvent(reason, about string) events.Record {
 	n.t.Helper()
-	var found runner.Record
+	var found events.Record
 	testenv.Await(n.t, fmt.Sprintf("a %s event about %s", reason, about), 30*time.Second, func() bool {
 		code, body := n.apiGet("/events")
-		var recs []runner.Record
+		var recs []events.Record
 		if code != http.StatusOK || json.Unmarshal(body, &recs) != nil {
 			return false
 		}

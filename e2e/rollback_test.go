@@ -11,6 +11,7 @@ import (
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/events"
 	"github.com/staticpod/staticpod/runner/revisions"
 )
 
@@ -124,7 +125,7 @@ func TestRevisionNeverReadyIsRolledBackAndStaysSo(t *testing.T) {
 		t.Errorf("rollback reason %q", reason)
 	}
 	ev := n.awaitEvent(revisions.ReasonRolledBack, revisions.Short(v2.PodUID))
-	if ev.Type != runner.EventWarning || ev.UID != v1.UID {
+	if ev.Type != events.Warning || ev.UID != v1.UID {
 		t.Errorf("RolledBack event %+v, want a Warning on v1", ev)
 	}
 	n.awaitMetric("staticpod_pod_rollbacks_total 1")

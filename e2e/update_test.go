@@ -11,6 +11,7 @@ import (
 
 	"github.com/staticpod/staticpod/internal/testenv"
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 // TestEditPullsBeforeStoppingTheOldPod edits a running pod to an image that only a slow
@@ -159,7 +160,7 @@ func stoppedAt(t *testing.T, shared, rev string) time.Time {
 func (n *node) eventCount(reason, about string) int {
 	n.t.Helper()
 	code, body := n.apiGet("/events")
-	var recs []runner.Record
+	var recs []events.Record
 	if code != http.StatusOK || json.Unmarshal(body, &recs) != nil {
 		n.t.Fatalf("GET /events = %d %s", code, body)
 	}

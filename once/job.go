@@ -25,6 +25,7 @@ import (
 	"github.com/staticpod/staticpod/internal/helper"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/events"
 	"github.com/staticpod/staticpod/runner/restrict"
 )
 
@@ -189,7 +190,7 @@ func (j *job) runPods(runCtx context.Context) error {
 
 // wait follows the pods until every one is done or ctx is, and returns their last
 // statuses.
-func (j *job) wait(ctx context.Context, streams *logStreams, prog *progress, events <-chan runner.Record) []*corev1.Pod {
+func (j *job) wait(ctx context.Context, streams *logStreams, prog *progress, events <-chan events.Record) []*corev1.Pod {
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	for {

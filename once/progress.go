@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	spcli "github.com/staticpod/staticpod/cli"
-	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 // progress tells on stderr what the run does. On a terminal: every event (containers
@@ -26,8 +26,8 @@ type progress struct {
 	told     map[types.UID]string // what was said last of each pod
 }
 
-func (p *progress) event(e runner.Record) {
-	if e.Type != runner.EventWarning && !p.terminal {
+func (p *progress) event(e events.Record) {
+	if e.Type != events.Warning && !p.terminal {
 		return
 	}
 	who := e.Pod
@@ -38,7 +38,7 @@ func (p *progress) event(e runner.Record) {
 		who += "/" + e.Container
 	}
 	kind := ""
-	if e.Type == runner.EventWarning {
+	if e.Type == events.Warning {
 		kind = "warning: "
 	}
 	fmt.Fprintf(p.w, "%s%s%s: %s\n", p.stamp(), kind, who, e.Message)

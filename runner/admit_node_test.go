@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/events"
 	"github.com/staticpod/staticpod/runner/node"
 	"github.com/staticpod/staticpod/runner/restrict"
 )
@@ -74,7 +75,7 @@ func TestAdmitRefusesPodsNotForTheNode(t *testing.T) {
 	for _, p := range h.r.Pods() {
 		if p.Status.Phase == corev1.PodFailed {
 			got[p.Name] = [2]string{p.Status.Reason, p.Status.Message}
-			if evs := h.r.events.Pod(p.UID); len(evs) != 1 || evs[0].Reason != p.Status.Reason || evs[0].Type != EventWarning {
+			if evs := h.r.events.Pod(p.UID); len(evs) != 1 || evs[0].Reason != p.Status.Reason || evs[0].Type != events.Warning {
 				t.Errorf("events of %s: %+v", p.Name, evs)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 // portPod is sourcePod with a container asking for host port hostPort/protocol on ip.
@@ -87,7 +88,7 @@ func TestHostPortTakenIsRefused(t *testing.T) {
 		!strings.Contains(st.Message, "spec.containers[0].ports[0].hostPort: hostPort TCP 0.0.0.0:8080 is taken by pod default/first-n (file:first.yaml)") {
 		t.Errorf("status of the refused pod: %s %q %q", st.Phase, st.Reason, st.Message)
 	}
-	if evs := h.r.events.Pod(second.UID); len(evs) != 1 || evs[0].Reason != ReasonNodePorts || evs[0].Type != EventWarning {
+	if evs := h.r.events.Pod(second.UID); len(evs) != 1 || evs[0].Reason != ReasonNodePorts || evs[0].Type != events.Warning {
 		t.Errorf("events of the refused pod: %+v", evs)
 	}
 

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 // failures records what sources could not use: each failure once, when it appears or
@@ -16,7 +17,7 @@ import (
 // of the last update per source is what tells a new failure from an old one. It is
 // owned by the loop goroutine.
 type failures struct {
-	events  *Events
+	events  *events.Store
 	metrics *metrics                                // staticpod_manifest_errors_total
 	last    map[string]map[string]manifests.Failure // source -> location -> failure
 }
@@ -33,13 +34,13 @@ func (f *failures) record(u manifests.Update, podOf func(types.UID) string) {
 		}
 		msg := strings.Join(fl.Problems, "; ")
 		if !fl.Invalid {
-			f.events.Add(Record{Type: EventWarning, Reason: "SourceFailed", Message: msg + "; the last good manifests stay in force", Source: u.Source})
+			f.events.Add(events.Record{Type: events.Warning, Reason: "SourceFailed", Message: msg + "; the last good manifests stay in force", Source: u.Source})
 			continue
 		}
 		f.metrics.manifestErrors.WithLabelValues(u.Source).Inc()
-		f.events.Add(Record{Type: EventWarning, Reason: "InvalidManifest", Message: msg, Source: u.Source})
+		f.events.Add(events.Record{Type: events.Warning, Reason: "InvalidManifest", Message: msg, Source: u.Source})
 		for _, uid := range fl.Kept {
-			f.events.Add(Record{UID: uid, Pod: podOf(uid), Type: EventWarning, Reason: "InvalidManifest",
+			f.events.Add(events.Record{UID: uid, Pod: podOf(uid), Type: events.Warning, Reason: "InvalidManifest",
 				Message: "manifest is invalid; the pod keeps running on its last good spec: " + msg, Source: u.Source})
 		}
 	}
@@ -51,7 +52,7 @@ func (f *failures) record(u manifests.Update, podOf func(types.UID) string) {
 		if u.Source == manifests.SourceHTTP {
 			msg = "manifest URL answers again"
 		}
-		f.events.Add(Record{Type: EventNormal, Reason: "SourceRecovered", Message: msg, Source: u.Source})
+		f.events.Add(events.Record{Type: events.Normal, Reason: "SourceRecovered", Message: msg, Source: u.Source})
 	}
 	f.last[u.Source] = now
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"slices"
 
+	"github.com/staticpod/staticpod/runner/events"
 	"github.com/staticpod/staticpod/runner/imagegc"
 )
 
@@ -16,12 +17,12 @@ func newImageCollector(r *Runner, store ImageStore, policy ImageGCPolicy) *image
 	return &imagegc.Collector{
 		Store: store, Policy: policy, Usage: imageUsage{r.pub, r.pleg}, Wait: r.opts.RelistPeriod,
 		Event: func(warning bool, reason, message string) {
-			typ := EventNormal
+			typ := events.Normal
 			if warning {
-				typ = EventWarning
+				typ = events.Warning
 				r.metrics.imageGCFailures.WithLabelValues(reason).Inc() // its only warnings are failures
 			}
-			r.events.Add(Record{Type: typ, Reason: reason, Message: message})
+			r.events.Add(events.Record{Type: typ, Reason: reason, Message: message})
 		},
 		Removed: func(freed int64) {
 			r.metrics.imagesRemoved.Inc()

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 const imageVolumeManifest = `apiVersion: v1
@@ -143,7 +144,7 @@ func TestImageVolumePullFailureHoldsItsContainers(t *testing.T) {
 	}
 	var failed []string
 	for _, e := range h.r.events.Pod(pod.UID) {
-		if e.Type == EventWarning && e.Reason == "Failed" {
+		if e.Type == events.Warning && e.Reason == "Failed" {
 			failed = append(failed, e.Container+": "+e.Message)
 		}
 	}

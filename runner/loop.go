@@ -12,6 +12,7 @@ import (
 
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner/devices"
+	"github.com/staticpod/staticpod/runner/events"
 	"github.com/staticpod/staticpod/runner/prepull"
 	"github.com/staticpod/staticpod/runner/restrict"
 	"github.com/staticpod/staticpod/runner/revisions"
@@ -23,7 +24,7 @@ type loop struct {
 	pub          *published      // the merge, the refused pods' statuses, the workers' pods, the sources read
 	pleg         *PLEG           // the cache of the last relist: what runs
 	asks         *relistRequests // the workers to wake with a relist's result
-	events       *Events
+	events       *events.Store
 	log          *slog.Logger
 	now          func() time.Time
 	rt           Runtime               // removes garbage, in a goroutine of its own
@@ -199,7 +200,7 @@ func (l *loop) enact(ctx context.Context, desired map[types.UID]*corev1.Pod, con
 			l.log.Warn("pod defined twice; the first definition runs", "pod", c.Pod, "uid", c.Dropped, "ignored", c.Location,
 				"source", c.Source, "field", c.Err.Field, "kept", c.Holder, "err", c.Err.ErrorBody())
 		}
-		l.events.Add(Record{Type: EventWarning, Reason: "PodConflict", Message: c.Error(), Source: c.Source})
+		l.events.Add(events.Record{Type: events.Warning, Reason: "PodConflict", Message: c.Error(), Source: c.Source})
 	}
 	l.conflicts = reported
 	l.reject(desired, rejected)

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 // admit decides which desired pods are refused (Admit): those their source may not
@@ -51,7 +52,7 @@ func (l *loop) reject(desired map[types.UID]*corev1.Pod, rejected map[types.UID]
 		if !l.rejected[uid] {
 			l.log.Warn("pod refused", "pod", manifests.Key(rej.Pod), "uid", uid, "reason", rej.Reason(), "message", rej.Message())
 		}
-		l.events.Add(Record{UID: uid, Pod: manifests.Key(rej.Pod), Type: EventWarning, Reason: rej.Reason(), Message: rej.Message()})
+		l.events.Add(events.Record{UID: uid, Pod: manifests.Key(rej.Pod), Type: events.Warning, Reason: rej.Reason(), Message: rej.Message()})
 		out := rej.Pod.DeepCopy()
 		out.Status = rej.Status()
 		l.pub.setStatus(uid, out)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/events"
 	"github.com/staticpod/staticpod/runner/prepull"
 )
 
@@ -101,7 +102,7 @@ func (l *loop) prepulled(ctx context.Context, res prepull.Result) {
 	if res.Err != nil {
 		l.log.Warn("image pull failed; the running revision is kept", "pod", name, "uid", res.Pod.UID, "running", old,
 			"image", res.Image, "retry", res.Retry, "err", res.Err)
-		l.events.Add(Record{UID: res.Pod.UID, Pod: name, Type: EventNormal, Reason: "BackOff", Message: fmt.Sprintf("Back-off pulling image %q", res.Image)})
+		l.events.Add(events.Record{UID: res.Pod.UID, Pod: name, Type: events.Normal, Reason: "BackOff", Message: fmt.Sprintf("Back-off pulling image %q", res.Image)})
 		l.pullingStatus(res.Pod, old, res)
 		return
 	}

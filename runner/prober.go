@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/runner/action"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 // ProbeType names the three probes of a container.
@@ -42,7 +43,7 @@ type probeResult struct {
 // pod is removed). Results wake the pod's worker when they change.
 type prober struct {
 	rt     Runtime          // runs the probes' actions: exec in the container, dials into the pod
-	events *Events          // a failed probe is an event
+	events *events.Store    // a failed probe is an event
 	now    func() time.Time // the runner's clock: initialDelaySeconds counts on it
 
 	mu      sync.Mutex // guards workers and results
@@ -51,7 +52,7 @@ type prober struct {
 	running sync.WaitGroup // the workers' goroutines, each with its probe in flight
 }
 
-func newProber(rt Runtime, events *Events, now func() time.Time) *prober {
+func newProber(rt Runtime, events *events.Store, now func() time.Time) *prober {
 	return &prober{rt: rt, events: events, now: now, workers: map[probeKey]*probeWorker{}, results: map[probeKey]probeResult{}}
 }
 
@@ -223,7 +224,7 @@ func (pw *probeWorker) probeOnce() bool {
 	} else {
 		pw.failures, pw.successes = pw.failures+1, 0
 		res.message = err.Error()
-		pw.p.events.Add(Record{UID: pw.key.uid, Pod: podRef(pw.pod), Container: pw.container.Name, Type: EventWarning,
+		pw.p.events.Add(events.Record{UID: pw.key.uid, Pod: podRef(pw.pod), Container: pw.container.Name, Type: events.Warning,
 			Reason: "Unhealthy", Message: fmt.Sprintf("%s probe failed: %v", pw.key.kind, err)})
 	}
 	prev, _ := pw.p.result(pw.key.uid, pw.container.Name, pw.key.kind, pw.id)

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 const pullSecretsManifest = `apiVersion: v1
@@ -72,7 +73,7 @@ func TestPullSecretsBesideThePodReachThePull(t *testing.T) {
 
 	var warned []string
 	for _, e := range h.r.events.Pod(pod.UID) {
-		if e.Reason == ReasonFailedToRetrieveImagePullSecret && e.Type == EventWarning && e.Container == "" {
+		if e.Reason == ReasonFailedToRetrieveImagePullSecret && e.Type == events.Warning && e.Container == "" {
 			warned = append(warned, e.Message)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/events"
 	"github.com/staticpod/staticpod/runner/restrict"
 )
 
@@ -56,7 +57,7 @@ func TestForbiddenPodIsRefused(t *testing.T) {
 		t.Errorf("status of the forbidden pod: %s %q %q; want Failed %q %q", st.Phase, st.Reason, st.Message, restrict.ReasonForbidden, want)
 	}
 	evs := h.r.events.Pod(forbidden.UID)
-	if len(evs) != 1 || evs[0].Reason != restrict.ReasonForbidden || evs[0].Type != EventWarning || !strings.Contains(evs[0].Message, "--host-network-sources") {
+	if len(evs) != 1 || evs[0].Reason != restrict.ReasonForbidden || evs[0].Type != events.Warning || !strings.Contains(evs[0].Message, "--host-network-sources") {
 		t.Errorf("events of the forbidden pod: %+v", evs)
 	}
 

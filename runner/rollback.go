@@ -1,6 +1,7 @@
 package runner
 
 import "github.com/staticpod/staticpod/runner/revisions"
+import "github.com/staticpod/staticpod/runner/events"
 
 // progress shows the revisions store the status each worker last published: a Ready
 // revision is kept, one not Ready within its progress deadline is rolled back. The
@@ -15,7 +16,7 @@ func (l *loop) progress() (rolled bool) {
 		}
 		if rb := l.revs.Observe(pod); rb != nil { // logged by Observe
 			rolled = true
-			l.events.Add(Record{UID: rb.To, Pod: rb.Pod, Type: EventWarning, Reason: revisions.ReasonRolledBack, Message: rb.Message()})
+			l.events.Add(events.Record{UID: rb.To, Pod: rb.Pod, Type: events.Warning, Reason: revisions.ReasonRolledBack, Message: rb.Message()})
 		}
 	}
 	return rolled

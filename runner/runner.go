@@ -17,6 +17,7 @@ import (
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner/backoff"
 	"github.com/staticpod/staticpod/runner/devices"
+	"github.com/staticpod/staticpod/runner/events"
 	"github.com/staticpod/staticpod/runner/imagegc"
 	"github.com/staticpod/staticpod/runner/restrict"
 	"github.com/staticpod/staticpod/runner/results"
@@ -70,7 +71,7 @@ type Runner struct {
 	now      func() time.Time
 	pleg     *PLEG
 	backoffs *backoff.Table
-	events   *Events
+	events   *events.Store
 	results  *results.Store
 	metrics  *metrics
 	prober   *prober
@@ -113,7 +114,7 @@ func New(opts Options) (*Runner, error) {
 		opts: opts, rt: opts.Runtime, log: opts.Logger, now: opts.Now,
 		pleg:     NewPLEG(opts.Runtime, opts.Now),
 		backoffs: backoff.New(),
-		events:   NewEvents(opts.Now),
+		events:   events.New(opts.Now),
 		results:  finished,
 		metrics:  newMetrics(opts.Registry),
 		pub:      newPublished(opts.Sources),
@@ -169,7 +170,7 @@ func (r *Runner) Images(ctx context.Context) ([]ImageUse, error) {
 }
 
 // Events is the runner's event store.
-func (r *Runner) Events() *Events { return r.events }
+func (r *Runner) Events() *events.Store { return r.events }
 
 // Healthy reports whether the PLEG relisted in the last 3 minutes.
 func (r *Runner) Healthy() (bool, time.Time) { return r.pleg.Healthy() }

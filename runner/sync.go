@@ -12,6 +12,7 @@ import (
 	"github.com/staticpod/staticpod/api/wire"
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner/action"
+	"github.com/staticpod/staticpod/runner/events"
 	"github.com/staticpod/staticpod/runner/pulling"
 )
 
@@ -451,12 +452,12 @@ func (w *worker) backoffMessage(name string, rt PodRuntime) string {
 }
 
 func (w *worker) normal(container, reason, msg string) {
-	w.events.Add(Record{UID: w.uid, Pod: podRef(w.spec), Container: container, Type: EventNormal, Reason: reason, Message: msg})
+	w.events.Add(events.Record{UID: w.uid, Pod: podRef(w.spec), Container: container, Type: events.Normal, Reason: reason, Message: msg})
 }
 
 func (w *worker) warn(container, reason, msg string) {
 	w.log.Warn(msg, "container", container, "reason", reason)
-	w.events.Add(Record{UID: w.uid, Pod: podRef(w.spec), Container: container, Type: EventWarning, Reason: reason, Message: msg})
+	w.events.Add(events.Record{UID: w.uid, Pod: podRef(w.spec), Container: container, Type: events.Warning, Reason: reason, Message: msg})
 }
 
 func podRef(pod *corev1.Pod) string {

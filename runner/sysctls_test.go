@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/manifests"
+	"github.com/staticpod/staticpod/runner/events"
 	"github.com/staticpod/staticpod/runner/restrict"
 )
 
@@ -113,7 +114,7 @@ func TestForbiddenSysctlFailsThePod(t *testing.T) {
 		t.Errorf("status of the pod: %s %q %q; want Failed %q %q", st.Phase, st.Reason, st.Message, restrict.ReasonSysctlForbidden, want)
 	}
 	evs := h.r.events.Pod(forbidden.UID)
-	if len(evs) != 1 || evs[0].Reason != restrict.ReasonSysctlForbidden || evs[0].Type != EventWarning || evs[0].Message != want {
+	if len(evs) != 1 || evs[0].Reason != restrict.ReasonSysctlForbidden || evs[0].Type != events.Warning || evs[0].Message != want {
 		t.Errorf("events of the pod: %+v, want one warning %s: %s", evs, restrict.ReasonSysctlForbidden, want)
 	}
 }

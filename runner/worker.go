@@ -15,6 +15,7 @@ import (
 	"github.com/staticpod/staticpod/manifests"
 	"github.com/staticpod/staticpod/runner/backoff"
 	"github.com/staticpod/staticpod/runner/devices"
+	"github.com/staticpod/staticpod/runner/events"
 	"github.com/staticpod/staticpod/runner/results"
 )
 
@@ -64,7 +65,7 @@ type workerDeps struct {
 	prober   *prober
 	backoffs *backoff.Table
 	results  *results.Store
-	events   *Events
+	events   *events.Store
 	metrics  *metrics
 	log      *slog.Logger
 	now      func() time.Time
@@ -187,7 +188,7 @@ func (w *worker) syncOnce(ctx context.Context) (gone bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			w.log.Error("pod sync panicked", "panic", p, "stack", string(debug.Stack()))
-			w.events.Add(Record{UID: w.uid, Type: EventWarning, Reason: "FailedSync", Message: fmt.Sprint("sync panicked: ", p)})
+			w.events.Add(events.Record{UID: w.uid, Type: events.Warning, Reason: "FailedSync", Message: fmt.Sprint("sync panicked: ", p)})
 			gone = false
 		}
 	}()

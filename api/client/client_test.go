@@ -19,7 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/staticpod/staticpod/api/apitest"
-	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 func pod(namespace, name string) corev1.Pod {
@@ -50,7 +50,7 @@ func TestPodNotFoundIsTyped(t *testing.T) {
 
 func TestEventsAskForThePod(t *testing.T) {
 	f := apitest.NewServer(t, nil)
-	f.SetEvents([]runner.Record{{Pod: "kube-system/etcd-node1", Reason: "Started", Count: 1}})
+	f.SetEvents([]events.Record{{Pod: "kube-system/etcd-node1", Reason: "Started", Count: 1}})
 	records, err := New(f.Socket).Events(t.Context(), "kube-system", "etcd-node1")
 	if err != nil || len(records) != 1 || records[0].Reason != "Started" {
 		t.Errorf("Events = %v, %v", records, err)

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 
-	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 // Reasons of the events a Watch records.
@@ -43,7 +43,7 @@ const (
 // when it recovers, logs the same, and exports the free space and the state as metrics.
 type Watch struct {
 	dirs   map[string]string // what ("log", "root") -> directory
-	events *runner.Events
+	events *events.Store
 	log    *slog.Logger
 
 	available *prometheus.GaugeVec // staticpod_filesystem_available_bytes{dir}
@@ -53,7 +53,7 @@ type Watch struct {
 
 // New watches dirs (what, "log" or "root", -> directory), recording in events and
 // registering its metrics with reg.
-func New(dirs map[string]string, events *runner.Events, reg prometheus.Registerer, log *slog.Logger) *Watch {
+func New(dirs map[string]string, events *events.Store, reg prometheus.Registerer, log *slog.Logger) *Watch {
 	w := &Watch{
 		dirs: dirs, events: events, log: log, state: map[string]string{},
 		available: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -115,15 +115,15 @@ func (w *Watch) check(what, dir string) {
 	case "full":
 		msg := fmt.Sprintf("The filesystem of the %s dir %s is full (%d bytes available)%s", what, dir, avail, consequence(what))
 		w.log.Warn("filesystem full", "dir", dir, "available", avail)
-		w.events.Add(runner.Record{Type: runner.EventWarning, Reason: ReasonFilesystemFull, Message: msg})
+		w.events.Add(events.Record{Type: events.Warning, Reason: ReasonFilesystemFull, Message: msg})
 	case "read-only":
 		msg := fmt.Sprintf("The filesystem of the %s dir %s is read-only%s", what, dir, consequence(what))
 		w.log.Warn("filesystem read-only", "dir", dir)
-		w.events.Add(runner.Record{Type: runner.EventWarning, Reason: ReasonFilesystemReadOnly, Message: msg})
+		w.events.Add(events.Record{Type: events.Warning, Reason: ReasonFilesystemReadOnly, Message: msg})
 	default:
 		msg := fmt.Sprintf("The filesystem of the %s dir %s is writable again (%d bytes available; it was %s)", what, dir, avail, prev)
 		w.log.Info("filesystem writable again", "dir", dir, "available", avail, "was", prev)
-		w.events.Add(runner.Record{Type: runner.EventNormal, Reason: ReasonFilesystemRecovered, Message: msg})
+		w.events.Add(events.Record{Type: events.Normal, Reason: ReasonFilesystemRecovered, Message: msg})
 	}
 }
 

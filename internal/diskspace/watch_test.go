@@ -13,7 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/staticpod/staticpod/internal/testenv"
-	"github.com/staticpod/staticpod/runner"
+	"github.com/staticpod/staticpod/runner/events"
 )
 
 // A filesystem that fills up, frees space, turns read-only and writable again gives one
@@ -30,7 +30,7 @@ func TestDiskWatchReportsFullAndReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
-	events := runner.NewEvents(time.Now)
+	events := events.New(time.Now)
 	reg := prometheus.NewRegistry()
 	w := New(map[string]string{"log": dir}, events, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	check := func(want ...string) {

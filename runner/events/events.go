@@ -1,4 +1,7 @@
-package runner
+// Package events keeps the recent events of every pod and of the daemon itself, as a
+// cluster's event log would, for the API, once's progress and the daemon's watchers
+// (disk space) to read and add to. It imports only api/wire, whose Event a record is.
+package events
 
 import (
 	"sync"
@@ -18,18 +21,18 @@ const (
 
 // Event types, as on a cluster.
 const (
-	EventNormal  = "Normal"
-	EventWarning = "Warning"
+	Normal  = "Normal"
+	Warning = "Warning"
 )
 
 // Record is one event: what happened, to what, how often. Clients read it as
 // wire.Event.
 type Record = wire.Event
 
-// Events keeps the recent events of every pod and of the runner itself, folding
+// Store keeps the recent events of every pod and of the runner itself, folding
 // repeats (same reason and message) into one record with a count, as kubectl shows
 // them. It is safe for concurrent use.
-type Events struct {
+type Store struct {
 	now func() time.Time
 
 	mu     sync.Mutex // guards pods, global and subs
@@ -38,14 +41,14 @@ type Events struct {
 	subs   map[chan Record]struct{}
 }
 
-// NewEvents returns an empty event store.
-func NewEvents(now func() time.Time) *Events {
-	return &Events{now: now, pods: map[types.UID][]Record{}, subs: map[chan Record]struct{}{}}
+// New returns an empty event store.
+func New(now func() time.Time) *Store {
+	return &Store{now: now, pods: map[types.UID][]Record{}, subs: map[chan Record]struct{}{}}
 }
 
 // Add records an event. Records with a UID go to that pod's ring, others to the global
 // ring.
-func (e *Events) Add(r Record) {
+func (e *Store) Add(r Record) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.now()
@@ -82,14 +85,14 @@ func same(a, b Record) bool {
 }
 
 // Pod returns a pod's events, oldest first.
-func (e *Events) Pod(uid types.UID) []Record {
+func (e *Store) Pod(uid types.UID) []Record {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]Record(nil), e.pods[uid]...)
 }
 
 // All returns every event, the global ones first, then each pod's.
-func (e *Events) All() []Record {
+func (e *Store) All() []Record {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := append([]Record(nil), e.global...)
@@ -100,14 +103,14 @@ func (e *Events) All() []Record {
 }
 
 // Forget drops the events of a pod that is gone.
-func (e *Events) Forget(uid types.UID) {
+func (e *Store) Forget(uid types.UID) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.pods, uid)
 }
 
 // Subscribe returns a channel of new events and a function that ends the subscription.
-func (e *Events) Subscribe() (<-chan Record, func()) {
+func (e *Store) Subscribe() (<-chan Record, func()) {
 	ch := make(chan Record, 64)
 	e.mu.Lock()
 	e.subs[ch] = struct{}{}
