@@ -54,6 +54,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req runner.CreateRequest)
 	}
 	in := p.in
 	in.Image = facts.Config.Config
+	in.ImageUserFiles = r.images.UserFiles(ctx, req.Image, facts)
 	if in.ImageVolumes, err = r.mountImageVolumes(ctx, req, in.PodDir); err != nil {
 		return runner.Container{}, fmt.Errorf("create container %s: %w", id, err)
 	}

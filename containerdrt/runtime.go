@@ -39,6 +39,7 @@ const (
 	DefaultCallTimeout = 2 * time.Minute
 	podsDir            = "pods"    // under the root dir: one directory per pod UID
 	sandboxDir         = "sandbox" // under the root dir: the sandbox's read-only root
+	userFilesDir       = "images"  // under the run dir: the images' user files, one directory per manifest digest
 )
 
 // Config configures a Runtime.
@@ -47,8 +48,9 @@ type Config struct {
 	Namespace string // the containerd namespace staticpod owns
 	RootDir   string // pods/<uid> (volumes, image volumes, user namespaces), the sandbox root
 	// RunDir holds what lasts no longer than the machine's boot: pods/<uid> (the pod's
-	// /etc files, /dev/shm and termination logs) and the pinned namespaces
-	// (namespaces/<sandbox>). On a tmpfs (/run) these cost a fraction of what files on
+	// /etc files, /dev/shm and termination logs), the pinned namespaces
+	// (namespaces/<sandbox>) and the images' /etc/passwd and /etc/group
+	// (images/<manifest digest>, see images.Store.UserFiles). On a tmpfs (/run) these cost a fraction of what files on
 	// a disk do, many pods at once. "" = RootDir/run.
 	RunDir     string
 	PodLogDir  string        // CRI log files: <dir>/<namespace>_<name>_<uid>/<container>/<attempt>.log
@@ -202,6 +204,9 @@ func (cfg *Config) complete() error {
 	}
 	if cfg.RunDir == "" {
 		cfg.RunDir = filepath.Join(cfg.RootDir, "run")
+	}
+	if cfg.Images.UserFilesDir == "" {
+		cfg.Images.UserFilesDir = filepath.Join(cfg.RunDir, userFilesDir)
 	}
 	return nil
 }

@@ -6,7 +6,8 @@
 // --image-dir and the pins of its archives, and the store's side of image garbage
 // collection (the image filesystem, the images with their sizes, removals). It answers
 // what is present by asking containerd each time; what a present image holds (its
-// config and layers, named by digest) it reads once (Facts).
+// config and layers, named by digest) it reads once (Facts), and its /etc/passwd and
+// /etc/group, which containers' users are looked up in, it copies once (UserFiles).
 //
 // It decides nothing: which image to pull is the runner's plan, and which images may go
 // is the runner's image GC policy; containerdrt's Runtime gives each call its namespace

@@ -23,6 +23,7 @@ type Config struct {
 	InsecureRegistries []string // hosts (host, host:port or CIDR) talked to over plain HTTP (--insecure-registry)
 	Snapshotter        string   // "" = containerd's default
 	ImageDir           string   // --image-dir: tarballs imported at start and when added
+	UserFilesDir       string   // where UserFiles copies images' /etc/passwd and /etc/group; "" = nowhere
 	// The kubelet's credential provider plugins: their CredentialProviderConfig file (or
 	// directory of them) and the directory of their binaries. "" = none.
 	CredentialProviderConfig string
@@ -46,6 +47,7 @@ type Store struct {
 	archives  map[string][]string // archive path in the image dir -> the images it brought
 
 	facts factCache // what the images used hold, by manifest digest: see Facts
+	users userFiles // the copies of the images' user files, by manifest digest: see UserFiles
 }
 
 // New returns the image store of c. It loads the credential provider plugins of cfg and

@@ -18,8 +18,13 @@ type Input struct {
 	Container *corev1.Container
 	Attempt   int                 // restart count of the container: names its termination log
 	Image     ocispec.ImageConfig // the image's config: Env, Entrypoint, Cmd, WorkingDir, User, StopSignal
-	SandboxNS string              // directory of the sandbox's namespace files to join; "" for no sandbox
-	SandboxID string              // its container ID: the shim group of the pod's containers
+	// ImageUserFiles is a directory holding the image's /etc/passwd and /etc/group (those
+	// it has) at etc/passwd and etc/group, where the user and its groups are looked up;
+	// "" has the lookups read them from the container's snapshot, mounted for the
+	// purpose.
+	ImageUserFiles string
+	SandboxNS      string // directory of the sandbox's namespace files to join; "" for no sandbox
+	SandboxID      string // its container ID: the shim group of the pod's containers
 	// UserNSHostID is the host's first ID of the pod's user namespace (hostUsers:
 	// false), whose 65536 IDs from 0 it maps; 0 for the host's user namespace. The
 	// sandbox holds the namespace, as the file "user" in SandboxNS.

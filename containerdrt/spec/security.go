@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/cap"
 	"github.com/containerd/containerd/v2/pkg/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/staticpod/staticpod/runner"
@@ -26,8 +27,9 @@ const (
 // Security applies the container's securityContext, falling back to the pod's for
 // the fields both have, with the kubelet's and containerd CRI's rules: the user and its
 // groups, runAsNonRoot, capabilities, privileged, no_new_privs, a read-only root,
-// the AppArmor profile (in.AppArmorProfile) and seccomp. Options that look users up read the image's /etc/passwd and /etc/group
-// from the container's snapshot.
+// the AppArmor profile (in.AppArmorProfile) and seccomp. Options that look users up
+// read the image's /etc/passwd and /etc/group from in.ImageUserFiles, else from the
+// container's snapshot.
 func Security(in Input) ([]oci.SpecOpts, error) {
 	name := in.Container.Name
 	sc := effectiveSecurityContext(in.Pod, in.Container)
@@ -156,7 +158,31 @@ func userOpts(in Input, sc *corev1.SecurityContext) []oci.SpecOpts {
 	if sc.RunAsUser != nil {
 		groupsOf = strconv.FormatInt(*sc.RunAsUser, 10)
 	}
-	return []oci.SpecOpts{user, withGroups(groupsOf, in.Pod.Spec.SecurityContext)}
+	opts := []oci.SpecOpts{user, withGroups(groupsOf, in.Pod.Spec.SecurityContext)}
+	if in.ImageUserFiles != "" {
+		return []oci.SpecOpts{inUserFiles(in.ImageUserFiles, opts...)}
+	}
+	return opts
+}
+
+// inUserFiles applies opts, which look users and groups up in the image, to the copy of
+// the image's user files in dir rather than to the container's snapshot: containerd's
+// lookups read a container without a snapshot from the spec's root path, which is dir
+// while they run.
+func inUserFiles(dir string, opts ...oci.SpecOpts) oci.SpecOpts {
+	return func(ctx context.Context, cl oci.Client, c *containers.Container, s *oci.Spec) error {
+		bare := *c
+		bare.Snapshotter, bare.SnapshotKey = "", ""
+		root := s.Root
+		s.Root = &specs.Root{Path: dir}
+		defer func() { s.Root = root }()
+		for _, o := range opts {
+			if err := o(ctx, cl, &bare, s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // withGroups sets the supplementary groups as the kubelet and the CRI do: the primary

@@ -1,14 +1,19 @@
 package spec
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/cap"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/google/go-cmp/cmp"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -104,13 +109,58 @@ func TestSecurityUser(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(in)
 			}
+			want := []any{tc.uid, tc.gid, tc.groups}
 			u := mustSecuritySpec(t, in).Process.User
-			got := []any{u.UID, u.GID, u.AdditionalGids}
-			if diff := cmp.Diff([]any{tc.uid, tc.gid, tc.groups}, got); diff != "" {
-				t.Errorf("uid, gid, groups (-want +got):\n%s", diff)
+			if diff := cmp.Diff(want, []any{u.UID, u.GID, u.AdditionalGids}); diff != "" {
+				t.Errorf("from the root (-want +got):\n%s", diff)
+			}
+			// The same from a copy of the image's user files, for a container with a
+			// snapshot: nothing is mounted (there is no client to ask for its mounts),
+			// and the spec's root is left as it was.
+			in.ImageUserFiles = specUsersRootfs(t)
+			s := mustSecuritySpecOfSnapshot(t, in)
+			if u := s.Process.User; !cmp.Equal(want, []any{u.UID, u.GID, u.AdditionalGids}) {
+				t.Errorf("from the user files: uid, gid, groups = %v %v %v, want %v", u.UID, u.GID, u.AdditionalGids, want)
+			}
+			if s.Root.Path != "rootfs" {
+				t.Errorf("root path %q after the lookups, want containerd's default rootfs", s.Root.Path)
 			}
 		})
 	}
+}
+
+// mustSecuritySpecOfSnapshot applies Security's options to containerd's default spec
+// for a container whose root is a snapshot, with no client: an option that asked
+// containerd for the snapshot's mounts would fail.
+func mustSecuritySpecOfSnapshot(t *testing.T, in Input) *specs.Spec {
+	t.Helper()
+	opts, err := Security(in)
+	if err != nil {
+		t.Fatalf("Security: %v", err)
+	}
+	ctx := namespaces.WithNamespace(context.Background(), "spec-test")
+	c := &containers.Container{ID: "spec-test", Snapshotter: "overlayfs", SnapshotKey: "spec-test"}
+	s, err := oci.GenerateSpec(ctx, nil, c)
+	if err != nil {
+		t.Fatalf("generate default spec: %v", err)
+	}
+	for _, o := range opts {
+		if err := callOpt(ctx, o, c, s); err != nil {
+			t.Fatalf("apply spec option: %v", err)
+		}
+	}
+	return s
+}
+
+// callOpt applies o with no client, turning the panic of an option that uses one into
+// an error.
+func callOpt(ctx context.Context, o oci.SpecOpts, c *containers.Container, s *specs.Spec) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the option used containerd's client: %v", p)
+		}
+	}()
+	return o(ctx, nil, c, s)
 }
 
 func TestSecurityRunAsNonRoot(t *testing.T) {
