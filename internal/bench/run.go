@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -24,7 +25,8 @@ type Options struct {
 	Flags  []string // given to every staticpod, after the nodes' own
 	Only   string   // when set, run only the steps of that name: floors, start, present, removal, restart, steady, crun, footprint
 	// Profile, when set, is a directory for CPU profiles of staticpod and containerd
-	// over one more burst of 100 pods, not counted, and of staticpod idle with 100 pods
+	// over one more burst of 100 pods, not counted, of containerd over one more burst of
+	// the client's (client-100-containerd.pprof), and of staticpod idle with 100 pods
 	// (after the idle figures, over half the idle window).
 	Profile string
 }
@@ -235,6 +237,21 @@ func (r *Run) floors(ctx context.Context) (floorSet, error) {
 		}
 		fs.add("client/net=pod/n=100/concurrent=true", d)
 		fs.cpu("client/net=pod/n=100/concurrent=true", cpu, 100)
+	}
+	if r.opts.Profile != "" {
+		// One more burst, not counted: containerd's profile under the client, to set
+		// beside its profile under staticpod's burst of as many pods.
+		var profiled errgroup.Group
+		profiled.Go(func() error {
+			return profileCPU(ctx, r.d.DebugAddress(), 8*time.Second, filepath.Join(r.opts.Profile, "client-100-containerd.pprof"))
+		})
+		time.Sleep(50 * time.Millisecond) // for the profiler to have begun
+		if _, _, err := r.floor.Start(ctx, 100, false, true); err != nil {
+			return nil, err
+		}
+		if err := profiled.Wait(); err != nil {
+			return nil, err
+		}
 	}
 	return fs, nil
 }
