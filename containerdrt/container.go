@@ -155,14 +155,17 @@ func (r *Runtime) removeUnstarted(ctx context.Context, id string) error {
 func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	ctx, cancel := r.call(ctx)
 	defer cancel()
-	c, err := r.client.LoadContainer(ctx, id)
-	if err != nil {
-		return fmt.Errorf("start container %s: %w", id, convertErr(err))
+	info, ok := r.records.kept(id) // as this Runtime created it, a moment ago
+	if !ok {
+		c, err := r.client.LoadContainer(ctx, id)
+		if err != nil {
+			return fmt.Errorf("start container %s: %w", id, convertErr(err))
+		}
+		info, _ = c.Info(ctx, client.WithoutRefreshedMetadata) // never fails without a refresh
 	}
-	labels := loadedLabels(ctx, c)
-	path := r.logPathOf(labels)
-	link := r.logLinkOf(labels, id)
-	if err := r.startTask(ctx, c, logCreator(r.cfg.Self, r.cfg.Log, path, link)); err != nil {
+	path := r.logPathOf(info.Labels)
+	link := r.logLinkOf(info.Labels, id)
+	if err := r.startTask(ctx, info, logCreator(r.cfg.Self, r.cfg.Log, path, link)); err != nil {
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
 	return nil

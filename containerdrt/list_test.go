@@ -43,7 +43,7 @@ func (r *testRuntime) startRunning(tb testing.TB, n int) {
 			r.StopContainer(ctx, created.ID, 0)
 			r.RemoveContainer(ctx, created.ID)
 		})
-		cont, err := r.client.LoadContainer(r.ctx, created.ID)
+		cont, err := r.client.ContainerService().Get(r.ctx, created.ID)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -166,7 +166,7 @@ func TestRemoveContainerRefusesARunningOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cont, err := r.client.LoadContainer(r.ctx, unstarted.ID)
+	cont, err := r.client.ContainerService().Get(r.ctx, unstarted.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

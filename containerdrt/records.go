@@ -180,6 +180,15 @@ func (c *records) reported(ev recordEvent) {
 	c.stale[ev.id] = true
 }
 
+// kept returns the record of id as kept, when it is kept and not to be read again: as
+// this Runtime's last write of it left it, or as the last list read it.
+func (c *records) kept(id string) (containers.Container, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rec, ok := c.byID[id]
+	return rec, ok && !c.stale[id] && !c.whole
+}
+
 // list returns the records, sorted by ID as containerd lists them. With fresh (a
 // Runtime that only observes knows of no writes) they are listed anew; else every one
 // is listed anew when none are kept or recordsRefresh has passed, or else those kept

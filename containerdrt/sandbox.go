@@ -289,7 +289,8 @@ func (r *Runtime) startPauseSandbox(ctx context.Context, id string, p sandboxPla
 	if err != nil {
 		return nil, fmt.Errorf("create sandbox %s: %w", id, convertErr(err))
 	}
-	if err := r.startTask(ctx, c, cio.NullIO); err != nil {
+	info, _ := c.Info(ctx, client.WithoutRefreshedMetadata) // as created: never fails without a refresh
+	if err := r.startTask(ctx, info, cio.NullIO); err != nil {
 		r.abandonSandbox(ctx, c, "")
 		return nil, fmt.Errorf("start sandbox %s: %w", id, err)
 	}

@@ -29,63 +29,63 @@ import (
 // of the call that went away) leaves a container with no start recorded, which the
 // runner makes again under its attempt (see runner's neverStarted). One killed between
 // the start and its record leaves a running task, whose start the next relist records.
-func (r *Runtime) startTask(ctx context.Context, c client.Container, ioc cio.Creator) error {
-	defer r.repairs.lost.CreatingTask(c.ID())() // the repair leaves its shim and its start time alone
-	io, err := r.newTask(ctx, c, ioc)
+func (r *Runtime) startTask(ctx context.Context, info containers.Container, ioc cio.Creator) error {
+	defer r.repairs.lost.CreatingTask(info.ID)() // the repair leaves its shim and its start time alone
+	io, err := r.newTask(ctx, info, ioc)
 	if err != nil {
 		r.repairs.lost.Watch() // containerd may have left a shim of the failed creation
 		return convertErr(err)
 	}
 	started := time.Now().UTC() // before Start: a short-lived process may exit before Start returns
-	if _, err := r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: c.ID()}); err != nil {
+	if _, err := r.client.TaskService().Start(ctx, &tasks.StartRequest{ContainerID: info.ID}); err != nil {
 		io.Cancel()
 		io.Close()
-		if task, terr := c.Task(ctx, nil); terr == nil {
-			if _, derr := task.Delete(ctx, client.WithProcessKill); derr != nil {
-				r.log.Warn("delete task that failed to start", "id", c.ID(), "err", derr)
+		if c, lerr := r.client.LoadContainer(ctx, info.ID); lerr == nil {
+			if task, terr := c.Task(ctx, nil); terr == nil {
+				if _, derr := task.Delete(ctx, client.WithProcessKill); derr != nil {
+					r.log.Warn("delete task that failed to start", "id", info.ID, "err", derr)
+				}
 			}
 		}
 		return convertErr(errgrpc.ToNative(err))
 	}
-	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)}); err != nil {
+	record := containers.Container{ID: info.ID, Labels: map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)}}
+	if _, err := r.client.ContainerService().Update(ctx, record, "labels."+labelStartedAt); err != nil {
 		// The container runs: failing its start would have it removed. Repair records
 		// a start time for a running task that has none.
-		r.log.Warn("record container start", "id", c.ID(), "err", convertErr(err))
+		r.log.Warn("record container start", "id", info.ID, "err", convertErr(err))
 	}
 	return nil
 }
 
-// newTask creates c's task, again after clearing what a creation cut short left in its
-// way (clearForTask) or runc's state of a container whose process is gone, and again
-// after a shim of its group that was exiting is gone. It returns the task's IO.
-func (r *Runtime) newTask(ctx context.Context, c client.Container, ioc cio.Creator) (cio.IO, error) {
-	io, err := r.createTask(ctx, c, ioc)
-	for try := 0; try < 3 && err != nil && ctx.Err() == nil && r.clearForTask(ctx, c.ID(), err); try++ {
-		io, err = r.createTask(ctx, c, ioc)
+// newTask creates the task of the container with record info, again after clearing
+// what a creation cut short left in its way (clearForTask) or runc's state of a
+// container whose process is gone, and again after a shim of its group that was
+// exiting is gone. It returns the task's IO.
+func (r *Runtime) newTask(ctx context.Context, info containers.Container, ioc cio.Creator) (cio.IO, error) {
+	io, err := r.createTask(ctx, info, ioc)
+	for try := 0; try < 3 && err != nil && ctx.Err() == nil && r.clearForTask(ctx, info.ID, err); try++ {
+		io, err = r.createTask(ctx, info, ioc)
 	}
-	if err != nil && strings.Contains(err.Error(), shims.RuncStateExists) && shims.RemoveStaleRuncState(shims.RuncRoot, r.cfg.Namespace, c.ID()) {
-		r.log.Warn("removed runc's state of a container whose process is gone", "id", c.ID())
-		io, err = r.createTask(ctx, c, ioc)
+	if err != nil && strings.Contains(err.Error(), shims.RuncStateExists) && shims.RemoveStaleRuncState(shims.RuncRoot, r.cfg.Namespace, info.ID) {
+		r.log.Warn("removed runc's state of a container whose process is gone", "id", info.ID)
+		io, err = r.createTask(ctx, info, ioc)
 	}
 	for wait := shimExitWait; err != nil && strings.Contains(err.Error(), errShimGone) && wait <= 4*shimExitWait; wait *= 2 {
 		// The task joined its group's shim as that shim exited: once it is gone, the
 		// next try starts a new one.
-		r.log.Info("the shim of the container's group was exiting; trying again", "id", c.ID(), "err", err)
+		r.log.Info("the shim of the container's group was exiting; trying again", "id", info.ID, "err", err)
 		time.Sleep(wait)
-		io, err = r.createTask(ctx, c, ioc)
+		io, err = r.createTask(ctx, info, ioc)
 	}
 	return io, err
 }
 
-// createTask creates c's task as the client's NewTask does for a container with a
-// snapshot and no task options, from the record c was loaded with: NewTask reads the
+// createTask creates the task of the container with record info as the client's
+// NewTask does for a container with a snapshot and no task options: NewTask reads the
 // record from containerd three times more.
-func (r *Runtime) createTask(ctx context.Context, c client.Container, ioc cio.Creator) (_ cio.IO, err error) {
-	info, err := c.Info(ctx, client.WithoutRefreshedMetadata)
-	if err != nil {
-		return nil, err
-	}
-	io, err := ioc(c.ID())
+func (r *Runtime) createTask(ctx context.Context, info containers.Container, ioc cio.Creator) (_ cio.IO, err error) {
+	io, err := ioc(info.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func (r *Runtime) createTask(ctx context.Context, c client.Container, ioc cio.Cr
 		}
 	}()
 	cfg := io.Config()
-	req := &tasks.CreateTaskRequest{ContainerID: c.ID(), Terminal: cfg.Terminal, Stdin: cfg.Stdin, Stdout: cfg.Stdout, Stderr: cfg.Stderr}
+	req := &tasks.CreateTaskRequest{ContainerID: info.ID, Terminal: cfg.Terminal, Stdin: cfg.Stdin, Stdout: cfg.Stdout, Stderr: cfg.Stderr}
 	if info.SnapshotKey != "" {
 		if req.Rootfs, err = r.rootfsMounts(ctx, info); err != nil {
 			return nil, err
