@@ -304,8 +304,9 @@ func TestPodStartAsksContainerdOnlyWhatItMust(t *testing.T) {
 	// The mounts of its snapshot, its task made and started, its start time recorded:
 	// its record is the one its creation kept.
 	want := map[string]uint64{
-		"/containerd.services.snapshots.v1.Snapshots/Mounts": 1,
-		"/containerd.services.tasks.v1.Tasks/Create": 1, "/containerd.services.tasks.v1.Tasks/Start": 1,
+		"/containerd.services.snapshots.v1.Snapshots/Mounts":   1,
+		"/containerd.services.tasks.v1.Tasks/Create":           1,
+		"/containerd.services.tasks.v1.Tasks/Start":            1,
 		"/containerd.services.containers.v1.Containers/Update": 1,
 	}
 	if got := callsSince(before, r.Calls()); !maps.Equal(got, want) {
