@@ -297,6 +297,7 @@ func TestPodStartAsksContainerdOnlyWhatItMust(t *testing.T) {
 	if n := callsSince(before, r.Calls())[namespaces]; n != 0 {
 		t.Errorf("creating a container read the namespace's labels %d times, want 0", n)
 	}
+	r.images.Wait() // the image's user files are copied, in the background
 	before = r.Calls()
 	if err := r.StartContainer(r.ctx, created.ID); err != nil {
 		t.Fatal(err)

@@ -247,6 +247,7 @@ func (r *Runtime) HostIP() string { return r.cfg.HostIP }
 // Close releases the connection to containerd. Containers keep running.
 func (r *Runtime) Close() error {
 	r.repairs.wait()
+	r.images.Wait()
 	return r.client.Close()
 }
 

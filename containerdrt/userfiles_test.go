@@ -10,8 +10,8 @@ import (
 )
 
 // The containers of an image run as its USER and with its groups, and a runAsUser gets
-// its group from the image's /etc/passwd, looked up in the copy of the image's user
-// files under the run dir rather than in each container's snapshot.
+// its group from the image's /etc/passwd, whether looked up in their snapshots (while
+// the image's user files are copied) or in the copy under the run dir.
 func TestContainersRunAsTheImageSaysThroughItsUserFiles(t *testing.T) {
 	r := newTestRuntime(t)
 	const ref = "example.com/users:staticpod-test"
@@ -19,15 +19,19 @@ func TestContainersRunAsTheImageSaysThroughItsUserFiles(t *testing.T) {
 		"etc/passwd": {Content: []byte("root:x:0:0:root:/root:/bin/sh\napp:x:1000:1001::/:/bin/sh\n")},
 		"etc/group":  {Content: []byte("root:x:0:\nwheel:x:10:app\naudio:x:29:app\napp:x:1001:\n")},
 	}})
-	pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: users}\nspec:\n  hostNetwork: true\n  containers:\n"+
-		"  - {name: image-user, image: "+ref+", imagePullPolicy: Never, command: [sleep, \"3600\"]}\n"+
-		"  - {name: run-as, image: "+ref+", imagePullPolicy: Never, command: [sleep, \"3600\"], securityContext: {runAsUser: 1000}}\n")
-	cs := r.mustRunPod(t, pod)
-	for name, want := range map[string]string{"image-user": "1000 1001 10 29 1001", "run-as": "1000 1001 10 29 1001"} {
-		got := strings.Join(strings.Fields(r.execOut(t, cs[name].ID, "sh", "-c", `echo $(id -u) $(id -g) $(id -G | tr ' ' '\n' | sort -n)`)), " ")
-		if got != want {
-			t.Errorf("%s: uid gid groups = %q, want %q", name, got, want)
+	// The first pod's containers start the copy; the second's use it.
+	for _, name := range []string{"first", "second"} {
+		pod := loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: "+name+"}\nspec:\n  hostNetwork: true\n  containers:\n"+
+			"  - {name: image-user, image: "+ref+", imagePullPolicy: Never, command: [sleep, \"3600\"]}\n"+
+			"  - {name: run-as, image: "+ref+", imagePullPolicy: Never, command: [sleep, \"3600\"], securityContext: {runAsUser: 1000}}\n")
+		cs := r.mustRunPod(t, pod)
+		for c, want := range map[string]string{"image-user": "1000 1001 10 29 1001", "run-as": "1000 1001 10 29 1001"} {
+			got := strings.Join(strings.Fields(r.execOut(t, cs[c].ID, "sh", "-c", `echo $(id -u) $(id -g) $(id -G | tr ' ' '\n' | sort -n)`)), " ")
+			if got != want {
+				t.Errorf("%s/%s: uid gid groups = %q, want %q", name, c, got, want)
+			}
 		}
+		r.images.Wait() // the copy is made
 	}
 	copies, err := os.ReadDir(filepath.Join(r.Runtime.cfg.RunDir, userFilesDir))
 	if err != nil || len(copies) != 1 {

@@ -31,17 +31,16 @@ const maxUserFile = 4 << 20
 // try would find again.
 var errUserFileContent = errors.New("user files of the image")
 
-// userFiles holds, by manifest digest, the directories UserFiles filled, or the one
-// copy under way.
+// userFiles holds, by manifest digest, the directories UserFiles filled: "" while a
+// copy is under way, or after one that failed on what the image holds.
 type userFiles struct {
-	mu   sync.Mutex
-	dirs map[string]*userFilesEntry
+	mu     sync.Mutex
+	dirs   map[string]string
+	copies sync.WaitGroup // the copies under way
 }
 
-type userFilesEntry struct {
-	done chan struct{} // closed once dir is known
-	dir  string        // "" when the copy failed: the next call tries again
-}
+// userFilesTimeout bounds one copy.
+const userFilesTimeout = time.Minute
 
 // UserFiles returns a directory that holds the /etc/passwd and /etc/group of img (those
 // it has, as regular files, symlinks within the image followed) at etc/passwd and
@@ -51,86 +50,90 @@ type userFilesEntry struct {
 // from its manifest digest, so the copy is made once per digest, under
 // Config.UserFilesDir, and kept (it is a few kilobytes, in the run dir).
 //
-// It returns "" (and no error) where it cannot help: an image without a digest, a
-// store that knows no snapshotter or no directory, a file it cannot copy as the
-// lookups would read it. The lookups then read the container's snapshot, as they
-// always did, and fail there as they would have.
+// It never waits for the copy: the first call for an image starts it in the
+// background and returns "", as every call does until it is made, so that no
+// container's start waits for a view of the image (tens of milliseconds). It also
+// returns "" where it cannot help: an image without a digest, a store that knows no
+// snapshotter or no directory, a file it cannot copy as the lookups would read it.
+// The lookups then read the container's snapshot, as they always did, and fail there
+// as they would have.
 func (s *Store) UserFiles(ctx context.Context, img runner.Image, f Facts) string {
 	d, err := digest.Parse(img.Digest)
 	if err != nil || s.cfg.Snapshotter == "" || s.cfg.UserFilesDir == "" || f.ChainID == "" {
 		return ""
 	}
 	s.users.mu.Lock()
+	defer s.users.mu.Unlock()
+	if dir, ok := s.users.dirs[d.String()]; ok {
+		return dir
+	}
 	if s.users.dirs == nil {
-		s.users.dirs = map[string]*userFilesEntry{}
+		s.users.dirs = map[string]string{}
 	}
-	e, ok := s.users.dirs[d.String()]
-	if !ok {
-		e = &userFilesEntry{done: make(chan struct{})}
-		s.users.dirs[d.String()] = e
+	dir := filepath.Join(s.cfg.UserFilesDir, d.Encoded())
+	if _, err := os.Stat(dir); err == nil {
+		s.users.dirs[d.String()] = dir // copied before this staticpod started: the digest says it is the same
+		return dir
 	}
-	s.users.mu.Unlock()
-	if ok {
-		select {
-		case <-e.done:
-			return e.dir
-		case <-ctx.Done():
-			return ""
-		}
-	}
-	dir, err := s.copyUserFiles(ctx, d, f.ChainID)
-	if err != nil {
-		s.log.Debug("image's user files not copied: containers look them up in their snapshots", "image", img.Ref, "err", err)
-		if !errors.Is(err, errUserFileContent) { // what the image holds will not change
-			s.users.mu.Lock()
+	s.users.dirs[d.String()] = ""
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), userFilesTimeout)
+	s.users.copies.Go(func() {
+		defer cancel()
+		err := s.copyUserFiles(ctx, d, f.ChainID, dir)
+		s.users.mu.Lock()
+		defer s.users.mu.Unlock()
+		switch {
+		case err == nil:
+			s.users.dirs[d.String()] = dir
+		case errors.Is(err, errUserFileContent): // what the image holds will not change
+			s.log.Debug("image's user files not copied: containers look them up in their snapshots", "image", img.Ref, "err", err)
+		default:
+			s.log.Debug("image's user files not copied: the next container tries again", "image", img.Ref, "err", err)
 			delete(s.users.dirs, d.String())
-			s.users.mu.Unlock()
 		}
-	}
-	e.dir = dir
-	close(e.done)
-	return dir
+	})
+	return ""
+}
+
+// Wait waits for the copies of user files under way.
+func (s *Store) Wait() {
+	s.users.copies.Wait()
 }
 
 // copyUserFiles copies the user files of the image whose layers have chain ID chainID
-// from a read-only view of them into UserFilesDir/<digest>, unless an earlier copy is
-// there.
-func (s *Store) copyUserFiles(ctx context.Context, d digest.Digest, chainID string) (string, error) {
-	dir := filepath.Join(s.cfg.UserFilesDir, d.Encoded())
-	if _, err := os.Stat(dir); err == nil {
-		return dir, nil // copied before this staticpod started: the digest says it is the same
-	}
+// from a read-only view of them into dir, under UserFilesDir.
+func (s *Store) copyUserFiles(ctx context.Context, d digest.Digest, chainID, dir string) error {
 	if err := os.MkdirAll(s.cfg.UserFilesDir, 0o700); err != nil {
-		return "", err
+		return err
 	}
 	tmp, err := os.MkdirTemp(s.cfg.UserFilesDir, ".copy-")
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer os.RemoveAll(tmp) // gone once renamed
 	ctx, done, err := s.client.WithLease(ctx)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer done(context.WithoutCancel(ctx))
 	sn := s.client.SnapshotService(s.cfg.Snapshotter)
 	key := "staticpod-user-files-" + d.Encoded() + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	mounts, err := sn.View(ctx, key, chainID)
 	if err != nil {
-		return "", fmt.Errorf("view of %s: %w", chainID, err)
+		return fmt.Errorf("view of %s: %w", chainID, err)
 	}
 	defer sn.Remove(context.WithoutCancel(ctx), key)
 	err = mount.WithReadonlyTempMount(ctx, mounts, func(root string) error { return copyUserFileSet(root, tmp) })
 	if err != nil {
-		return "", err
+		return err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		if _, statErr := os.Stat(dir); statErr == nil {
-			return dir, nil // another copy of the same digest came first
+			return nil // a copy of the same digest made meanwhile
 		}
-		return "", err
+		return err
 	}
-	return dir, nil
+	return nil
 }
 
 // copyUserFileSet copies each of userFileNames that the image root at root has into

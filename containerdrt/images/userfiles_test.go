@@ -15,8 +15,9 @@ import (
 )
 
 // An image's /etc/passwd and /etc/group are copied from a view of its layers once per
-// manifest digest: the store's later calls return the same directory without copying
-// again, and a store started later finds the copy an earlier one made.
+// manifest digest, in the background: the first call returns at once with nothing,
+// the calls after the copy return it, and a store started later finds the copy an
+// earlier one made.
 func TestUserFilesCopiesOncePerDigest(t *testing.T) {
 	d := ctd.Daemon(t)
 	ns := d.Namespace(t)
@@ -25,6 +26,7 @@ func TestUserFilesCopiesOncePerDigest(t *testing.T) {
 	i := d.MustImportImage(t, ns, testenv.ImageOptions{Ref: "example.com/users:1", Files: map[string]testenv.File{"etc/passwd": {Content: []byte(passwd)}}})
 	dir := t.TempDir()
 	imgs := newStore(d.Client, Config{Snapshotter: "overlayfs", UserFilesDir: dir}, pullLogger(t))
+	t.Cleanup(imgs.Wait)
 	img, err := imgs.Ensure(ctx, runner.PullRequest{Image: i.Name()})
 	if err != nil {
 		t.Fatal(err)
@@ -33,6 +35,10 @@ func TestUserFilesCopiesOncePerDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if files := imgs.UserFiles(ctx, img, facts); files != "" {
+		t.Fatalf("the first UserFiles = %q, want nothing while the copy is made", files)
+	}
+	imgs.Wait() // the copy is made
 	files := imgs.UserFiles(ctx, img, facts)
 	if files == "" {
 		t.Fatal("UserFiles copied nothing")
@@ -43,22 +49,22 @@ func TestUserFilesCopiesOncePerDigest(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(files, "etc/group")); err != nil {
 		t.Errorf("etc/group not copied: %v", err)
 	}
-	// Once: a second call does not copy again (it would make the directory anew).
+	// Once: a later call does not copy again (it would make the directory anew).
 	if err := os.RemoveAll(files); err != nil {
 		t.Fatal(err)
 	}
 	if again := imgs.UserFiles(ctx, img, facts); again != files {
-		t.Errorf("second UserFiles = %q, want %q", again, files)
+		t.Errorf("a later UserFiles = %q, want %q", again, files)
 	}
+	imgs.Wait()
 	if _, err := os.Stat(files); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the second call copied again: %v", err)
+		t.Errorf("a later call copied again: %v", err)
 	}
-	// A later store (a restart) uses the copy it finds, with no view of the image: its
-	// snapshotter does not even exist.
+	// A later store (a restart) uses the copy it finds, at its first call and with no
+	// view of the image: its snapshotter does not even exist.
 	first := newStore(d.Client, Config{Snapshotter: "overlayfs", UserFilesDir: dir}, pullLogger(t))
-	if got := first.UserFiles(ctx, img, facts); got != files {
-		t.Fatalf("copy anew = %q, want %q", got, files)
-	}
+	first.UserFiles(ctx, img, facts)
+	first.Wait()
 	later := newStore(d.Client, Config{Snapshotter: "no-such-snapshotter", UserFilesDir: dir}, pullLogger(t))
 	if got := later.UserFiles(ctx, img, facts); got != files {
 		t.Errorf("a later store's UserFiles = %q, want the copy at %q", got, files)
