@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -108,6 +110,10 @@ spec:
 	if strings.TrimSpace(page) != "hello from server-node1" {
 		t.Errorf("the client fetched %q from the server's pod IP, want its page", page)
 	}
+	// lo is up beside the pod network, with no loopback plugin in the network.
+	if local := r.execOut(t, srv["httpd"].ID, "wget", "-q", "-O", "-", "http://127.0.0.1:8080/"); strings.TrimSpace(local) != "hello from server-node1" {
+		t.Errorf("the server fetched %q from 127.0.0.1 in its own pod, want its page", local)
+	}
 
 	for _, pod := range []map[string]runner.Container{srv, cli} {
 		for _, c := range pod {
@@ -149,6 +155,10 @@ spec:
 	}
 	if got := nsInode(t, filepath.Join(r.pinDir(sb.ID), "net")); got != nsInode(t, fmt.Sprintf("/proc/%d/ns/net", sb.PID)) {
 		t.Errorf("the pinned network namespace is not the sandbox process's")
+	}
+	// The sandbox process brought lo up: the network has no loopback plugin.
+	if out, err := exec.Command("nsenter", "-t", strconv.Itoa(int(sb.PID)), "-n", "ip", "-o", "link", "show", "lo").CombinedOutput(); err != nil || !strings.Contains(string(out), ",UP") {
+		t.Errorf("lo in the sandbox's network namespace: %s (%v), want it up", out, err)
 	}
 	if listed, _ := r.find(t, sb.ID); !slices.Equal(listed.IPs, sb.IPs) {
 		t.Errorf("List reports the sandbox with IPs %v, want %v", listed.IPs, sb.IPs)

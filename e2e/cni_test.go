@@ -374,11 +374,14 @@ func TestCNIDefaultBridge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"name": "staticpod"`, `"bridge": "staticpod0"`, `"ipMasq": true`, `"type": "portmap"`, `"type": "loopback"`,
+	for _, want := range []string{`"name": "staticpod"`, `"bridge": "staticpod0"`, `"ipMasq": true`, `"type": "portmap"`,
 		`"dataDir": "` + n.path("root/cni/networks") + `"`} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("the default configuration lacks %s:\n%s", want, data)
 		}
+	}
+	if strings.Contains(string(data), `"type": "loopback"`) {
+		t.Errorf("the default configuration runs the loopback plugin, whose work staticpod does itself:\n%s", data)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

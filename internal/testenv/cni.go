@@ -20,7 +20,7 @@ import (
 
 // CNIPlugins are the plugins a test network uses; Debian's containernetworking-plugins
 // installs them in /usr/lib/cni, the CNI project's releases in /opt/cni/bin.
-var CNIPlugins = []string{"bridge", "host-local", "portmap", "loopback"}
+var CNIPlugins = []string{"bridge", "host-local", "portmap"}
 
 // CNIBinDirs are where the plugins are looked for.
 var CNIBinDirs = []string{"/opt/cni/bin", "/usr/lib/cni"}
