@@ -50,8 +50,8 @@ type Config struct {
 	// RunDir holds what lasts no longer than the machine's boot: pods/<uid> (the pod's
 	// /etc files, /dev/shm and termination logs), the pinned namespaces
 	// (namespaces/<sandbox>) and the images' /etc/passwd and /etc/group
-	// (images/<manifest digest>, see images.Store.UserFiles). On a tmpfs (/run) these cost a fraction of what files on
-	// a disk do, many pods at once. "" = RootDir/run.
+	// (images/<manifest digest>, see images.Store.UserFiles). On a tmpfs (/run) these
+	// cost a fraction of what files on a disk do, many pods at once. "" = RootDir/run.
 	RunDir     string
 	PodLogDir  string        // CRI log files: <dir>/<namespace>_<name>_<uid>/<container>/<attempt>.log
 	Self       string        // run as log writer and sandbox: staticpod-helper (see internal/helper) or staticpod; "" = this binary

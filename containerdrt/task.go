@@ -49,11 +49,10 @@ func (r *Runtime) startTask(ctx context.Context, info containers.Container, ioc 
 		}
 		return convertErr(errgrpc.ToNative(err))
 	}
-	record := containers.Container{ID: info.ID, Labels: map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)}}
-	if _, err := r.client.ContainerService().Update(ctx, record, "labels."+labelStartedAt); err != nil {
+	if _, err := r.setLabels(ctx, info.ID, map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)}); err != nil {
 		// The container runs: failing its start would have it removed. Repair records
 		// a start time for a running task that has none.
-		r.log.Warn("record container start", "id", info.ID, "err", convertErr(err))
+		r.log.Warn("record container start", "id", info.ID, "err", err)
 	}
 	return nil
 }

@@ -62,9 +62,10 @@ func (s *Store) UserFiles(ctx context.Context, img runner.Image, f Facts) string
 	if err != nil || s.cfg.Snapshotter == "" || s.cfg.UserFilesDir == "" || f.ChainID == "" {
 		return ""
 	}
+	key := d.String()
 	s.users.mu.Lock()
 	defer s.users.mu.Unlock()
-	if dir, ok := s.users.dirs[d.String()]; ok {
+	if dir, ok := s.users.dirs[key]; ok {
 		return dir
 	}
 	if s.users.dirs == nil {
@@ -72,10 +73,10 @@ func (s *Store) UserFiles(ctx context.Context, img runner.Image, f Facts) string
 	}
 	dir := filepath.Join(s.cfg.UserFilesDir, d.Encoded())
 	if _, err := os.Stat(dir); err == nil {
-		s.users.dirs[d.String()] = dir // copied before this staticpod started: the digest says it is the same
+		s.users.dirs[key] = dir // copied before this staticpod started: the digest says it is the same
 		return dir
 	}
-	s.users.dirs[d.String()] = ""
+	s.users.dirs[key] = ""
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), userFilesTimeout)
 	s.users.copies.Go(func() {
 		defer cancel()
@@ -84,12 +85,12 @@ func (s *Store) UserFiles(ctx context.Context, img runner.Image, f Facts) string
 		defer s.users.mu.Unlock()
 		switch {
 		case err == nil:
-			s.users.dirs[d.String()] = dir
+			s.users.dirs[key] = dir
 		case errors.Is(err, errUserFileContent): // what the image holds will not change
 			s.log.Debug("image's user files not copied: containers look them up in their snapshots", "image", img.Ref, "err", err)
 		default:
 			s.log.Debug("image's user files not copied: the next container tries again", "image", img.Ref, "err", err)
-			delete(s.users.dirs, d.String())
+			delete(s.users.dirs, key)
 		}
 	})
 	return ""
