@@ -6,8 +6,27 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
+
+// startProfiles begins CPU profiles, over profileSpan, of the Go programs serving
+// /debug/pprof/ on the unix sockets of who (by name), written to <dir>/<prefix>-<name>.pprof,
+// and returns once they have begun; Wait on what it returns for them to be written.
+func startProfiles(ctx context.Context, dir, prefix string, who map[string]string) *errgroup.Group {
+	var g errgroup.Group
+	for name, socket := range who {
+		out := filepath.Join(dir, prefix+"-"+name+".pprof")
+		g.Go(func() error { return profileCPU(ctx, socket, profileSpan, out) })
+	}
+	time.Sleep(50 * time.Millisecond) // for the profilers to have begun
+	return &g
+}
+
+// profileSpan is how long a burst's profiles run: longer than a burst of 100 pods.
+const profileSpan = 8 * time.Second
 
 // profileCPU writes the CPU profile of the Go program serving /debug/pprof/ on the unix
 // socket at socket, taken over the next d, to path.

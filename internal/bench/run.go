@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -241,11 +240,7 @@ func (r *Run) floors(ctx context.Context) (floorSet, error) {
 	if r.opts.Profile != "" {
 		// One more burst, not counted: containerd's profile under the client, to set
 		// beside its profile under staticpod's burst of as many pods.
-		var profiled errgroup.Group
-		profiled.Go(func() error {
-			return profileCPU(ctx, r.d.DebugAddress(), 8*time.Second, filepath.Join(r.opts.Profile, "client-100-containerd.pprof"))
-		})
-		time.Sleep(50 * time.Millisecond) // for the profiler to have begun
+		profiled := startProfiles(ctx, r.opts.Profile, "client-100", map[string]string{"containerd": r.d.DebugAddress()})
 		if _, _, err := r.floor.Start(ctx, 100, false, true); err != nil {
 			return nil, err
 		}

@@ -127,13 +127,9 @@ type burstResult struct {
 // profiles of staticpod and containerd over the burst to <profile>-staticpod.pprof and
 // <profile>-containerd.pprof in Options.Profile. It removes the pods after.
 func (r *Run) burst(ctx context.Context, n *Node, prefix string, pods int, hostNet bool, profile string) (burstResult, error) {
-	var profiles errgroup.Group
+	profiles := &errgroup.Group{}
 	if profile != "" {
-		for who, socket := range map[string]string{"staticpod": n.path("staticpod.sock"), "containerd": r.d.DebugAddress()} {
-			out := filepath.Join(r.opts.Profile, profile+"-"+who+".pprof")
-			profiles.Go(func() error { return profileCPU(ctx, socket, 8*time.Second, out) })
-		}
-		time.Sleep(50 * time.Millisecond) // for the profilers to have begun
+		profiles = startProfiles(ctx, r.opts.Profile, profile, map[string]string{"staticpod": n.path("staticpod.sock"), "containerd": r.d.DebugAddress()})
 	}
 	cpuMark, err := r.meter.Mark(r.d.PID())
 	if err != nil {
