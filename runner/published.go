@@ -118,19 +118,25 @@ func (p *published) setStatus(uid types.UID, pod *corev1.Pod) {
 	}
 }
 
-// setPulling publishes, as the status of a wanted pod, the pull of one of its images
-// under way: show applied to its last status, or to base() before it has one.
-func (p *published) setPulling(uid types.UID, base func() *corev1.Pod, show func(*corev1.Pod) *corev1.Pod) {
+// setUnsynced publishes, as the status of a wanted pod, one that no sync ended with: a
+// pull under way, or the pod before its first sync acts. It is show applied to the
+// last status, or to base() before there is one; a nil show keeps a status there is.
+func (p *published) setUnsynced(uid types.UID, base func() *corev1.Pod, show func(*corev1.Pod) *corev1.Pod) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if seen, wanted := p.seen[uid]; wanted {
-		pod := p.statuses[uid]
-		if pod == nil {
-			pod = base()
-			pod.Annotations[manifests.AnnotationSeen] = seen.UTC().Format(time.RFC3339Nano)
-		}
-		p.statuses[uid] = show(pod)
+	seen, wanted := p.seen[uid]
+	if !wanted {
+		return
 	}
+	pod := p.statuses[uid]
+	if pod == nil {
+		pod = base()
+		pod.Annotations[manifests.AnnotationSeen] = seen.UTC().Format(time.RFC3339Nano)
+	}
+	if show != nil {
+		pod = show(pod)
+	}
+	p.statuses[uid] = pod
 }
 
 // dropStatus forgets the status of uid until one is published again.

@@ -2,13 +2,16 @@ package runner
 
 import (
 	"regexp"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/api/wire"
+	"github.com/staticpod/staticpod/manifests"
 )
 
 func TestPulledEventSaysHowLongAndHowBig(t *testing.T) {
@@ -67,5 +70,46 @@ func TestFirstPullShowsItsProgressInTheStatus(t *testing.T) {
 	}
 	if st := h.status(pod.UID).ContainerStatuses[0].State; !h.r.Settled() || st.Waiting == nil || st.Waiting.Message != "" {
 		t.Errorf("after the sync: settled %v, state %+v; want settled and the sync's status", h.r.Settled(), st)
+	}
+}
+
+// From the moment its first sync acts, however long that takes, /pods lists a new pod
+// as Pending with its containers waiting ContainerCreating, as a kubelet shows it; the
+// pod is not settled until the sync ends.
+func TestNewPodListedWhileItsFirstSyncActs(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, "web", "httpd -f", corev1.RestartPolicyAlways)
+	h.r.pub.setDesired(map[types.UID]*corev1.Pod{pod.UID: pod}, t0)
+	gate := make(chan struct{})
+	h.f.gate["StartSandbox"] = gate
+	if _, err := h.r.pleg.Relist(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorker(h.r.workerDeps(), pod.UID, pod)
+	synced := make(chan struct{})
+	go func() {
+		defer close(synced)
+		w.syncOnce(h.ctx)
+	}()
+	for !slices.Contains(h.f.callsOf(), "StartSandbox") {
+		time.Sleep(time.Millisecond)
+	}
+	pods := h.r.Pods()
+	if len(pods) != 1 || h.r.Settled() {
+		t.Fatalf("while the sandbox starts: %d pods listed, settled %v; want the pod listed, not settled", len(pods), h.r.Settled())
+	}
+	st := pods[0].Status
+	if st.Phase != corev1.PodPending || len(st.ContainerStatuses) != 1 || st.ContainerStatuses[0].State.Waiting == nil ||
+		st.ContainerStatuses[0].State.Waiting.Reason != ReasonContainerCreating || pods[0].Annotations[manifests.AnnotationSeen] == "" {
+		t.Fatalf("while the sandbox starts the pod is listed as %+v, want Pending, c waiting ContainerCreating, with the time it was seen", st)
+	}
+	close(gate)
+	<-synced
+	if !h.r.Settled() {
+		t.Fatal("the pod is not settled after its first sync")
+	}
+	h.sync(w) // the relist that shows what the first sync started
+	if st := h.status(pod.UID); st.ContainerStatuses[0].State.Running == nil {
+		t.Fatalf("after the next sync c is %+v, want running", st.ContainerStatuses[0].State)
 	}
 }

@@ -438,7 +438,7 @@ func (w *worker) pullProgress(pod *corev1.Pod, container, image string) func(wir
 		return out
 	}
 	return func(p wire.PullProgress) {
-		w.pub.setPulling(w.uid, base, func(cur *corev1.Pod) *corev1.Pod { return pulling.Show(cur, container, image, p) })
+		w.pub.setUnsynced(w.uid, base, func(cur *corev1.Pod) *corev1.Pod { return pulling.Show(cur, container, image, p) })
 	}
 }
 

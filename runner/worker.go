@@ -41,6 +41,7 @@ type worker struct {
 	startKnown    bool        // obs.StartTime is the pod's start: what the runtime remembers (podStart), or, for a pod removed and wanted again, when this worker was made (loop.removed)
 	sandbox       *Container  // the pod's running sandbox at the last sync, for hooks
 	noted         string      // the sandbox whose NetworkNote the events told
+	listed        bool        // the pod had a status published (setUnsynced) before its first sync acted
 	obs           Observed
 	synced        uint64            // PLEG generation when its last actions ended
 	pulls         map[string]retry  // by image
@@ -247,6 +248,13 @@ func (w *worker) syncOnce(ctx context.Context) (gone bool) {
 	} else {
 		w.fail(actions.Reason)
 	}
+	if pod != nil && !w.listed {
+		// The API lists the pod as it stands while its first sync acts, which may take
+		// as long as a pull; the sync's own status follows.
+		w.listed = true
+		first := w.status(pod, rt)
+		w.pub.setUnsynced(w.uid, func() *corev1.Pod { return first }, nil)
+	}
 	acted := w.execute(ctx, withStartTime(pod, w.obs.StartTime), rt, actions)
 	if acted {
 		w.busy()
@@ -313,17 +321,23 @@ func (w *worker) finishKill(ctx context.Context, rt PodRuntime, acted bool) bool
 
 // publish computes the pod's status and makes it visible to the API.
 func (w *worker) publish(pod *corev1.Pod, rt PodRuntime) {
+	out := w.status(pod, rt)
+	if !w.startRecorded && allRunning(out.Status) {
+		w.startRecorded = true
+		w.metrics.podStart.Observe(since(w.created, w.now()))
+	}
+	w.pub.setStatus(w.uid, out)
+}
+
+// status returns a copy of pod with the status rt and what the worker observed give it.
+func (w *worker) status(pod *corev1.Pod, rt PodRuntime) *corev1.Pod {
 	w.obs.Waiting = cleanWaiting(w.obs.Waiting, rt)
 	w.obs.Unready = w.unready(pod, rt)
 	w.obs.Unstarted = w.unstarted(pod, rt)
 	w.obs.KillReasons = w.killReasons
 	out := pod.DeepCopy()
 	out.Status = Status(pod, rt, w.obs, w.hostIP)
-	if !w.startRecorded && allRunning(out.Status) {
-		w.startRecorded = true
-		w.metrics.podStart.Observe(since(w.created, w.now()))
-	}
-	w.pub.setStatus(w.uid, out)
+	return out
 }
 
 // cleanWaiting forgets why containers waited once they run.
