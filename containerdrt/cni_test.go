@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/staticpod/staticpod/containerdrt/podnet"
 	"github.com/staticpod/staticpod/internal/testenv"
@@ -115,19 +118,66 @@ spec:
 		t.Errorf("the server fetched %q from 127.0.0.1 in its own pod, want its page", local)
 	}
 
-	for _, pod := range []map[string]runner.Container{srv, cli} {
-		for _, c := range pod {
+	r.removePod(t, srv)
+	r.removePod(t, cli)
+	assertNoLeaks(t, n)
+}
+
+// removePod removes the containers of a pod mustRunPod ran, then its sandboxes.
+func (r *testRuntime) removePod(t *testing.T, pod map[string]runner.Container) {
+	t.Helper()
+	var uid types.UID
+	for _, c := range pod {
+		r.mustRemove(t, c.ID)
+		uid = c.PodUID
+	}
+	for _, c := range r.listAll(t) {
+		if c.PodUID == uid && c.Kind == runner.KindSandbox {
 			r.mustRemove(t, c.ID)
 		}
 	}
-	for _, uid := range []string{string(server.UID), string(client.UID)} {
-		for _, c := range r.listAll(t) {
-			if string(c.PodUID) == uid && c.Kind == runner.KindSandbox {
-				r.mustRemove(t, c.ID)
-			}
+}
+
+// What pods send off the host leaves with the host's address: the default network
+// masquerades its subnet with one chain of staticpod's, however many pods run, in
+// place of the bridge plugin's chain for each pod. The masquerade is the network's: it
+// stays when the pods go.
+func TestPodNetworkMasqueradesWhatLeavesTheHost(t *testing.T) {
+	n := testenv.CNI(t, testBridge)
+	outside := testenv.NewOutside(t)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		host, _, _ := net.SplitHostPort(req.RemoteAddr)
+		fmt.Fprint(w, host)
+	}))
+	srv.Listener = outside.Listen(t)
+	srv.Start()
+	defer srv.Close()
+	r := newTestRuntime(t, withCNI(n))
+	fetch := fmt.Sprintf("for i in $(seq 5); do timeout 3 wget -q -O - %s/ && exit; sleep 0.1; done; exit 1", srv.URL)
+	pod := func(name string) map[string]runner.Container {
+		return r.mustRunPod(t, loadPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: "+name+"}\nspec:\n  containers:\n  - {name: c, image: "+testImage+", command: [sleep, \"3600\"]}\n"))
+	}
+	a, b := pod("a"), pod("b")
+	for _, p := range []map[string]runner.Container{a, b} {
+		r.awaitState(t, p["c"].ID, runner.StateRunning)
+		if got := r.execOut(t, p["c"].ID, "sh", "-c", fetch); got != outside.HostIP {
+			t.Errorf("the outside host saw the pod's request come from %q, want the host's %s", got, outside.HostIP)
 		}
 	}
+	if rules := n.Masquerade(); len(rules) != 4 {
+		t.Errorf("with two pods running the network's masquerade is:\n  %s\nwant a jump and the chain's three rules", strings.Join(rules, "\n  "))
+	}
+	for _, leak := range n.Leaks() {
+		if strings.HasPrefix(leak, "iptables") {
+			t.Errorf("a pod has an iptables rule of its own: %s", leak)
+		}
+	}
+	r.removePod(t, a)
+	r.removePod(t, b)
 	assertNoLeaks(t, n)
+	if rules := n.Masquerade(); len(rules) != 4 {
+		t.Errorf("with the pods gone the network's masquerade is:\n  %s\nwant it kept", strings.Join(rules, "\n  "))
+	}
 }
 
 // A pod that shares its PID namespace has a sandbox process: its network namespace gets

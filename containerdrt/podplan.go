@@ -1,6 +1,7 @@
 package containerdrt
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -76,7 +77,7 @@ type sandboxPlan struct {
 
 // planSandbox reads pod, as cfg resolved it, for its sandbox id of attempt. A pod whose
 // runtime handler is unknown gets no sandbox, as on the kubelet.
-func (r *Runtime) planSandbox(pod *corev1.Pod, cfg runner.PodConfig, id string, attempt int) (sandboxPlan, error) {
+func (r *Runtime) planSandbox(ctx context.Context, pod *corev1.Pod, cfg runner.PodConfig, id string, attempt int) (sandboxPlan, error) {
 	p := sandboxPlan{
 		pod: cfg, hostNetwork: pod.Spec.HostNetwork, hostIPC: pod.Spec.HostIPC, hostPID: pod.Spec.HostPID,
 	}
@@ -87,7 +88,7 @@ func (r *Runtime) planSandbox(pod *corev1.Pod, cfg runner.PodConfig, id string, 
 	if p.run, err = r.runtimeOf(pod, cfg, id); err != nil {
 		return p, err
 	}
-	netw, note, err := r.net.ForPod(pod)
+	netw, note, err := r.net.ForPod(ctx, pod)
 	if err != nil {
 		return p, fmt.Errorf("start sandbox %s: %w", id, err)
 	}

@@ -132,7 +132,7 @@ func (r *Runtime) StartSandbox(ctx context.Context, pod *corev1.Pod, cfg runner.
 	ctx, cancel := r.call(ctx)
 	defer cancel()
 	id := sandboxID(pod, attempt)
-	p, err := r.planSandbox(pod, cfg, id, attempt)
+	p, err := r.planSandbox(ctx, pod, cfg, id, attempt)
 	if err != nil {
 		return runner.Container{}, err
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -285,7 +286,7 @@ func TestPodNetworkAfterKill9(t *testing.T) {
 		return len(cs) == 1 && running("c-node1/main/0")(cs)
 	})
 	n.awaitPins(1)
-	// c's: a veth, an IP allocation, the masquerade rules naming its sandbox.
+	// c's: a veth, an IP allocation (the masquerade is the network's, not the pod's).
 	leaks := strings.Join(cn.Leaks(), "\n  ")
 	if strings.Count(leaks, "veth ") != 1 || strings.Count(leaks, "IP allocation ") != 1 || strings.Contains(leaks, "a-node1") || strings.Contains(leaks, "b-node1") {
 		t.Errorf("with only c left, the network holds:\n  %s", leaks)
@@ -363,10 +364,19 @@ func TestNoPodNetworkConfigured(t *testing.T) {
 }
 
 // --cni-default-bridge writes the default network's configuration where there is none,
-// and leaves one that is there alone.
+// and leaves one that is there alone. staticpod masquerades the network's subnet from
+// its start on, before any pod.
 func TestCNIDefaultBridge(t *testing.T) {
 	n := newNode(t)
 	confDir := filepath.Join(t.TempDir(), "net.d")
+	network := func(subnet string) *testenv.CNINetwork {
+		return &testenv.CNINetwork{Name: podnet.DefaultNetworkName, Subnet: subnet}
+	}
+	b, err := podnet.DefaultBridge(n.path("root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	there := len(network(b.Subnet).Masquerade()) > 0 // another staticpod's default network
 	sp := n.start("--cni-conf-dir", confDir, "--cni-default-bridge")
 	sp.awaitLog("wrote the default pod network's configuration")
 	sp.stop()
@@ -374,7 +384,24 @@ func TestCNIDefaultBridge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"name": "staticpod"`, `"bridge": "staticpod0"`, `"ipMasq": true`, `"type": "portmap"`,
+	var conf map[string]any
+	if err := json.Unmarshal(data, &conf); err != nil {
+		t.Fatal(err)
+	}
+	if subnet := conf[podnet.MasqueradeKey]; subnet != b.Subnet {
+		t.Errorf("the default network masquerades %v, want its subnet %s", subnet, b.Subnet)
+	}
+	if !there {
+		t.Cleanup(func() {
+			if err := network(b.Subnet).RemoveMasquerade(); err != nil {
+				t.Errorf("remove the default network's masquerade: %v", err)
+			}
+		})
+	}
+	if rules := network(b.Subnet).Masquerade(); len(rules) != 4 {
+		t.Errorf("the default network's masquerade of %s is:\n  %s\nwant a jump from POSTROUTING and the chain's three rules", b.Subnet, strings.Join(rules, "\n  "))
+	}
+	for _, want := range []string{`"name": "staticpod"`, `"bridge": "staticpod0"`, `"ipMasq": false`, `"io.staticpod.masquerade": "`, `"type": "portmap"`,
 		`"dataDir": "` + n.path("root/cni/networks") + `"`} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("the default configuration lacks %s:\n%s", want, data)

@@ -22,7 +22,7 @@ type Attachment struct {
 // ForPod returns the network to set up for pod's sandbox: nil and a note saying why
 // when there is none (the pod is on the host's network, or no network is configured),
 // an error when the configuration is broken.
-func (n *Network) ForPod(pod *corev1.Pod) (_ *Attachment, note string, _ error) {
+func (n *Network) ForPod(ctx context.Context, pod *corev1.Pod) (_ *Attachment, note string, _ error) {
 	if pod.Spec.HostNetwork {
 		return nil, "", nil
 	}
@@ -34,6 +34,11 @@ func (n *Network) ForPod(pod *corev1.Pod) (_ *Attachment, note string, _ error) 
 		return nil, cur.none + ": the pod has loopback only", nil
 	case cur.cni == nil:
 		return nil, "", nil // no pod network asked for (--cni-conf-dir "")
+	}
+	if cur.masq != nil {
+		if err := n.ensureMasquerade(ctx, *cur.masq); err != nil {
+			return nil, "", err
+		}
 	}
 	return &Attachment{cni: cur.cni, Record: Record{
 		Conf: cur.conf, Ports: portMappings(pod),

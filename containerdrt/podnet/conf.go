@@ -17,7 +17,8 @@ import (
 // The default pod network that `staticpod run --cni-default-bridge` configures where
 // there is none: a bridge on the host with the pods' veths, addresses from a private
 // subnet that no route of the host covers (host-local, its allocations under the root
-// dir), masquerade for what pods send out and hostPorts through portmap. It has no
+// dir), masquerade for what pods send out (staticpod's own for the whole network, see
+// masquerade.go) and hostPorts through portmap. It has no
 // loopback plugin: staticpod brings a pod's lo up itself when it makes the pod's
 // namespaces (package pins, and the sandbox process), and the plugin cost every pod
 // two more executions (its ADD and its DEL, about 4 ms of CPU each).
@@ -81,11 +82,12 @@ func interfaceSubnet(name string) string {
 func (b Bridge) Conflist() []byte {
 	type obj = map[string]any
 	conf := obj{
-		"cniVersion": "1.0.0",
-		"name":       b.Name,
+		"cniVersion":  "1.0.0",
+		"name":        b.Name,
+		MasqueradeKey: b.Subnet, // staticpod's, for the network, in place of ipMasq's for each pod
 		"plugins": []obj{
 			{
-				"type": "bridge", "bridge": b.Bridge, "isGateway": true, "ipMasq": true, "hairpinMode": true,
+				"type": "bridge", "bridge": b.Bridge, "isGateway": true, "ipMasq": false, "hairpinMode": true,
 				"ipam": obj{
 					"type":    "host-local",
 					"ranges":  [][]obj{{{"subnet": b.Subnet}}},

@@ -94,8 +94,12 @@ func TestWriteDefaultConfig(t *testing.T) {
 	if err := json.Unmarshal(list.Plugins[0].Bytes, &bridge); err != nil {
 		t.Fatal(err)
 	}
-	if !bridge.IsGateway || !bridge.IPMasq || bridge.IPAM.Ranges[0][0].Subnet != b.Subnet || bridge.IPAM.DataDir != b.DataDir {
-		t.Errorf("bridge plugin: %+v", bridge)
+	if !bridge.IsGateway || bridge.IPMasq || bridge.IPAM.Ranges[0][0].Subnet != b.Subnet || bridge.IPAM.DataDir != b.DataDir {
+		t.Errorf("bridge plugin: %+v, want the pods' gateway, on the subnet, without a masquerade of its own", bridge)
+	}
+	data, _ := os.ReadFile(path)
+	if m, err := masqueradeOf(data); err != nil || m == nil || *m != (masquerade{network: "staticpod", subnet: b.Subnet}) {
+		t.Errorf("the network's masquerade: %+v, %v; want staticpod's of %s", m, err, b.Subnet)
 	}
 
 	other := Bridge{Name: "other", Bridge: "other0", Subnet: "10.187.0.0/16"}

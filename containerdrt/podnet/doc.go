@@ -9,7 +9,8 @@
 // it was set up whatever happened meanwhile: the pod's manifest deleted while staticpod
 // was down, the configuration edited, containerd's records lost. Without any
 // configuration, pods have loopback only. It also writes the default pod network's
-// configuration, a bridge (`staticpod run --cni-default-bridge`).
+// configuration, a bridge (`staticpod run --cni-default-bridge`), and keeps the one
+// masquerade a network's configuration asks staticpod for (masquerade.go).
 //
 // It owns the configuration directory's reading, the plugins' ADD and DEL and the
 // record; where a sandbox keeps its record (labels, pin directory) is containerdrt's.

@@ -1,6 +1,7 @@
 package podnet
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	gocni "github.com/containerd/go-cni"
 	"github.com/containernetworking/cni/libcni"
@@ -43,6 +45,10 @@ type Network struct {
 	mu   sync.Mutex   // guards seen and cur
 	seen string       // the configuration files when cur was read: names, sizes, times
 	cur  networkState // what they gave
+
+	masqMu sync.Mutex // held while the masquerade rules are checked; guards masqOK and masqAt
+	masqOK masquerade // the masquerade last found in place, at masqAt
+	masqAt time.Time
 }
 
 // networkState is what a read of the configuration directory gave: a network, none (and
@@ -53,8 +59,9 @@ type networkState struct {
 	conf []byte    // the network's configuration list
 	name string    // its name, and the file it came from
 	file string
-	none string // why there is no network ("no CNI configuration in /etc/cni/net.d")
-	err  error  // why the configuration could not be read
+	none string      // why there is no network ("no CNI configuration in /etc/cni/net.d")
+	err  error       // why the configuration could not be read
+	masq *masquerade // the masquerade staticpod keeps for the network (MasqueradeKey), if any
 }
 
 // cacheDirMu serializes the setting of libcni.CacheDir, a variable of the process that
@@ -77,8 +84,30 @@ func New(cfg Config, log *slog.Logger) *Network {
 func (n *Network) BinDirs() []string { return n.cfg.BinDirs }
 
 // Read reads the configuration directory now rather than when a sandbox first needs
-// it, so that the log says at start how pods will be networked.
-func (n *Network) Read() { n.current() }
+// it, so that the log says at start how pods will be networked, and puts the network's
+// masquerade in place before its first pod.
+func (n *Network) Read() {
+	if cur := n.current(); cur.masq != nil {
+		if err := n.ensureMasquerade(context.Background(), *cur.masq); err != nil {
+			n.log.Error("pods on the pod network cannot start until the masquerade of what they send out is in place", "network", cur.name, "err", err)
+		}
+	}
+}
+
+// ensureMasquerade puts the masquerade rules of m in place unless a check found them
+// there less than masqueradeRecheck ago.
+func (n *Network) ensureMasquerade(ctx context.Context, m masquerade) error {
+	n.masqMu.Lock()
+	defer n.masqMu.Unlock()
+	if n.masqOK == m && time.Since(n.masqAt) < masqueradeRecheck {
+		return nil
+	}
+	if err := m.ensure(ctx); err != nil {
+		return err
+	}
+	n.masqOK, n.masqAt = m, time.Now()
+	return nil
+}
 
 // current returns the pod network as the configuration directory now describes it.
 // It reads the files again only when they changed, and logs what it found when that
@@ -123,7 +152,11 @@ func (n *Network) load() networkState {
 		return networkState{read: true, err: fmt.Errorf("CNI configuration in %s: no network", n.cfg.ConfDir)}
 	}
 	conf := []byte(nets[0].Config.Source)
-	return networkState{read: true, cni: c, conf: conf, name: nets[0].Config.Name, file: firstConfFile(n.cfg.ConfDir)}
+	masq, err := masqueradeOf(conf)
+	if err != nil {
+		return networkState{read: true, err: fmt.Errorf("CNI configuration in %s: %w", n.cfg.ConfDir, err)}
+	}
+	return networkState{read: true, cni: c, conf: conf, name: nets[0].Config.Name, file: firstConfFile(n.cfg.ConfDir), masq: masq}
 }
 
 // confFileExts are the files libcni reads as network configurations.

@@ -131,11 +131,38 @@ func (n *CNINetwork) Leaks() []string {
 		}
 	}
 	for _, r := range n.rules() {
-		out = append(out, "iptables: "+r.String())
+		if !r.masquerade() { // the network's own, as its bridge is
+			out = append(out, "iptables: "+r.String())
+		}
 	}
 	cached, _ := filepath.Glob(filepath.Join(n.CacheDir, "results", n.Name+"-*"))
 	for _, c := range cached {
 		out = append(out, "cached result "+filepath.Base(c))
+	}
+	return out
+}
+
+// Masquerade lists the rules of the masquerade staticpod keeps for the network
+// (podnet.MasqueradeKey): the jump to its chain and the chain's rules.
+func (n *CNINetwork) Masquerade() []string {
+	var out []string
+	for _, r := range n.masquerade() {
+		out = append(out, r.String())
+	}
+	return out
+}
+
+// RemoveMasquerade deletes the network's masquerade, and nothing else of it.
+func (n *CNINetwork) RemoveMasquerade() error {
+	return deleteRules("iptables", n.masquerade())
+}
+
+func (n *CNINetwork) masquerade() []rule {
+	var out []rule
+	for _, r := range n.rules() {
+		if r.masquerade() {
+			out = append(out, r)
+		}
 	}
 	return out
 }
@@ -186,6 +213,22 @@ func (r rule) target() string {
 	return ""
 }
 
+// masqueradeChainPrefix begins the name of the chain of the masquerade staticpod keeps
+// for a network (podnet.MasqueradeKey): it is the network's, not a pod's.
+const masqueradeChainPrefix = "STATICPOD-MASQ-"
+
+// masquerade reports whether the rule is of a network's masquerade: in its chain, or
+// the jump to it.
+func (r rule) masquerade() bool {
+	return strings.HasPrefix(r.chain, masqueradeChainPrefix) || strings.HasPrefix(r.target(), masqueradeChainPrefix)
+}
+
+// removable reports whether chain is one the network's rules made: a plugin's for one
+// pod (but portmap's own, which every pod shares) or a network's masquerade.
+func removable(chain string) bool {
+	return strings.HasPrefix(chain, "CNI-") && !strings.HasPrefix(chain, "CNI-HOSTPORT-") || strings.HasPrefix(chain, masqueradeChainPrefix)
+}
+
 // rules are the iptables rules that name the network (the plugins' comments carry its
 // name) or its subnet, and the rules of the chains those jump to.
 func (n *CNINetwork) rules() []rule {
@@ -196,7 +239,7 @@ func (n *CNINetwork) rules() []rule {
 		for _, r := range all {
 			if strings.Contains(r.spec, `\"`+n.Name+`\"`) || strings.Contains(r.spec, n.Subnet) {
 				out = append(out, r)
-				if t := r.target(); strings.HasPrefix(t, "CNI-") && !strings.HasPrefix(t, "CNI-HOSTPORT-") {
+				if t := r.target(); removable(t) {
 					ours[r.table+"/"+t] = true
 				}
 			}
@@ -232,8 +275,8 @@ func saveRules(tool string) []rule {
 	return out
 }
 
-// deleteRules deletes rules, those of tool, with tool-restore, then the CNI- chains
-// they emptied.
+// deleteRules deletes rules, those of tool, with tool-restore, then the chains they
+// emptied that the network's rules made (removable).
 func deleteRules(tool string, rules []rule) error {
 	byTable := map[string][]string{}
 	chains := map[string][]string{}
@@ -242,7 +285,7 @@ func deleteRules(tool string, rules []rule) error {
 			continue
 		}
 		byTable[r.table] = append(byTable[r.table], "-D "+r.chain+" "+r.spec)
-		if strings.HasPrefix(r.chain, "CNI-") && !strings.HasPrefix(r.chain, "CNI-HOSTPORT-") && !slices.Contains(chains[r.table], r.chain) {
+		if removable(r.chain) && !slices.Contains(chains[r.table], r.chain) {
 			chains[r.table] = append(chains[r.table], r.chain)
 		}
 	}
