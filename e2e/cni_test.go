@@ -379,6 +379,7 @@ func TestCNIDefaultBridge(t *testing.T) {
 	there := len(network(b.Subnet).Masquerade()) > 0 // another staticpod's default network
 	sp := n.start("--cni-conf-dir", confDir, "--cni-default-bridge")
 	sp.awaitLog("wrote the default pod network's configuration")
+	sp.awaitLog("staticpod started") // the network read, its masquerade in place
 	sp.stop()
 	data, err := os.ReadFile(filepath.Join(confDir, "10-staticpod.conflist"))
 	if err != nil {
