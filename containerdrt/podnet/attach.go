@@ -21,7 +21,8 @@ type Attachment struct {
 
 // ForPod returns the network to set up for pod's sandbox: nil and a note saying why
 // when there is none (the pod is on the host's network, or no network is configured),
-// an error when the configuration is broken.
+// an error when the configuration is broken or the network's masquerade cannot be put
+// in place. A pod without hostPorts gets the network without its portmap plugin.
 func (n *Network) ForPod(ctx context.Context, pod *corev1.Pod) (_ *Attachment, note string, _ error) {
 	if pod.Spec.HostNetwork {
 		return nil, "", nil
@@ -40,8 +41,12 @@ func (n *Network) ForPod(ctx context.Context, pod *corev1.Pod) (_ *Attachment, n
 			return nil, "", err
 		}
 	}
-	return &Attachment{cni: cur.cni, Record: Record{
-		Conf: cur.conf, Ports: portMappings(pod),
+	cni, conf, ports := cur.cni, cur.conf, portMappings(pod)
+	if len(ports) == 0 && cur.noPorts != nil {
+		cni, conf = cur.noPorts, cur.noPortsConf // the record keeps it for the DEL
+	}
+	return &Attachment{cni: cni, Record: Record{
+		Conf: conf, Ports: ports,
 		Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID),
 	}}, "", nil
 }
@@ -154,28 +159,36 @@ func (n *Network) Teardown(ctx context.Context, id string, rec Record, netns str
 // either, when its ADD failed for that), and the DEL of a configuration list stops at
 // the first plugin that fails, so it would keep the others from undoing what they did.
 func installedPlugins(conf []byte, binDirs []string) ([]byte, []string) {
+	return withoutPlugins(conf, func(typ string) bool {
+		return !slices.ContainsFunc(binDirs, func(d string) bool { _, err := os.Stat(filepath.Join(d, typ)); return err == nil })
+	})
+}
+
+// withoutPlugins is conf without the plugins whose type drop picks, and their types;
+// conf itself when it drops none, or would drop them all, or is not a list.
+func withoutPlugins(conf []byte, drop func(typ string) bool) ([]byte, []string) {
 	var list map[string]any
 	if json.Unmarshal(conf, &list) != nil {
 		return conf, nil
 	}
 	plugins, _ := list["plugins"].([]any)
 	var kept []any
-	var missing []string
+	var dropped []string
 	for _, p := range plugins {
 		typ, _ := p.(map[string]any)["type"].(string)
-		if typ == "" || slices.ContainsFunc(binDirs, func(d string) bool { _, err := os.Stat(filepath.Join(d, typ)); return err == nil }) {
-			kept = append(kept, p)
+		if typ != "" && drop(typ) {
+			dropped = append(dropped, typ)
 		} else {
-			missing = append(missing, typ)
+			kept = append(kept, p)
 		}
 	}
-	if len(missing) == 0 || len(kept) == 0 {
-		return conf, missing
+	if len(dropped) == 0 || len(kept) == 0 {
+		return conf, dropped
 	}
 	list["plugins"] = kept
 	out, err := json.Marshal(list)
 	if err != nil {
 		return conf, nil
 	}
-	return out, missing
+	return out, dropped
 }

@@ -1,6 +1,7 @@
 package podnet
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -57,6 +58,11 @@ type networkState struct {
 	read bool      // the directory was read
 	cni  gocni.CNI // nil without a network
 	conf []byte    // the network's configuration list
+	// noPorts is the network without its portmap plugin, for a pod without hostPorts,
+	// whose ADD and DEL would do nothing but cost an execution each; nil when the
+	// network has none. noPortsConf is its configuration list.
+	noPorts     gocni.CNI
+	noPortsConf []byte
 	name string    // its name, and the file it came from
 	file string
 	none string      // why there is no network ("no CNI configuration in /etc/cni/net.d")
@@ -156,7 +162,13 @@ func (n *Network) load() networkState {
 	if err != nil {
 		return networkState{read: true, err: fmt.Errorf("CNI configuration in %s: %w", n.cfg.ConfDir, err)}
 	}
-	return networkState{read: true, cni: c, conf: conf, name: nets[0].Config.Name, file: firstConfFile(n.cfg.ConfDir), masq: masq}
+	st := networkState{read: true, cni: c, conf: conf, name: nets[0].Config.Name, file: firstConfFile(n.cfg.ConfDir), masq: masq}
+	if np, dropped := withoutPlugins(conf, func(typ string) bool { return typ == "portmap" }); len(dropped) > 0 && !bytes.Equal(np, conf) {
+		if c, err := gocni.New(gocni.WithPluginDir(n.cfg.BinDirs), gocni.WithInterfacePrefix(cniIfPrefix), gocni.WithConfListBytes(np)); err == nil {
+			st.noPorts, st.noPortsConf = c, np
+		}
+	}
+	return st
 }
 
 // confFileExts are the files libcni reads as network configurations.

@@ -1,9 +1,15 @@
 package podnet
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -48,5 +54,52 @@ func TestRecordLabel(t *testing.T) {
 	got = Record{}
 	if err := json.Unmarshal([]byte(label), &got); err != nil || len(got.Conf) != 0 || got.Name != "web-node1" {
 		t.Errorf("a large record's label: %+v, %v; want it without the configuration", got, err)
+	}
+}
+
+// A pod without hostPorts is set up, and so torn down, without the portmap plugin,
+// whose ADD and DEL would do nothing for it; a pod with hostPorts gets the whole list.
+// A list without portmap is used as it is.
+func TestPortmapOnlyForPodsWithHostPorts(t *testing.T) {
+	dir := t.TempDir()
+	const conflist = `{"cniVersion": "1.0.0", "name": "n", "plugins": [{"type": "bridge", "bridge": "n0", "mtu": 1400}, {"type": "portmap", "capabilities": {"portMappings": true}}]}`
+	if err := os.WriteFile(filepath.Join(dir, "10-n.conflist"), []byte(conflist), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := New(Config{ConfDir: dir, BinDirs: []string{dir}}, slog.New(slog.DiscardHandler))
+	plugins := func(pod *corev1.Pod) string {
+		t.Helper()
+		a, _, err := n.ForPod(context.Background(), pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list struct {
+			Name    string
+			Plugins []map[string]any
+		}
+		if err := json.Unmarshal(a.Record.Conf, &list); err != nil {
+			t.Fatal(err)
+		}
+		var types []string
+		for _, p := range list.Plugins {
+			types = append(types, fmt.Sprintf("%v %v", p["type"], p["mtu"]))
+		}
+		return list.Name + ": " + strings.Join(types, " ")
+	}
+	plain := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Ports: []corev1.ContainerPort{{ContainerPort: 80}}}}}}
+	published := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Ports: []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}}}}}
+	if got := plugins(plain); got != "n: bridge 1400" {
+		t.Errorf("a pod without hostPorts is set up with %q, want the bridge alone", got)
+	}
+	if got := plugins(published); got != "n: bridge 1400 portmap <nil>" {
+		t.Errorf("a pod with hostPorts is set up with %q, want the whole list", got)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "10-n.conflist"), []byte(`{"cniVersion": "1.0.0", "name": "n", "plugins": [{"type": "bridge", "bridge": "n0", "mtu": 1400}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(filepath.Join(dir, "10-n.conflist"), time.Now().Add(time.Minute), time.Now().Add(time.Minute)) // read again
+	if got := plugins(plain); got != "n: bridge 1400" {
+		t.Errorf("without portmap in the list, a pod is set up with %q, want the list", got)
 	}
 }
