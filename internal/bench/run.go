@@ -81,7 +81,7 @@ func New(ctx context.Context, opts Options) (*Run, error) {
 func (r *Run) Close() error {
 	r.events.Close()
 	ctx := context.Background()
-	for _, ns := range []string{"floor", "replay", "bench", "restart", "relist-only", "crun", "footprint"} {
+	for _, ns := range []string{"floor", "replay", "bench", "restart", "relist-only", "cni", "nocni", "crun", "footprint"} {
 		r.d.PurgeNamespace(ctx, ns)
 	}
 	err := errors.Join(r.d.Stop(ctx), testenv.UnmountUnder(r.opts.Dir))
@@ -116,6 +116,12 @@ func (r *Run) All(ctx context.Context) error {
 	}
 	if err := r.onMain(ctx, floors); err != nil {
 		return err
+	}
+	if r.opts.runs("network") {
+		r.opts.Logf("pod network")
+		if err := r.podNetwork(ctx); err != nil {
+			return fmt.Errorf("pod network: %w", err)
+		}
 	}
 	if r.opts.runs("crun") {
 		r.opts.Logf("crun")

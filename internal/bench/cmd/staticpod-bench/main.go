@@ -26,7 +26,7 @@ func main() {
 	quick := flag.Bool("quick", false, "fewer repeats and 10 s idle windows: to try the program, not for figures")
 	base := flag.String("base", "", "compare -json with this earlier run's JSON instead of measuring")
 	tolerance := flag.Float64("tolerance", 0.10, "with -base: how much worse a figure may be before it counts")
-	only := flag.String("only", "", "run only these steps (comma-separated): floors, start, present, removal, restart, steady, crun, footprint")
+	only := flag.String("only", "", "run only these steps (comma-separated): floors, start, present, removal, restart, steady, network, crun, footprint")
 	var flags flagList
 	profile := flag.String("profile", "", "a directory for CPU profiles of staticpod and containerd over one more 100-pod burst")
 	flag.Var(&flags, "staticpod-flag", "a flag for every staticpod the run starts (repeatable), e.g. --log-level=debug")
