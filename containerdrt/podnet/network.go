@@ -58,16 +58,17 @@ type networkState struct {
 	read bool      // the directory was read
 	cni  gocni.CNI // nil without a network
 	conf []byte    // the network's configuration list
-	// noPorts is the network without its portmap plugin, for a pod without hostPorts,
-	// whose ADD and DEL would do nothing but cost an execution each; nil when the
-	// network has none. noPortsConf is its configuration list.
-	noPorts     gocni.CNI
-	noPortsConf []byte
 	name string    // its name, and the file it came from
 	file string
 	none string      // why there is no network ("no CNI configuration in /etc/cni/net.d")
 	err  error       // why the configuration could not be read
 	masq *masquerade // the masquerade staticpod keeps for the network (MasqueradeKey), if any
+
+	// noPorts is the network without its portmap plugin, for a pod without hostPorts,
+	// whose ADD and DEL would do nothing but cost an execution each; nil when the
+	// network has none. noPortsConf is its configuration list.
+	noPorts     gocni.CNI
+	noPortsConf []byte
 }
 
 // cacheDirMu serializes the setting of libcni.CacheDir, a variable of the process that
