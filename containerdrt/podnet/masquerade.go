@@ -49,18 +49,27 @@ type masquerade struct {
 
 // masqueradeOf is the masquerade a configuration list asks for, nil if it asks for none.
 func masqueradeOf(conf []byte) (*masquerade, error) {
-	var list struct {
-		Name   string `json:"name"`
-		Subnet string `json:"io.staticpod.masquerade"`
+	var list map[string]any
+	if err := json.Unmarshal(conf, &list); err != nil {
+		return nil, nil // libcni has said what is wrong with the list
 	}
-	if err := json.Unmarshal(conf, &list); err != nil || list.Subnet == "" {
-		return nil, nil // libcni has said what is wrong with the list, if anything is
+	value, asked := list[MasqueradeKey]
+	if !asked {
+		return nil, nil
 	}
-	ip, ipn, err := net.ParseCIDR(list.Subnet)
+	subnet, _ := value.(string)
+	ip, ipn, err := net.ParseCIDR(subnet)
 	if err != nil || ip.To4() == nil || !ip.Equal(ipn.IP) {
-		return nil, fmt.Errorf("%s: %q is not an IPv4 subnet", MasqueradeKey, list.Subnet)
+		return nil, fmt.Errorf("%s: %s is not an IPv4 subnet", MasqueradeKey, jsonOf(value))
 	}
-	return &masquerade{network: list.Name, subnet: ipn.String()}, nil
+	name, _ := list["name"].(string)
+	return &masquerade{network: name, subnet: ipn.String()}, nil
+}
+
+// jsonOf is v as JSON spells it.
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // chain is the network's masquerade chain.

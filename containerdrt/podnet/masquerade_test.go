@@ -3,6 +3,8 @@ package podnet
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +25,8 @@ func TestMasqueradeOf(t *testing.T) {
 		{`{"name": "n", "io.staticpod.masquerade": "10.87.0.1/16"}`, "", `io.staticpod.masquerade: "10.87.0.1/16" is not an IPv4 subnet`},
 		{`{"name": "n", "io.staticpod.masquerade": "fd00::/64"}`, "", `io.staticpod.masquerade: "fd00::/64" is not an IPv4 subnet`},
 		{`{"name": "n", "io.staticpod.masquerade": "eth0"}`, "", `io.staticpod.masquerade: "eth0" is not an IPv4 subnet`},
+		{`{"name": "n", "io.staticpod.masquerade": ""}`, "", `io.staticpod.masquerade: "" is not an IPv4 subnet`},
+		{`{"name": "n", "io.staticpod.masquerade": true}`, "", `io.staticpod.masquerade: true is not an IPv4 subnet`},
 	} {
 		m, err := masqueradeOf([]byte(tt.conf))
 		got := ""
@@ -72,5 +76,20 @@ func TestMasqueradeIsKeptInPlace(t *testing.T) {
 	ask()
 	if again := cn.Masquerade(); strings.Join(again, "\n") != strings.Join(rules, "\n") {
 		t.Errorf("a minute after a firewall reload, a pod's network found the masquerade:\n  %s\nwant it back:\n  %s", strings.Join(again, "\n  "), strings.Join(rules, "\n  "))
+	}
+}
+
+// A masquerade that names no subnet breaks the network: its pods get an error naming
+// the file and the key, and no plugin runs.
+func TestBrokenMasqueradeNamesTheFileAndTheKey(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "10-n.conflist")
+	if err := os.WriteFile(file, []byte(`{"cniVersion": "1.0.0", "name": "n", "io.staticpod.masquerade": "10.87.0.1", "plugins": [{"type": "bridge"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := New(Config{ConfDir: dir, BinDirs: []string{dir}}, slog.New(slog.DiscardHandler))
+	_, _, err := n.ForPod(context.Background(), &corev1.Pod{})
+	if want := "CNI configuration " + file + `: io.staticpod.masquerade: "10.87.0.1" is not an IPv4 subnet`; err == nil || err.Error() != want {
+		t.Errorf("ForPod: %v, want %s", err, want)
 	}
 }

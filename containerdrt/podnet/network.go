@@ -161,7 +161,7 @@ func (n *Network) load() networkState {
 	conf := []byte(nets[0].Config.Source)
 	masq, err := masqueradeOf(conf)
 	if err != nil {
-		return networkState{read: true, err: fmt.Errorf("CNI configuration in %s: %w", n.cfg.ConfDir, err)}
+		return networkState{read: true, err: fmt.Errorf("CNI configuration %s: %w", firstConfFile(n.cfg.ConfDir), err)}
 	}
 	st := networkState{read: true, cni: c, conf: conf, name: nets[0].Config.Name, file: firstConfFile(n.cfg.ConfDir), masq: masq}
 	if np, dropped := withoutPlugins(conf, func(typ string) bool { return typ == "portmap" }); len(dropped) > 0 && !bytes.Equal(np, conf) {
