@@ -95,7 +95,11 @@ func (n *Network) BinDirs() []string { return n.cfg.BinDirs }
 // masquerade in place before its first pod.
 func (n *Network) Read() {
 	if cur := n.current(); cur.masq != nil {
-		if err := n.ensureMasquerade(context.Background(), *cur.masq); err != nil {
+		// iptables -w waits for the xtables lock without end: a holder that never lets
+		// go must not hold up the start. A pod's setup tries again.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := n.ensureMasquerade(ctx, *cur.masq); err != nil {
 			n.log.Error("pods on the pod network cannot start until the masquerade of what they send out is in place", "network", cur.name, "err", err)
 		}
 	}
