@@ -12,7 +12,12 @@ import (
 
 // restarts measures a SIGKILLed container → running again: the first restart, which
 // has no back-off, with the PLEG woken by containerd's exit event and without (the
-// relist period alone). It returns the back-off chain, to be run beside the idle
+// relist period alone). Without, the wait is for the next relist, whose ticks keep
+// one phase from the daemon's start; each cycle of a sample (write, start, kill,
+// restart, remove) is so short and regular that every kill would fall at the same
+// point of the period, and the row would measure the period less how long the cycle
+// took. The kills are spread over the period instead: the k-th of n waits k/n of it
+// first. It returns the back-off chain, to be run beside the idle
 // measurements (which need the time anyway, and whose daemon is another process): the
 // back-offs of 10, 20, 40 and 80 s, measured as lateness past their expiry.
 func (r *Run) restarts(ctx context.Context) (chain func() error, _ error) {
@@ -36,11 +41,15 @@ func (r *Run) restarts(ctx context.Context) (chain func() error, _ error) {
 		want float64
 	}{{woken, "pod", "exit event", 100}, {woken, "host", "exit event", 100}, {polled, "pod", "relist only", ms(relistPeriod) + 100}} {
 		var samples []float64
-		for rep := range r.repeats(5) {
+		reps := r.repeats(5)
+		for rep := range reps {
 			name := fmt.Sprintf("first%s%d", c.net, rep)
 			k, err := newKiller(r, c.n, name, c.net == "host")
 			if err != nil {
 				return nil, err
+			}
+			if c.n == polled {
+				k.delay = time.Duration(rep) * relistPeriod / time.Duration(reps)
 			}
 			d, err := k.restart()
 			if err != nil {
@@ -113,8 +122,9 @@ func (r *Run) backoffChain(n *Node) error {
 type killer struct {
 	r      *Run
 	n      *Node
-	prefix string // of the pod's container IDs: "<pod name>-<node>_"
-	pid    uint32 // of the running container
+	prefix string        // of the pod's container IDs: "<pod name>-<node>_"
+	pid    uint32        // of the running container
+	delay  time.Duration // waited before the kill, beyond the start's publication
 }
 
 // newKiller writes the pod and waits for its container to run.
@@ -140,7 +150,7 @@ func (k *killer) started(ev Event) bool {
 // restart kills the container and returns the time from its exit to the start of the
 // next attempt.
 func (k *killer) restart() (time.Duration, error) {
-	time.Sleep(200 * time.Millisecond) // the start is recorded and published
+	time.Sleep(200*time.Millisecond + k.delay) // the start is recorded and published
 	mark := k.r.events.Mark()
 	if err := syscall.Kill(int(k.pid), syscall.SIGKILL); err != nil {
 		return 0, fmt.Errorf("kill %s: %w", k.prefix, err)
