@@ -115,7 +115,7 @@ lint:
 
 # bench measures staticpod against containerd's floor on this machine (a private
 # containerd, images built from busybox-static: no registry) and writes BENCH.md,
-# BENCH.json and the README's table from it; about 9 minutes. bench-compare shows
+# BENCH.json and the README's table from it; about 14 minutes. bench-compare shows
 # what got worse in BENCH.json since an earlier run's file: make bench-compare
 # BASE=old.json. bench-go runs the Go benchmarks of single functions.
 bench: deps build

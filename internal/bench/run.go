@@ -162,7 +162,7 @@ func (r *Run) onMain(ctx context.Context, floors floorSet) error {
 		run  func() error
 	}{
 		{"start", func() error { return r.starts(ctx, main, floors) }},
-		{"present", func() error { return r.present(ctx, main, floors) }},
+		{"present", func() error { return r.present(ctx, main) }},
 		{"removal", func() error { return r.removals(ctx, main) }},
 	}
 	for _, s := range steps {
@@ -203,8 +203,9 @@ func (r *Run) onMain(ctx context.Context, floors floorSet) error {
 type floorSet map[string][]float64
 
 // floors measures what containerd costs alone: one container by `ctr run -d` and by
-// the client; 20 and 100 by the client, one after the other and all at once. The
-// footprint measures its floor itself.
+// the client; 20 by the client one after the other. The client's bursts of 20 and
+// 100 at once are measured by starts and present, each beside the burst it is the
+// floor of; the footprint measures its floor itself.
 func (r *Run) floors(ctx context.Context) (floorSet, error) {
 	r.opts.Logf("floors")
 	fs := floorSet{}
@@ -222,26 +223,12 @@ func (r *Run) floors(ctx context.Context) (floorSet, error) {
 			fs.add("client/net="+net+"/n=1", d)
 		}
 		for range r.repeats(3) {
-			for _, conc := range []bool{false, true} {
-				d, cpu, err := r.floor.Start(ctx, 20, host, conc)
-				if err != nil {
-					return nil, err
-				}
-				key := fmt.Sprintf("client/net=%s/n=20/concurrent=%t", net, conc)
-				fs.add(key, d)
-				if conc {
-					fs.cpu(key, cpu, 20)
-				}
+			d, _, err := r.floor.Start(ctx, 20, host, false)
+			if err != nil {
+				return nil, err
 			}
+			fs.add(fmt.Sprintf("client/net=%s/n=20/concurrent=false", net), d)
 		}
-	}
-	for range r.repeats(3) {
-		d, cpu, err := r.floor.Start(ctx, 100, false, true)
-		if err != nil {
-			return nil, err
-		}
-		fs.add("client/net=pod/n=100/concurrent=true", d)
-		fs.cpu("client/net=pod/n=100/concurrent=true", cpu, 100)
 	}
 	if r.opts.Profile != "" {
 		// One more burst, not counted: containerd's profile under the client, to set
@@ -258,6 +245,13 @@ func (r *Run) floors(ctx context.Context) (floorSet, error) {
 }
 
 func (fs floorSet) add(key string, d time.Duration) { fs[key] = append(fs[key], ms(d)) }
+
+// replace takes other's samples instead of fs's, for each key other has.
+func (fs floorSet) replace(other floorSet) {
+	for key, samples := range other {
+		fs[key] = samples
+	}
+}
 
 // cpu adds the CPU time per pod of a burst of pods under key: its parts are the
 // figures cpu/<key>/<part> (see cpuOf).
