@@ -94,6 +94,9 @@ func runDaemon(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("node name: %v", err), spcli.ExitUsage)
 	}
+	if err := spcli.AbsoluteDirs(c, "root-dir", "run-dir", "pod-log-dir", "container-log-dir", "image-dir"); err != nil {
+		return cli.Exit(err.Error(), spcli.ExitUsage)
+	}
 	headers, err := httpsource.ParseHeaders(c.StringSlice("manifest-url-header"))
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("--manifest-url-header: %v", err), spcli.ExitUsage)

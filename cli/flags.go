@@ -9,8 +9,8 @@
 //
 // It also lends the other commands (run, once, validate) what they share with these,
 // not yet moved to where it belongs: the STATICPOD_* environment names (Env), the node
-// name flag and NodeName, the daemon's default root dir and containerd address, the
-// table printer and the status words (NewTable, DisplayName, TerminatedReason,
+// name flag and NodeName, the daemon's default root dir and containerd address and
+// AbsoluteDirs for its directories, the table printer and the status words (NewTable, DisplayName, TerminatedReason,
 // ConditionTrue, Count).
 package cli
 
@@ -45,6 +45,28 @@ func RunDir(runDir, root string) string {
 		return DefaultRunDir
 	}
 	return filepath.Join(root, "run")
+}
+
+// AbsoluteDirs makes the directories of flags names that c was given relative absolute,
+// from the working directory. The daemon's directories end up in what containerd, its
+// shims and runc read from working directories of their own (a pod's mounts and pinned
+// namespaces, the log writer's path, the helper program under the root dir), where a
+// relative path fails or, worse, names another file.
+func AbsoluteDirs(c *cli.Context, names ...string) error {
+	for _, name := range names {
+		dir := c.String(name)
+		if dir == "" || filepath.IsAbs(dir) {
+			continue
+		}
+		abs, err := filepath.Abs(dir)
+		if err == nil {
+			err = c.Set(name, abs)
+		}
+		if err != nil {
+			return fmt.Errorf("--%s %s: %w", name, dir, err)
+		}
+	}
+	return nil
 }
 
 // Env is the environment variable that sets a flag: STATICPOD_<FLAG>, upper case with

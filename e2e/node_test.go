@@ -37,6 +37,7 @@ type node struct {
 	devicePlugins string
 	rt            *containerdrt.Runtime // for looking, not for acting
 	ctx           context.Context
+	workDir       string // the daemons' working directory; "" for the test's
 }
 
 func newNode(t testing.TB) *node {
@@ -113,6 +114,7 @@ func (n *node) launch(bin string, args []string) *staticpod {
 	n.t.Helper()
 	sp := &staticpod{t: n.t, cmd: exec.Command(bin, args...), out: &testenv.Buffer{}, exited: make(chan struct{})}
 	sp.cmd.Stdout, sp.cmd.Stderr = sp.out, sp.out
+	sp.cmd.Dir = n.workDir
 	sp.cmd.Env = append(os.Environ(), "STATICPOD_DEVICE_PLUGIN_DIR="+n.devicePlugins)
 	if err := sp.cmd.Start(); err != nil {
 		n.t.Fatal(err)
