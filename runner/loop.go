@@ -63,6 +63,10 @@ type loop struct {
 	remerged  bool               // the sources were merged again once the runtime was listed
 	rejected  map[types.UID]bool // pods refused by Admit: restrictions, AppArmor, host ports
 	failures  failures           // what each source could not use at its last update
+
+	// merged is the PLEG generation the last merge of the sources began at: at 0 its
+	// Config.Running knew nothing of what runs, whatever the cache holds by now.
+	merged uint64
 }
 
 // newLoop returns the loop of r with what it uses of r's parts; it keeps no pointer
@@ -176,6 +180,7 @@ func (l *loop) apply(ctx context.Context, u manifests.Update) {
 	}
 	l.deps.busy()
 	l.progress() // enact below acts on a rollback
+	l.merged = l.pleg.Generation()
 	desired, conflicts := l.config.Apply(u)
 	l.pub.setObjects(u.Source, u.Objects)
 	l.enact(ctx, desired, conflicts)
@@ -269,8 +274,11 @@ func (l *loop) want(ctx context.Context, uid types.UID, pod *corev1.Pod) {
 		l.pub.setWorkerPod(uid, pod)
 		return
 	}
+	// The merge that wants pod must have known what runs too: the PLEG fills its cache
+	// before the loop hears of the relist, so a merge that began before may meet a
+	// cache that is filled, and would take a UID from a pod it did not see running.
 	_, gen := l.pleg.Pod(uid)
-	if gen == 0 {
+	if gen == 0 || l.merged == 0 {
 		l.pending[name] = pod
 		return
 	}
@@ -375,10 +383,12 @@ func (l *loop) relisted(ctx context.Context, res relistDone) {
 		// starts: every pod waiting is wanted again from the new merge.
 		l.remerged = true
 		clear(l.pending)
+		l.merged = l.pleg.Generation()
 		desired, conflicts := l.config.Merge()
 		l.enact(ctx, desired, conflicts)
 	}
 	if l.progress() { // keeps Ready revisions, rolls back what is not Ready in time
+		l.merged = l.pleg.Generation()
 		desired, conflicts := l.config.Merge()
 		l.enact(ctx, desired, conflicts)
 	}

@@ -229,3 +229,44 @@ func TestLoopHandsAUIDOverOnlyOnceTheOldPodAndItsDataAreGone(t *testing.T) {
 		})
 	}
 }
+
+// The PLEG fills its cache before the loop hears of the relist. A file pod's merge that
+// began before the first relist knew nothing of what runs, and kept the push that came
+// first; want, a moment later, met the filled cache and started removing the running
+// file pod to hand its UID to the push. Pods of a merge made before the first relist
+// wait for the merge the relist brings.
+func TestLoopActsOnNoMergeMadeBeforeTheFirstRelist(t *testing.T) {
+	h := newHarness(t)
+	l := newLoop(h.r, &sync.WaitGroup{})
+	var spawned []*worker
+	l.spawn = func(_ context.Context, w *worker) { spawned = append(spawned, w) }
+	filePod := runningFilePod(t, h.f)
+	evil := copyOf(t, filePod)
+	l.apply(h.ctx, manifests.Update{Source: "api", Pods: []*corev1.Pod{evil}})
+	var res []Event
+	var err error
+	relisted := false
+	l.config.Running = func(types.UID) (RunningPod, bool) {
+		if !relisted { // the first relist lands while the file source's merge runs
+			relisted = true
+			res, err = h.r.pleg.Relist(h.ctx)
+		}
+		return RunningPod{}, false // as the merge saw it: nothing listed yet
+	}
+	l.apply(h.ctx, manifests.Update{Source: "file", Pods: []*corev1.Pod{filePod}})
+	l.config.Running = l.runningAs
+	if !relisted {
+		t.Fatal("the merge never asked what runs")
+	}
+	for _, w := range spawned {
+		t.Errorf("a worker for %s started from the merge made before the first relist", describe(w))
+	}
+	l.relisted(h.ctx, relistDone{res, err})
+	if len(spawned) != 1 || spawned[0].pod == nil || manifests.SourceOf(spawned[0].pod) != "file" {
+		t.Fatalf("%d workers after the first relist; want one, for the file pod", len(spawned))
+	}
+	h.sync(spawned[0])
+	if n := h.f.count("CreateContainer") + h.f.count("StopContainer"); n != 0 {
+		t.Errorf("%d creates and stops; the running pod must be adopted untouched", n)
+	}
+}
