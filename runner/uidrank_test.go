@@ -115,18 +115,33 @@ func runningFilePod(t *testing.T, f *fakeRuntime) *corev1.Pod {
 	return pod
 }
 
+// copiedUID is a loop after a restart: etcd from etcd.yaml runs under sharedUID
+// (runningFilePod), a pushed manifest copies its UID and name (copyOf), and the workers
+// the loop starts are collected instead of run.
+type copiedUID struct {
+	h             *harness
+	l             *loop
+	spawned       []*worker
+	filePod, evil *corev1.Pod
+}
+
+func newCopiedUID(t *testing.T) *copiedUID {
+	c := &copiedUID{h: newHarness(t)}
+	c.l = newLoop(c.h.r, &sync.WaitGroup{})
+	c.l.spawn = func(_ context.Context, w *worker) { c.spawned = append(c.spawned, w) }
+	c.filePod = runningFilePod(t, c.h.f)
+	c.evil = copyOf(t, c.filePod)
+	return c
+}
+
 // A restarted staticpod adopts the file pod that runs under a UID, untouched, when a
 // pushed manifest copies its UID and name: whether the push store, the runtime's first
 // listing or the file source comes first, no worker ever runs the pushed spec.
 func TestLoopAfterARestartKeepsAUIDForThePodThatRuns(t *testing.T) {
 	for _, order := range [][]string{{"api", "file", "relist"}, {"api", "relist", "file"}, {"relist", "api", "file"}} {
 		t.Run(strings.Join(order, ","), func(t *testing.T) {
-			h := newHarness(t)
-			l := newLoop(h.r, &sync.WaitGroup{})
-			var spawned []*worker
-			l.spawn = func(_ context.Context, w *worker) { spawned = append(spawned, w) }
-			filePod := runningFilePod(t, h.f)
-			evil := copyOf(t, filePod)
+			c := newCopiedUID(t)
+			h, l, filePod, evil := c.h, c.l, c.filePod, c.evil
 			for _, step := range order {
 				switch step {
 				case "api":
@@ -138,15 +153,15 @@ func TestLoopAfterARestartKeepsAUIDForThePodThatRuns(t *testing.T) {
 					l.relisted(h.ctx, relistDone{res, err})
 				}
 			}
-			for _, w := range spawned {
+			for _, w := range c.spawned {
 				if w.pod == nil || manifests.SourceOf(w.pod) != "file" {
 					t.Fatalf("a worker for %s runs under the file pod's UID; want the file pod's alone", describe(w))
 				}
 			}
-			if len(spawned) != 1 {
-				t.Fatalf("%d workers; want one, for the file pod", len(spawned))
+			if len(c.spawned) != 1 {
+				t.Fatalf("%d workers; want one, for the file pod", len(c.spawned))
 			}
-			h.sync(spawned[0])
+			h.sync(c.spawned[0])
 			if n := h.f.count("CreateContainer") + h.f.count("StopContainer"); n != 0 {
 				t.Errorf("%d creates and stops; the running pod must be adopted untouched", n)
 			}
@@ -236,13 +251,9 @@ func TestLoopHandsAUIDOverOnlyOnceTheOldPodAndItsDataAreGone(t *testing.T) {
 // file pod to hand its UID to the push. Pods of a merge made before the first relist
 // wait for the merge the relist brings.
 func TestLoopActsOnNoMergeMadeBeforeTheFirstRelist(t *testing.T) {
-	h := newHarness(t)
-	l := newLoop(h.r, &sync.WaitGroup{})
-	var spawned []*worker
-	l.spawn = func(_ context.Context, w *worker) { spawned = append(spawned, w) }
-	filePod := runningFilePod(t, h.f)
-	evil := copyOf(t, filePod)
-	l.apply(h.ctx, manifests.Update{Source: "api", Pods: []*corev1.Pod{evil}})
+	c := newCopiedUID(t)
+	h, l, filePod := c.h, c.l, c.filePod
+	l.apply(h.ctx, manifests.Update{Source: "api", Pods: []*corev1.Pod{c.evil}})
 	var res []Event
 	var err error
 	relisted := false
@@ -258,14 +269,14 @@ func TestLoopActsOnNoMergeMadeBeforeTheFirstRelist(t *testing.T) {
 	if !relisted {
 		t.Fatal("the merge never asked what runs")
 	}
-	for _, w := range spawned {
+	for _, w := range c.spawned {
 		t.Errorf("a worker for %s started from the merge made before the first relist", describe(w))
 	}
 	l.relisted(h.ctx, relistDone{res, err})
-	if len(spawned) != 1 || spawned[0].pod == nil || manifests.SourceOf(spawned[0].pod) != "file" {
-		t.Fatalf("%d workers after the first relist; want one, for the file pod", len(spawned))
+	if len(c.spawned) != 1 || c.spawned[0].pod == nil || manifests.SourceOf(c.spawned[0].pod) != "file" {
+		t.Fatalf("%d workers after the first relist; want one, for the file pod", len(c.spawned))
 	}
-	h.sync(spawned[0])
+	h.sync(c.spawned[0])
 	if n := h.f.count("CreateContainer") + h.f.count("StopContainer"); n != 0 {
 		t.Errorf("%d creates and stops; the running pod must be adopted untouched", n)
 	}
